@@ -1,0 +1,32 @@
+//! The executable specification of turnfence: pure state machines of conversational-agent
+//! turns (and, beside them, acceptance fences), their inputs, outputs and named invariants.
+//!
+//! # Purity
+//!
+//! Nothing in this crate does IO or observes the world: no clock, no threads, no `std::sync`,
+//! no files, no sockets, no environment, no randomness. Time is data — every input carries `at`,
+//! in virtual milliseconds — and a machine only ever reacts to the inputs it is handed. The
+//! workspace's `clippy.toml` forbids the APIs that would break this, and CI checks that serde is
+//! the crate's only dependency.
+//!
+//! # Errors by blame
+//!
+//! * A refusal the real system would give (a stop for a finished turn, a late delta, a resume from
+//!   an unknown cursor) is an [`turn::Output`].
+//! * A caller's mistake (time going backwards, an unknown turn, a child reported twice) is a
+//!   [`turn::Misuse`]; the machine's state is left untouched.
+//! * A broken property is a [`turn::Violation`] naming the invariant and the ids involved.
+//!
+//! No input sequence makes a machine panic.
+
+pub mod turn;
+
+#[cfg(feature = "flaws")]
+pub use turn::Flaw;
+
+/// Virtual time in milliseconds since the start of a session.
+pub type Millis = u64;
+
+/// Whether this build carries the flaw switch (`flaws` feature). Release builds of the CLI
+/// never do; the gate reports this value in its environment block.
+pub const FLAWS_COMPILED: bool = cfg!(feature = "flaws");

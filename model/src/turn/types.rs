@@ -1,0 +1,419 @@
+//! The turn machine's alphabet: what happens to the system ([`Input`]) and what the system does
+//! ([`Output`]), with the small value types both share. Everything here is serde data; the JSON
+//! form is the canonical trace form.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+/// A turn's id, as the client and the logs know it.
+pub type TurnId = String;
+/// A child's id, unique within its turn.
+pub type ChildId = String;
+/// A response generation. Only the session's active generation may reach the user.
+pub type Generation = u64;
+/// A sequence number: of a delta within a `(turn, generation)`, or of an event in the stream store.
+pub type Seq = u64;
+
+/// How the turn's response reaches the user. Only audio turns can be barged in on.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    #[default]
+    Text,
+    Audio,
+}
+
+/// How a turn's deadline is split between its stages. The sum never exceeds the deadline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    pub retrieval_ms: u64,
+    pub model_ms: u64,
+    pub reserve_ms: u64,
+}
+
+impl Budget {
+    /// The whole split, saturating rather than overflowing on absurd inputs.
+    pub fn total_ms(&self) -> u64 {
+        self.retrieval_ms
+            .saturating_add(self.model_ms)
+            .saturating_add(self.reserve_ms)
+    }
+}
+
+/// What kind of work a child of a turn does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildKind {
+    Retrieval,
+    Model,
+    Tts,
+    Tool { name: String, cancellable: bool },
+}
+
+impl ChildKind {
+    pub fn is_tool(&self) -> bool {
+        matches!(self, ChildKind::Tool { .. })
+    }
+
+    pub fn is_cancellable_tool(&self) -> bool {
+        matches!(
+            self,
+            ChildKind::Tool {
+                cancellable: true,
+                ..
+            }
+        )
+    }
+
+    pub fn is_noncancellable_tool(&self) -> bool {
+        matches!(
+            self,
+            ChildKind::Tool {
+                cancellable: false,
+                ..
+            }
+        )
+    }
+}
+
+/// Why a turn is being cancelled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cause {
+    Stop,
+    BargeIn,
+    Deadline,
+}
+
+/// The code of a failed turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailCode {
+    #[serde(rename = "DEADLINE_EXCEEDED")]
+    DeadlineExceeded,
+}
+
+/// The one state a turn ends in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Terminal {
+    Completed,
+    Cancelled,
+    Failed { code: FailCode },
+    ReconcileRequired,
+}
+
+impl Terminal {
+    /// The upper-case name the lab's logs use (`COMPLETED`, `DEADLINE_EXCEEDED`, …).
+    pub fn label(&self) -> &'static str {
+        match self {
+            Terminal::Completed => "COMPLETED",
+            Terminal::Cancelled => "CANCELLED",
+            Terminal::Failed {
+                code: FailCode::DeadlineExceeded,
+            } => "DEADLINE_EXCEEDED",
+            Terminal::ReconcileRequired => "RECONCILE_REQUIRED",
+        }
+    }
+}
+
+/// The answer to a client's stop request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopAnswer {
+    /// This stop moved the turn: it is the turn's one cancel effect.
+    Requested,
+    /// The turn was already being cancelled (by a stop, a barge-in or its deadline).
+    AlreadyRequested,
+    /// The turn had already ended; the state is the stable answer.
+    AlreadyTerminal { state: Terminal },
+}
+
+/// Why a delta was dropped at the delivery gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DropReason {
+    /// The delta's generation is not the session's active generation (or not its turn's).
+    StaleGeneration,
+    /// Its turn is being cancelled.
+    CancelRequested,
+    /// Its turn has ended.
+    Terminal,
+    /// Its seq is not the next one for its `(turn, generation)`.
+    OutOfOrder,
+}
+
+/// Why a child was not started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotStartedReason {
+    /// The remaining time before the deadline is below what the child needs.
+    NoBudget,
+    /// The turn is being cancelled or has ended.
+    TurnCancelled,
+}
+
+/// Why a new turn was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefuseReason {
+    /// Another turn of the session is still running.
+    ActiveTurnExists,
+}
+
+/// Why a resume was refused instead of replaying.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeRefusal {
+    /// The cursor names an event the store never persisted.
+    UnknownCursor,
+    /// The client stayed away longer than the resume window.
+    Expired,
+}
+
+/// One thing that happens to the system, at virtual time `at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Input {
+    pub at: Millis,
+    #[serde(flatten)]
+    pub kind: InputKind,
+}
+
+impl Input {
+    pub fn new(at: Millis, kind: InputKind) -> Input {
+        Input { at, kind }
+    }
+
+    /// The turn this input names, if it names one.
+    pub fn turn(&self) -> Option<&str> {
+        use InputKind::*;
+        match &self.kind {
+            Accept { turn, .. }
+            | Spawn { turn, .. }
+            | ChildCompleted { turn, .. }
+            | Checkpoint { turn, .. }
+            | Delta { turn, .. }
+            | ModelDone { turn }
+            | Stop { turn, .. }
+            | CommitSent { turn, .. }
+            | CommitAcked { turn, .. }
+            | CommitFailed { turn, .. } => Some(turn),
+            FramePlayed
+            | SpeechStarted { .. }
+            | Tick
+            | ClientAck { .. }
+            | Disconnect
+            | Resume { .. }
+            | ClientReceive { .. } => None,
+        }
+    }
+}
+
+/// The kinds of input (SPEC §2.2).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case")]
+pub enum InputKind {
+    /// A new turn. `deadline_ms` is relative to `at`.
+    Accept {
+        turn: TurnId,
+        generation: Generation,
+        #[serde(default)]
+        mode: Mode,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        deadline_ms: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget: Option<Budget>,
+    },
+    /// A child of the turn asks to start. `need_ms` is the time it needs; by default the budget's
+    /// share for its kind (retrieval, model), else nothing.
+    Spawn {
+        turn: TurnId,
+        child: ChildId,
+        kind: ChildKind,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        need_ms: Option<u64>,
+    },
+    /// A child finished its work.
+    ChildCompleted { turn: TurnId, child: ChildId },
+    /// A child reached a cooperative checkpoint; a cancellable tool may create temporary outputs.
+    Checkpoint {
+        turn: TurnId,
+        child: ChildId,
+        phase: String,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        temporary_outputs: u32,
+    },
+    /// Model output for `(turn, generation, seq)`; `frames` audio frames go to the playback buffer.
+    Delta {
+        turn: TurnId,
+        generation: Generation,
+        seq: Seq,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        frames: u32,
+    },
+    /// The model finished its response for the turn.
+    ModelDone { turn: TurnId },
+    /// The speaker consumed the head of the playback buffer.
+    FramePlayed,
+    /// The client asked to stop the turn (`turn.cancel`).
+    Stop { turn: TurnId, request_id: String },
+    /// Voice activity detection heard the user start speaking.
+    SpeechStarted { confidence: f64 },
+    /// A non-cancellable tool sent its commit, keyed for idempotency.
+    CommitSent {
+        turn: TurnId,
+        child: ChildId,
+        idempotency_key: String,
+    },
+    /// The commit was acknowledged: the side effect happened.
+    CommitAcked { turn: TurnId, child: ChildId },
+    /// The commit failed in a way that does not prove it did not happen.
+    CommitFailed { turn: TurnId, child: ChildId },
+    /// Time passes; deadlines fire.
+    Tick,
+    /// The client acknowledged every stream event up to `seq`.
+    ClientAck { seq: Seq },
+    /// The client's connection dropped.
+    Disconnect,
+    /// The client reconnected, asking for every event after `after_seq`.
+    Resume { after_seq: Seq },
+    /// The transport handed the client the stream event `seq` (at least once: it may repeat).
+    ClientReceive { seq: Seq },
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+/// What the system does (SPEC §2.3). Outputs happen at the `at` of the input that caused them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "output", rename_all = "snake_case")]
+pub enum Output {
+    /// A new turn was refused.
+    TurnRefused { turn: TurnId, reason: RefuseReason },
+    /// The delivery gate let a delta through to the user.
+    Delivered {
+        turn: TurnId,
+        generation: Generation,
+        seq: Seq,
+    },
+    /// The delivery gate dropped a delta.
+    LateDropped {
+        turn: TurnId,
+        generation: Generation,
+        seq: Seq,
+        reason: DropReason,
+    },
+    /// The speaker played a frame of `(turn, generation, seq)`.
+    Played {
+        turn: TurnId,
+        generation: Generation,
+        seq: Seq,
+    },
+    /// Frames were removed from the playback buffer unplayed.
+    PlaybackCleared { turn: TurnId, frames: u32 },
+    /// A running child was asked to stop at its next checkpoint.
+    ChildCancelRequested { turn: TurnId, child: ChildId },
+    /// A child stopped.
+    ChildCancelled {
+        turn: TurnId,
+        child: ChildId,
+        checkpoint: String,
+    },
+    /// A cancelled tool's temporary outputs were removed.
+    TemporaryOutputRemoved {
+        turn: TurnId,
+        child: ChildId,
+        count: u32,
+    },
+    /// A child (tool or other) was not allowed to start.
+    ToolNotStarted {
+        turn: TurnId,
+        child: ChildId,
+        reason: NotStartedReason,
+    },
+    /// A child cannot be cancelled now; it will be settled later.
+    CancelDeferred {
+        turn: TurnId,
+        child: ChildId,
+        reason: DeferReason,
+    },
+    /// A side effect that may have happened was handed to reconciliation.
+    ReconcileEnqueued {
+        turn: TurnId,
+        child: ChildId,
+        idempotency_key: String,
+    },
+    /// A stop request was answered.
+    StopAnswered {
+        turn: TurnId,
+        request_id: String,
+        answer: StopAnswer,
+    },
+    /// A generation was fenced off: nothing of it reaches the user any more.
+    GenerationFenced {
+        turn: TurnId,
+        generation: Generation,
+    },
+    /// The turn's deadline passed while it was running.
+    DeadlineExceeded { turn: TurnId },
+    /// The stream store persisted an event.
+    Persisted {
+        turn: TurnId,
+        seq: Seq,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        terminal: bool,
+    },
+    /// A resume was refused: no silent gap.
+    ResumeRefused {
+        after_seq: Seq,
+        reason: ResumeRefusal,
+    },
+    /// The store replayed events `from..=to` to the reconnected client.
+    Replayed { from: Seq, to: Seq },
+    /// The client dropped an event it already had.
+    DuplicateIgnored { seq: Seq },
+    /// The client rendered a finished turn's whole text.
+    Rendered { turn: TurnId, text: String },
+    /// The turn ended.
+    Terminal { turn: TurnId, state: Terminal },
+}
+
+/// Why a child's cancel waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeferReason {
+    CommitInFlight,
+}
+
+impl Output {
+    /// The turn this output is about, if it is about one.
+    pub fn turn(&self) -> Option<&str> {
+        use Output::*;
+        match self {
+            TurnRefused { turn, .. }
+            | Delivered { turn, .. }
+            | LateDropped { turn, .. }
+            | Played { turn, .. }
+            | PlaybackCleared { turn, .. }
+            | ChildCancelRequested { turn, .. }
+            | ChildCancelled { turn, .. }
+            | TemporaryOutputRemoved { turn, .. }
+            | ToolNotStarted { turn, .. }
+            | CancelDeferred { turn, .. }
+            | ReconcileEnqueued { turn, .. }
+            | StopAnswered { turn, .. }
+            | GenerationFenced { turn, .. }
+            | DeadlineExceeded { turn }
+            | Persisted { turn, .. }
+            | Rendered { turn, .. }
+            | Terminal { turn, .. } => Some(turn),
+            ResumeRefused { .. } | Replayed { .. } | DuplicateIgnored { .. } => None,
+        }
+    }
+}
