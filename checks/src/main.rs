@@ -1,1 +1,94 @@
-fn main() {}
+//! `turnfence`: the thin command line over the verification suite.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use turnfence_checks::gate;
+use turnfence_model::turn::TurnMachine;
+
+#[derive(Parser)]
+#[command(
+    name = "turnfence",
+    version,
+    about = "Proves the cancellation machinery of conversational agents correct."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the release gate: the eight scenarios through the turn machine, 24 computed checks.
+    /// Exit 0 on PASS, 1 on FAIL, 2 on an input or IO error.
+    Gate {
+        /// One scenario, or `all`.
+        #[arg(long, default_value = "all", value_parser = scenario_name)]
+        scenario: String,
+        /// Directory for the evidence files.
+        #[arg(long, default_value = "lab-output")]
+        output: PathBuf,
+        /// Remove the evidence files a previous run may have left first.
+        #[arg(long)]
+        clean: bool,
+        /// Print one JSON line (`status`, `report`) instead of the gate text.
+        #[arg(long)]
+        agent: bool,
+    },
+}
+
+fn scenario_name(s: &str) -> Result<String, String> {
+    if s == "all" || gate::NAMES.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "expected all or one of: {}",
+            gate::NAMES.join(", ")
+        ))
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Gate {
+            scenario,
+            output,
+            clean,
+            agent,
+        } => run_gate(&scenario, output, clean, agent),
+    }
+}
+
+fn run_gate(scenario: &str, output: PathBuf, clean: bool, agent: bool) -> ExitCode {
+    let names: Vec<&str> = if scenario == "all" {
+        gate::NAMES.to_vec()
+    } else {
+        vec![scenario]
+    };
+    let run = gate::run(&names, TurnMachine::new);
+    if let Err(e) = gate::write_evidence(&run, &output, clean) {
+        eprintln!(
+            "turnfence gate: cannot write evidence to {}: {e}",
+            output.display()
+        );
+        return ExitCode::from(2);
+    }
+    let dir = std::path::absolute(&output).unwrap_or(output);
+    if agent {
+        let line = serde_json::json!({
+            "status": run.status(),
+            "report": dir.join("report.json"),
+        });
+        println!("{line}");
+    } else {
+        print!("{}", run.acceptance());
+        println!("\nEvidence directory: {}", dir.display());
+    }
+    if run.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

@@ -35,10 +35,12 @@ pub enum Flaw {
     AcceptWhileRunning,
     /// Deadlines never fire.
     DeadlineIgnored,
+    /// A turn whose last child stops at a checkpoint is never settled: it hangs in cancelling.
+    DrainedTurnNeverEnds,
 }
 
 impl Flaw {
-    pub const ALL: [Flaw; 13] = [
+    pub const ALL: [Flaw; 14] = [
         Flaw::DeliverAfterStop,
         Flaw::KeepPlaybackOnBargeIn,
         Flaw::SecondTerminalOnRepeatedStop,
@@ -52,6 +54,7 @@ impl Flaw {
         Flaw::DeltaSeqUnchecked,
         Flaw::AcceptWhileRunning,
         Flaw::DeadlineIgnored,
+        Flaw::DrainedTurnNeverEnds,
     ];
 
     /// The invariant this flaw breaks first.
@@ -63,13 +66,13 @@ impl Flaw {
             Flaw::CancelledBeforeChildrenStopped | Flaw::SpawnAfterCancelRuns => {
                 Invariant::CancelTreeDrained
             }
-            Flaw::ToolStartsAfterDeadline => Invariant::DeadlineRespected,
+            Flaw::ToolStartsAfterDeadline | Flaw::DeadlineIgnored => Invariant::DeadlineRespected,
             Flaw::CancelledAfterCommit => Invariant::NoFalseCancelClaim,
             Flaw::TemporaryOutputsKept => Invariant::CancelledToolLeavesNothing,
             Flaw::ReplayFromCursor => Invariant::ReplayExactlyOnce,
             Flaw::DeltaSeqUnchecked => Invariant::SeqMonotonic,
             Flaw::AcceptWhileRunning => Invariant::SingleRunningTurn,
-            Flaw::DeadlineIgnored => Invariant::QuiescentTurnsTerminal,
+            Flaw::DrainedTurnNeverEnds => Invariant::QuiescentTurnsTerminal,
         }
     }
 }

@@ -183,6 +183,8 @@ pub struct Monitor {
     disconnected_at: Option<Millis>,
     /// A resume was served by a replay.
     replayed: bool,
+    /// Standing conditions already reported, so each is reported once.
+    reported: BTreeSet<(Invariant, String)>,
     expect: StepExpect,
     violations: Vec<Violation>,
     reached: BTreeSet<Invariant>,
@@ -881,6 +883,13 @@ impl Monitor {
         self.step += 1;
     }
 
+    /// Reports a standing condition once per (invariant, subject), not at every step it persists.
+    fn violate_once(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+        if self.reported.insert((invariant, ids.join(","))) {
+            self.violate(invariant, ids, message);
+        }
+    }
+
     fn check_running(&mut self) {
         let running: Vec<String> = self
             .turns
@@ -890,11 +899,8 @@ impl Monitor {
             .collect();
         if running.len() > 1 {
             let ids: Vec<&str> = running.iter().map(String::as_str).collect();
-            self.violate(
-                Invariant::SingleRunningTurn,
-                &ids,
-                format!("{} turns are running at once", running.len()),
-            );
+            let message = format!("{} turns are running at once", running.len());
+            self.violate_once(Invariant::SingleRunningTurn, &ids, message);
         }
     }
 
@@ -909,21 +915,20 @@ impl Monitor {
                 continue;
             }
             if !t.cancelled {
-                found.push((Invariant::DeadlineRespected, id.clone(), deadline));
-            } else if t.pending_children().is_empty() {
-                found.push((Invariant::QuiescentTurnsTerminal, id.clone(), deadline));
+                let message = format!(
+                    "the turn is still running at {now} ms, past its deadline at {deadline} ms"
+                );
+                found.push((Invariant::DeadlineRespected, id.clone(), message));
+            }
+            if t.pending_children().is_empty() {
+                let message = format!(
+                    "every child is resolved and the deadline ({deadline} ms) has passed, yet the turn has not ended"
+                );
+                found.push((Invariant::QuiescentTurnsTerminal, id.clone(), message));
             }
         }
-        for (invariant, turn, deadline) in found {
-            let message = match invariant {
-                Invariant::DeadlineRespected => {
-                    format!("the turn is still running at {now} ms, past its deadline at {deadline} ms")
-                }
-                _ => format!(
-                    "every child is resolved and the deadline ({deadline} ms) has passed, yet the turn has not ended"
-                ),
-            };
-            self.violate(invariant, &[&turn], message);
+        for (invariant, turn, message) in found {
+            self.violate_once(invariant, &[&turn], message);
         }
     }
 
@@ -938,7 +943,7 @@ impl Monitor {
             }
         }
         for turn in stuck {
-            self.violate(
+            self.violate_once(
                 Invariant::QuiescentTurnsTerminal,
                 &[&turn],
                 "the run ended with the turn quiescent past its deadline but not terminal"

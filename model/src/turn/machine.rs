@@ -76,16 +76,23 @@ impl TurnMachine {
     /// `at` (and deadlines due by then fired, since time passing is nobody's mistake), nothing else
     /// changed.
     pub fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
-        if input.at < self.session.now {
-            return Err(Misuse::TimeWentBackwards {
-                expected_at_least: self.session.now,
-                got: input.at,
-            });
-        }
-        self.session.now = input.at;
-        self.fire_deadlines();
+        self.advance_to(input.at)?;
         self.validate(&input.kind)?;
         self.apply(&input.kind);
+        Ok(())
+    }
+
+    /// Moves virtual time to `at`; deadlines due by then fire. `handle` does this first; a
+    /// recorder that wants what time passing caused as a step of its own calls it before.
+    pub fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
+        if at < self.session.now {
+            return Err(Misuse::TimeWentBackwards {
+                expected_at_least: self.session.now,
+                got: at,
+            });
+        }
+        self.session.now = at;
+        self.fire_deadlines();
         Ok(())
     }
 
@@ -479,7 +486,9 @@ impl TurnMachine {
             child: child.to_owned(),
             checkpoint: phase.to_owned(),
         });
-        self.settle(turn);
+        if !flawed!(self, DrainedTurnNeverEnds) {
+            self.settle(turn);
+        }
     }
 
     /// The delivery gate.
@@ -496,10 +505,10 @@ impl TurnMachine {
         let seq_unchecked = flawed!(self, DeltaSeqUnchecked);
         let Some(t) = self.turn_mut(turn) else { return };
         let reason = match t.phase {
-            Phase::Terminal { .. } => Some(DropReason::Terminal),
             _ if generation != t.generation || Some(generation) != active => {
                 Some(DropReason::StaleGeneration)
             }
+            Phase::Terminal { .. } => Some(DropReason::Terminal),
             Phase::CancelRequested { .. } if !deliver_after_stop => {
                 Some(DropReason::CancelRequested)
             }

@@ -17,30 +17,39 @@ pub use machine::*;
 pub use misuse::Misuse;
 pub use types::*;
 
-/// Runs inputs through a machine, recording each step. Stops at the first misuse, returning the
-/// steps so far and the index of the refused input with its error.
+/// Runs inputs through a machine, recording each step. What time passing causes (deadlines
+/// firing) is recorded as a `tick` step of its own before the input it preceded, so every step's
+/// outputs are caused by its input alone. Stops at the first misuse, returning the steps so far
+/// and the index of the refused input with its error.
 pub fn run(machine: &mut TurnMachine, inputs: &[Input]) -> (Vec<Step>, Option<(usize, Misuse)>) {
     let mut steps = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter().enumerate() {
-        let result = machine.handle(input);
-        let mut outputs = Vec::new();
-        while let Some(output) = machine.poll_output() {
-            outputs.push(output);
-        }
-        if let Err(misuse) = result {
-            // Time still passed to the refused input's `at`: what that caused is a tick's step.
-            if !outputs.is_empty() {
-                steps.push(Step {
-                    input: Input::new(input.at, InputKind::Tick),
-                    outputs,
-                });
-            }
+        if let Err(misuse) = step(machine, input, &mut steps) {
             return (steps, Some((i, misuse)));
         }
+    }
+    (steps, None)
+}
+
+/// Takes one input as [`run`] does, appending its step (and a tick step first, if time passing
+/// caused anything).
+pub fn step(machine: &mut TurnMachine, input: &Input, steps: &mut Vec<Step>) -> Result<(), Misuse> {
+    machine.advance_to(input.at)?;
+    let outputs = drain(machine);
+    if !outputs.is_empty() {
         steps.push(Step {
-            input: input.clone(),
+            input: Input::new(input.at, InputKind::Tick),
             outputs,
         });
     }
-    (steps, None)
+    machine.handle(input)?;
+    steps.push(Step {
+        input: input.clone(),
+        outputs: drain(machine),
+    });
+    Ok(())
+}
+
+fn drain(machine: &mut TurnMachine) -> Vec<Output> {
+    std::iter::from_fn(|| machine.poll_output()).collect()
 }

@@ -1,0 +1,56 @@
+//! The gate's evidence files, each written atomically (a temporary file, then a rename), so a
+//! reader never sees half a report.
+
+use std::io;
+use std::path::Path;
+
+use super::{scenarios, GateRun};
+
+/// Every file name the gate may write into its output directory.
+pub fn known_files() -> Vec<String> {
+    let mut names: Vec<String> = [
+        "events.jsonl",
+        "report.json",
+        "metrics.json",
+        "acceptance.log",
+    ]
+    .iter()
+    .map(|s| (*s).to_owned())
+    .collect();
+    names.extend(scenarios::NAMES.iter().map(|n| format!("{n}.log")));
+    names
+}
+
+/// Writes `text` to `path` atomically.
+pub fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    #[allow(clippy::disallowed_methods)] // The one place evidence reaches the disk.
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, path)
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
+}
+
+/// Writes the run's evidence into `dir` (created if missing). With `clean`, first removes every
+/// file the gate knows it may have written before.
+pub fn write_evidence(run: &GateRun, dir: &Path, clean: bool) -> io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    if clean {
+        for name in known_files() {
+            match std::fs::remove_file(dir.join(&name)) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+    }
+    for s in &run.scenarios {
+        write_atomic(&dir.join(format!("{}.log", s.name)), &s.log())?;
+    }
+    write_atomic(&dir.join("events.jsonl"), &run.events_jsonl())?;
+    write_atomic(&dir.join("report.json"), &pretty(&run.report()))?;
+    write_atomic(&dir.join("metrics.json"), &pretty(&run.metrics()))?;
+    write_atomic(&dir.join("acceptance.log"), &run.acceptance())
+}

@@ -1,0 +1,364 @@
+//! The release gate: the eight scenarios run through the turn machine, 24 checks computed from
+//! its outputs, the virtual clock and the invariants, and the evidence a reviewer reads.
+
+mod checks;
+mod evidence;
+pub mod scenarios;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+use turnfence_model::turn::{
+    self, ChildKind, InputKind, Invariant, Misuse, Output, Step, TurnMachine, Violation,
+};
+use turnfence_model::Millis;
+
+pub use checks::Check;
+pub use evidence::write_evidence;
+pub use scenarios::{Scenario, NAMES};
+
+use crate::lab::{self, LabEvent};
+
+/// One scenario, run.
+#[derive(Clone, Debug)]
+pub struct ScenarioRun {
+    pub name: &'static str,
+    pub turn: &'static str,
+    pub steps: Vec<Step>,
+    /// The input the machine refused as misuse, if any: the scenario then fails every check.
+    pub misuse: Option<(usize, Misuse)>,
+    pub violations: Vec<Violation>,
+    pub checks: Vec<Check>,
+}
+
+impl ScenarioRun {
+    pub fn passed(&self) -> bool {
+        self.checks.iter().all(|c| c.passed)
+    }
+
+    /// Every input and output, in order, as the lab's events.
+    pub fn lab_events(&self) -> Vec<LabEvent> {
+        let kinds = |turn: &str, child: &str| self.child_kind(turn, child);
+        let mut events = Vec::new();
+        for step in &self.steps {
+            let at = step.input.at;
+            let turn = step.input.turn().unwrap_or(self.turn);
+            let (component, event, detail) = lab::input_line(&step.input, &kinds);
+            events.push(self.lab_event(at, turn, component, event, detail));
+            for output in &step.outputs {
+                let turn = output.turn().unwrap_or(self.turn);
+                let (component, event, detail) = lab::output_line(output, &kinds);
+                events.push(self.lab_event(at, turn, component, event, detail));
+            }
+        }
+        events
+    }
+
+    fn lab_event(
+        &self,
+        t_ms: Millis,
+        turn: &str,
+        component: &'static str,
+        event: &'static str,
+        detail: serde_json::Map<String, Value>,
+    ) -> LabEvent {
+        LabEvent {
+            t_ms,
+            scenario: self.name.to_owned(),
+            turn_id: turn.to_owned(),
+            component,
+            event,
+            detail,
+        }
+    }
+
+    fn child_kind(&self, turn: &str, child: &str) -> Option<ChildKind> {
+        self.steps.iter().find_map(|s| match &s.input.kind {
+            InputKind::Spawn {
+                turn: t,
+                child: c,
+                kind,
+                ..
+            } if t == turn && c == child => Some(kind.clone()),
+            _ => None,
+        })
+    }
+
+    /// The scenario's log, in the lab's form: header, one line per event, then the assertions.
+    pub fn log(&self) -> String {
+        let mut lines = vec![
+            format!("TURNFENCE GATE :: {}", self.name),
+            format!(
+                "turn={} clock=virtual network=none provider=model",
+                self.turn
+            ),
+            String::new(),
+        ];
+        lines.extend(self.lab_events().iter().map(LabEvent::log_line));
+        if let Some((index, misuse)) = &self.misuse {
+            lines.push(format!("MISUSE at input {index}: {misuse}"));
+        }
+        for v in &self.violations {
+            lines.push(format!(
+                "VIOLATION {} at {}ms (input {}): {} [{}]",
+                v.invariant.name(),
+                v.at,
+                v.step,
+                v.message,
+                v.ids.join(", ")
+            ));
+        }
+        lines.extend(["".to_owned(), "ASSERTIONS".to_owned()]);
+        for c in &self.checks {
+            lines.push(format!(
+                "[{}] {} :: expected={} actual={}",
+                c.status(),
+                c.name,
+                c.expected,
+                c.actual
+            ));
+        }
+        lines.join("\n") + "\n"
+    }
+
+    /// The machine's outputs, one JSON line per step: the input's time and kind, then its outputs.
+    pub fn output_sequence(&self) -> String {
+        let mut text = String::new();
+        for step in &self.steps {
+            let line = json!({
+                "at": step.input.at,
+                "input": input_name(&step.input.kind),
+                "outputs": step.outputs,
+            });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        text
+    }
+}
+
+fn input_name(kind: &InputKind) -> String {
+    match serde_json::to_value(kind) {
+        Ok(Value::Object(m)) => m
+            .get("input")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned(),
+        _ => "?".to_owned(),
+    }
+}
+
+/// Runs one scenario on the given machine.
+pub fn run_scenario(scenario: &Scenario, mut machine: TurnMachine) -> ScenarioRun {
+    let (steps, misuse) = turn::run(&mut machine, &scenario.inputs);
+    let violations = turn::check_all(&steps);
+    let mut run = ScenarioRun {
+        name: scenario.name,
+        turn: scenario.turn,
+        steps,
+        misuse,
+        violations,
+        checks: Vec::new(),
+    };
+    run.checks = checks::compute(&run, scenario);
+    run
+}
+
+/// A whole gate run.
+#[derive(Clone, Debug)]
+pub struct GateRun {
+    pub scenarios: Vec<ScenarioRun>,
+}
+
+/// Runs the named scenarios, each on a fresh machine from `machine`.
+pub fn run(names: &[&str], machine: impl Fn() -> TurnMachine) -> GateRun {
+    let scenarios = names
+        .iter()
+        .filter_map(|n| scenarios::scenario(n))
+        .map(|s| run_scenario(&s, machine()))
+        .collect();
+    GateRun { scenarios }
+}
+
+#[derive(Serialize)]
+struct CheckJson<'a> {
+    name: &'a str,
+    status: &'a str,
+    expected: &'a str,
+    actual: &'a str,
+    invariants: Vec<&'static str>,
+}
+
+impl GateRun {
+    pub fn passed_checks(&self) -> usize {
+        self.checks().filter(|c| c.passed).count()
+    }
+
+    pub fn total_checks(&self) -> usize {
+        self.checks().count()
+    }
+
+    fn checks(&self) -> impl Iterator<Item = &Check> {
+        self.scenarios.iter().flat_map(|s| &s.checks)
+    }
+
+    pub fn passed(&self) -> bool {
+        !self.scenarios.is_empty() && self.passed_checks() == self.total_checks()
+    }
+
+    pub fn status(&self) -> &'static str {
+        if self.passed() {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    }
+
+    /// The names of the failed checks, in gate order.
+    pub fn failed(&self) -> Vec<&'static str> {
+        self.checks()
+            .filter(|c| !c.passed)
+            .map(|c| c.name)
+            .collect()
+    }
+
+    /// The gate's summary, as `acceptance.log` holds it and the CLI prints it.
+    pub fn acceptance(&self) -> String {
+        let mut lines = vec![
+            "TURNFENCE :: RELEASE GATE".to_owned(),
+            "clock=virtual network=none models=0 real_tools=0 secrets=0".to_owned(),
+            String::new(),
+        ];
+        for s in &self.scenarios {
+            let status = if s.passed() { "PASS" } else { "FAIL" };
+            lines.push(format!(
+                "[{status}] {:<22} checks={}",
+                s.name,
+                s.checks.len()
+            ));
+        }
+        lines.push(String::new());
+        lines.push(format!(
+            "RESULT {} :: {}/{} assertions passed",
+            self.status(),
+            self.passed_checks(),
+            self.total_checks()
+        ));
+        for name in self.failed() {
+            lines.push(format!("FAILED {name}"));
+        }
+        lines.push(
+            "Evidence: per-scenario logs + events.jsonl + metrics.json + report.json".to_owned(),
+        );
+        lines.join("\n") + "\n"
+    }
+
+    /// `events.jsonl`: every scenario's events in the lab's line format.
+    pub fn events_jsonl(&self) -> String {
+        let mut text = String::new();
+        for s in &self.scenarios {
+            for e in s.lab_events() {
+                text.push_str(&serde_json::to_string(&e).unwrap_or_default());
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    /// `report.json`: environment, per-scenario checks with expected and actual, totals, status.
+    pub fn report(&self) -> Value {
+        let scenarios: Vec<Value> = self
+            .scenarios
+            .iter()
+            .map(|s| {
+                let checks: Vec<CheckJson> = s
+                    .checks
+                    .iter()
+                    .map(|c| CheckJson {
+                        name: c.name,
+                        status: c.status(),
+                        expected: &c.expected,
+                        actual: &c.actual,
+                        invariants: c.invariants.iter().map(|i| i.name()).collect(),
+                    })
+                    .collect();
+                json!({
+                    "name": s.name,
+                    "event_count": s.lab_events().len(),
+                    "checks": checks,
+                    "violations": s.violations,
+                    "misuse": s.misuse.as_ref().map(|(i, m)| json!({ "input": i, "error": m.to_string() })),
+                    "invariants_reached": turn::invariants::reached(&s.steps)
+                        .iter().map(|i| i.name()).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        json!({
+            "gate": "turnfence",
+            "version": env!("CARGO_PKG_VERSION"),
+            "environment": {
+                "os_family": std::env::consts::OS,
+                "clock": "virtual",
+                "network": "none",
+                "real_models": 0,
+                "real_tools": 0,
+                "secrets_loaded": 0,
+                "flaws_compiled": turnfence_model::FLAWS_COMPILED,
+            },
+            "scenario_count": self.scenarios.len(),
+            "assertions": { "passed": self.passed_checks(), "total": self.total_checks() },
+            "status": self.status(),
+            "scenarios": scenarios,
+        })
+    }
+
+    /// `metrics.json`: the lab's counters, computed from the outputs.
+    pub fn metrics(&self) -> Value {
+        let outputs = || {
+            self.scenarios
+                .iter()
+                .flat_map(|s| &s.steps)
+                .flat_map(|st| &st.outputs)
+        };
+        let count = |f: &dyn Fn(&Output) -> bool| outputs().filter(|o| f(o)).count();
+        let accepted = self
+            .scenarios
+            .iter()
+            .flat_map(|s| &s.steps)
+            .filter(|st| {
+                matches!(st.input.kind, InputKind::Accept { .. })
+                    && !st
+                        .outputs
+                        .iter()
+                        .any(|o| matches!(o, Output::TurnRefused { .. }))
+            })
+            .count();
+        let stops = self
+            .scenarios
+            .iter()
+            .flat_map(|s| &s.steps)
+            .filter(|st| matches!(st.input.kind, InputKind::Stop { .. }))
+            .count();
+        json!({
+            "turns_total": accepted,
+            "cancel_requests_total": stops,
+            "cancelled_turns": count(&|o| matches!(o, Output::Terminal { state: turn::Terminal::Cancelled, .. })),
+            "barge_ins_total": count(&|o| matches!(o, Output::GenerationFenced { .. })),
+            "late_events_dropped": count(&|o| matches!(o, Output::LateDropped { .. })),
+            "deadline_exceeded_total": count(&|o| matches!(o, Output::DeadlineExceeded { .. })),
+            "reconnect_replays_total": count(&|o| matches!(o, Output::Replayed { .. })),
+            "duplicate_stop_effects": self.scenarios.iter().map(checks::duplicate_stop_effects).sum::<usize>(),
+            "committed_side_effects_after_cancel_request":
+                self.scenarios.iter().map(checks::commits_after_cancel).sum::<usize>(),
+            "invariant_violations": self.scenarios.iter().map(|s| s.violations.len()).sum::<usize>(),
+            "external_cost": 0,
+        })
+    }
+
+    /// The invariants the whole run put to the test.
+    pub fn reached(&self) -> std::collections::BTreeSet<Invariant> {
+        self.scenarios
+            .iter()
+            .flat_map(|s| turn::invariants::reached(&s.steps))
+            .collect()
+    }
+}

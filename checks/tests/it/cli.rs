@@ -1,0 +1,145 @@
+//! The `turnfence gate` command as a user runs it: flags, evidence files, exit codes.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn turnfence(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_turnfence"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("the turnfence binary runs")
+}
+
+fn read(path: &Path) -> String {
+    #[allow(clippy::disallowed_methods)] // Tests read the evidence the CLI wrote.
+    let text = std::fs::read_to_string(path);
+    text.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn gate_writes_the_evidence_and_exits_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(&["gate"], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("RESULT PASS :: 24/24 assertions passed"),
+        "{stdout}"
+    );
+    // The default output directory is lab-output/ under the working directory.
+    let evidence = dir.path().join("lab-output");
+    for name in [
+        "events.jsonl",
+        "report.json",
+        "metrics.json",
+        "acceptance.log",
+        "cancel_tree.log",
+    ] {
+        assert!(evidence.join(name).is_file(), "{name} missing");
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&evidence)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&read(&evidence.join("report.json"))).unwrap();
+    assert_eq!(report["status"], "PASS");
+    assert_eq!(report["assertions"]["total"], 24);
+    // Every events.jsonl line is one JSON object in the lab's shape.
+    for line in read(&evidence.join("events.jsonl")).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        for key in [
+            "t_ms",
+            "scenario",
+            "turn_id",
+            "component",
+            "event",
+            "detail",
+        ] {
+            assert!(v.get(key).is_some(), "{key} missing in {line}");
+        }
+    }
+}
+
+#[test]
+fn agent_mode_prints_one_json_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(&["gate", "--agent", "--output", "ev"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(v["status"], "PASS");
+    let report = Path::new(v["report"].as_str().unwrap());
+    assert!(report.is_absolute() && report.is_file(), "{report:?}");
+}
+
+#[test]
+fn clean_removes_stale_evidence_and_one_scenario_writes_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let ev = dir.path().join("ev");
+    std::fs::create_dir_all(&ev).unwrap();
+    #[allow(clippy::disallowed_methods)] // A stale file from an earlier run.
+    std::fs::write(ev.join("voice_barge_in.log"), "stale").unwrap();
+    let out = turnfence(
+        &[
+            "gate",
+            "--scenario",
+            "cancel_tree",
+            "--output",
+            "ev",
+            "--clean",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        !ev.join("voice_barge_in.log").exists(),
+        "--clean kept a stale log"
+    );
+    assert!(ev.join("cancel_tree.log").is_file());
+    let acceptance = read(&ev.join("acceptance.log"));
+    assert!(acceptance.contains("RESULT PASS :: 3/3"), "{acceptance}");
+}
+
+#[test]
+fn an_unknown_scenario_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(&["gate", "--scenario", "nope"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("baseline_stream"));
+}
+
+#[test]
+fn two_runs_write_identical_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for d in ["a", "b"] {
+        assert_eq!(
+            turnfence(&["gate", "--output", d], dir.path())
+                .status
+                .code(),
+            Some(0)
+        );
+    }
+    for name in [
+        "events.jsonl",
+        "report.json",
+        "metrics.json",
+        "acceptance.log",
+        "reconnect_replay.log",
+    ] {
+        assert_eq!(
+            read(&dir.path().join("a").join(name)),
+            read(&dir.path().join("b").join(name)),
+            "{name} differs between runs"
+        );
+    }
+}

@@ -1,0 +1,75 @@
+//! Planted flaws: each rule broken in the model makes the gate fail, naming the check and the
+//! invariant that caught it.
+
+use std::fmt::Write;
+
+use turnfence_checks::gate;
+use turnfence_model::turn::{Flaw, TurnMachine};
+
+/// The gate check each flaw must fail (at least), by the scenario that exercises the rule.
+fn expected_check(flaw: Flaw) -> &'static str {
+    match flaw {
+        Flaw::DeliverAfterStop => "no-late-delivery",
+        Flaw::KeepPlaybackOnBargeIn => "audible-output-cleared",
+        Flaw::SecondTerminalOnRepeatedStop => "stable-terminal-state",
+        Flaw::RepeatedStopRecancels => "idempotent-stop",
+        Flaw::CancelledBeforeChildrenStopped => "cancel-tree-drained",
+        Flaw::SpawnAfterCancelRuns => "cancel-tree-drained",
+        Flaw::ToolStartsAfterDeadline => "unsafe-late-tool-blocked",
+        Flaw::CancelledAfterCommit => "no-false-cancel-claim",
+        Flaw::TemporaryOutputsKept => "temporary-work-cleaned",
+        Flaw::ReplayFromCursor => "cursor-replay",
+        Flaw::DeltaSeqUnchecked => "first-token-visible",
+        Flaw::AcceptWhileRunning => "new-turn-continues",
+        Flaw::DeadlineIgnored => "explicit-terminal-error",
+        Flaw::DrainedTurnNeverEnds => "explicit-terminal-error",
+    }
+}
+
+#[test]
+fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
+    let mut table = String::new();
+    for flaw in Flaw::ALL {
+        let run = gate::run(&gate::NAMES, || TurnMachine::with_flaw(flaw));
+        assert!(!run.passed(), "{flaw:?}: the gate passed");
+        let failed = run.failed();
+        assert!(
+            failed.contains(&expected_check(flaw)),
+            "{flaw:?}: expected {} to fail, failed: {failed:?}",
+            expected_check(flaw)
+        );
+        let mut broken: Vec<&str> = run
+            .scenarios
+            .iter()
+            .flat_map(|s| &s.violations)
+            .map(|v| v.invariant.name())
+            .collect();
+        broken.sort_unstable();
+        broken.dedup();
+        assert!(
+            broken.contains(&flaw.breaks().name()),
+            "{flaw:?}: expected {} to be violated, got {broken:?}",
+            flaw.breaks().name()
+        );
+        let misuse: Vec<&str> = run
+            .scenarios
+            .iter()
+            .filter(|s| s.misuse.is_some())
+            .map(|s| s.name)
+            .collect();
+        writeln!(
+            table,
+            "{flaw:?}\n  failed: {}\n  violated: {}\n  misuse in: {}",
+            failed.join(", "),
+            broken.join(", "),
+            if misuse.is_empty() {
+                "-".to_owned()
+            } else {
+                misuse.join(", ")
+            }
+        )
+        .unwrap();
+    }
+    // The whole table is reviewed: a flaw caught by fewer checks than before shows in the diff.
+    crate::snapshot_settings().bind(|| insta::assert_snapshot!("flaws_caught_by_gate", table));
+}
