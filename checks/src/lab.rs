@@ -261,7 +261,7 @@ pub fn output_line(
         Output::GenerationFenced { generation, .. } => (
             "turn",
             "barge_in.accepted",
-            json!({ "fenced_generation": generation, "new_generation": generation + 1 }),
+            json!({ "fenced_generation": generation, "new_generation": generation.saturating_add(1) }),
         ),
         Output::DeadlineExceeded { .. } => {
             ("deadline", "exceeded", json!({ "source": "turn_envelope" }))

@@ -388,11 +388,11 @@ fn voice_barge_in(c: &mut Checks, f: &Facts, turn: &str) {
             turn: t,
             generation: g,
             ..
-        } if *g == generation + 1 && at >= fence_at => Some(t.clone()),
+        } if *g == generation.saturating_add(1) && at >= fence_at => Some(t.clone()),
         _ => None,
     });
     let guards = [Invariant::SingleRunningTurn, Invariant::OneTerminalState];
-    let expected = format!("generation {} completes", generation + 1);
+    let expected = format!("generation {} completes", generation.saturating_add(1));
     match successor {
         Some(next) => {
             let terminals = f.terminals(&next);

@@ -31,12 +31,17 @@ fn kind() -> impl Strategy<Value = ChildKind> {
     ]
 }
 
+/// Small numbers mostly, and the extremes sometimes: overflow is a panic too.
+fn number() -> impl Strategy<Value = u64> {
+    prop_oneof![8 => 0u64..6, 1 => Just(u64::MAX), 1 => Just(u64::MAX - 1)]
+}
+
 fn input_kind() -> impl Strategy<Value = InputKind> {
     let accept = (
         turn(),
-        0u64..5,
+        number(),
         any::<bool>(),
-        prop::option::of(0u64..200),
+        prop::option::of(prop_oneof![0u64..200, Just(u64::MAX)]),
         0u64..40,
     )
         .prop_map(
@@ -70,8 +75,8 @@ fn input_kind() -> impl Strategy<Value = InputKind> {
     );
     let delta = (
         turn(),
-        0u64..5,
-        0u64..5,
+        number(),
+        number(),
         prop::option::of(name(&["x", "y "])),
         0u32..3,
     )
@@ -104,10 +109,10 @@ fn input_kind() -> impl Strategy<Value = InputKind> {
         1 => (turn(), child()).prop_map(|(turn, child)| InputKind::CommitAcked { turn, child }),
         1 => (turn(), child()).prop_map(|(turn, child)| InputKind::CommitFailed { turn, child }),
         2 => Just(InputKind::Tick),
-        1 => (0u64..8).prop_map(|seq| InputKind::ClientAck { seq }),
+        1 => number().prop_map(|seq| InputKind::ClientAck { seq }),
         1 => Just(InputKind::Disconnect),
-        1 => (0u64..8).prop_map(|after_seq| InputKind::Resume { after_seq }),
-        2 => (0u64..8).prop_map(|seq| InputKind::ClientReceive { seq }),
+        1 => number().prop_map(|after_seq| InputKind::Resume { after_seq }),
+        2 => number().prop_map(|seq| InputKind::ClientReceive { seq }),
     ]
 }
 
@@ -195,4 +200,38 @@ fn the_model_keeps_every_invariant_on_random_runs() {
     if let Err(e) = result {
         fail_with_seed(seed, "the correct model broke an invariant", format!("{e}"));
     }
+}
+
+/// Found by the property test on seed 1 with 3000 cases: a deadline already due at the accept
+/// must fire at once, not at the next input.
+#[test]
+fn a_deadline_due_at_accept_fires_at_once() {
+    let mut m = TurnMachine::new();
+    let accept = Input::new(
+        7,
+        InputKind::Accept {
+            turn: "t".into(),
+            generation: 1,
+            mode: Mode::Text,
+            deadline_ms: Some(0),
+            budget: None,
+        },
+    );
+    m.handle(&accept).unwrap();
+    let outputs = drain(&mut m);
+    let names: Vec<String> = outputs
+        .iter()
+        .map(|o| {
+            serde_json::to_value(o).unwrap()["output"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(names, ["deadline_exceeded", "terminal", "persisted"]);
+    assert!(check_all(&[Step {
+        input: accept,
+        outputs
+    }])
+    .is_empty());
 }

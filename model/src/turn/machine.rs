@@ -405,6 +405,8 @@ impl TurnMachine {
             last_delivered_seq: 0,
             model_done: false,
         });
+        // A deadline that is already due (`deadline_ms: 0`) fires at once.
+        self.fire_deadlines();
     }
 
     fn spawn(&mut self, turn: &str, child: &str, kind: &ChildKind, need_ms: Option<u64>) {
