@@ -3,3 +3,4 @@
 
 pub mod gate;
 pub mod lab;
+pub mod trace;

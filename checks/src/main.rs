@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use turnfence_checks::gate;
+use turnfence_checks::trace::{self, Dialect};
 use turnfence_model::turn::TurnMachine;
 
 #[derive(Parser)]
@@ -36,6 +37,22 @@ enum Command {
         #[arg(long)]
         agent: bool,
     },
+    /// Checks a JSON Lines trace against the turn machine. Exit 0: it conforms; 1: violations;
+    /// 2: an input error (malformed line, unknown event or field, time going backwards, …).
+    Check {
+        /// The trace (`-` for standard input).
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "canonical")]
+        dialect: Dialect,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 fn scenario_name(s: &str) -> Result<String, String> {
@@ -58,6 +75,11 @@ fn main() -> ExitCode {
             clean,
             agent,
         } => run_gate(&scenario, output, clean, agent),
+        Command::Check {
+            file,
+            dialect,
+            format,
+        } => run_check(&file, dialect, format),
     }
 }
 
@@ -87,6 +109,50 @@ fn run_gate(scenario: &str, output: PathBuf, clean: bool, agent: bool) -> ExitCo
         println!("\nEvidence directory: {}", dir.display());
     }
     if run.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn run_check(file: &std::path::Path, dialect: Dialect, format: Format) -> ExitCode {
+    #[allow(clippy::disallowed_methods)] // The CLI reads the trace it is asked to check.
+    let verdict = if file.as_os_str() == "-" {
+        trace::check_dialect(std::io::stdin().lock(), dialect)
+    } else {
+        match std::fs::File::open(file) {
+            Ok(f) => trace::check_dialect(std::io::BufReader::new(f), dialect),
+            Err(e) => Err(trace::InputError::at(
+                0,
+                format!("cannot read {}: {e}", file.display()),
+            )),
+        }
+    };
+    let v = match verdict {
+        Ok(v) => v,
+        Err(e) => {
+            match format {
+                Format::Text => eprintln!("turnfence check: {}: {e}", file.display()),
+                Format::Json => println!(
+                    "{}",
+                    serde_json::json!({ "status": "input_error", "error": e })
+                ),
+            }
+            return ExitCode::from(2);
+        }
+    };
+    match format {
+        Format::Text => print!("{}", trace::render_text(&v)),
+        Format::Json => {
+            let status = if v.conforms() {
+                "conforms"
+            } else {
+                "violations"
+            };
+            println!("{}", serde_json::json!({ "status": status, "verdict": v }));
+        }
+    }
+    if v.conforms() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

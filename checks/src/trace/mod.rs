@@ -1,0 +1,333 @@
+//! `turnfence check`: conformance of a JSON Lines trace against the turn machine.
+//!
+//! The trace is read as a stream, one line at a time; state is kept per open session and dropped
+//! when the session ends, so memory follows the open sessions, not the file. Each dialect turns
+//! its lines into [`Event`]s; [`conform::SessionCheck`] does the rest.
+
+pub mod canonical;
+pub mod conform;
+pub mod lab;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::BufRead;
+
+use serde::Serialize;
+use turnfence_model::turn::{Input, Invariant};
+use turnfence_model::Millis;
+
+use conform::{Observed, SessionCheck};
+
+/// What a dialect read from one line.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// The fixture's meta line (first line only).
+    Meta(serde_json::Value),
+    Input {
+        session: String,
+        input: Input,
+    },
+    Output {
+        session: String,
+        at: Millis,
+        observed: Observed,
+    },
+    /// The session is over: judge it and drop its state.
+    End {
+        session: String,
+    },
+}
+
+/// Why a trace could not be read: its own exit code, with the line (and column where it helps).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InputError {
+    pub line: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.column {
+            Some(c) => write!(f, "line {}, column {c}: {}", self.line, self.message),
+            None => write!(f, "line {}: {}", self.line, self.message),
+        }
+    }
+}
+
+impl std::error::Error for InputError {}
+
+impl InputError {
+    pub fn at(line: usize, message: impl Into<String>) -> InputError {
+        InputError {
+            line,
+            column: None,
+            message: message.into(),
+        }
+    }
+}
+
+/// The sort of thing found wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    /// An invariant of SPEC §2.5 is broken.
+    Invariant,
+    /// The trace shows an output the model does not produce.
+    UnexpectedOutput,
+    /// The trace shows an output in place of a different one the model produces.
+    ContradictedOutput,
+    /// The trace shows an input the model refuses (`Misuse`).
+    RefusedInput,
+}
+
+/// One thing found wrong, with where and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub line: usize,
+    pub kind: FindingKind,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invariant: Option<Invariant>,
+    pub ids: Vec<String>,
+    pub message: String,
+}
+
+impl Finding {
+    /// The name a report leads with: the invariant's, or the kind of non-conformance.
+    pub fn name(&self) -> &'static str {
+        match (self.invariant, self.kind) {
+            (Some(i), _) => i.name(),
+            (None, FindingKind::UnexpectedOutput) => "unexpected_output",
+            (None, FindingKind::ContradictedOutput) => "contradicted_output",
+            (None, FindingKind::RefusedInput) => "refused_input",
+            (None, FindingKind::Invariant) => "invariant",
+        }
+    }
+}
+
+/// The verdict on a whole trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub lines: usize,
+    pub events: usize,
+    pub sessions: usize,
+    pub findings: Vec<Finding>,
+}
+
+impl Verdict {
+    pub fn conforms(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// The distinct invariants broken, in order.
+    pub fn invariants(&self) -> Vec<Invariant> {
+        let mut v: Vec<Invariant> = self.findings.iter().filter_map(|f| f.invariant).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// The trace dialects `check` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Dialect {
+    /// turnfence's own form (JSON Schema in `schema/`).
+    Canonical,
+    /// The lab's `events.jsonl` vocabulary.
+    Lab,
+}
+
+/// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and
+/// release them later, e.g. a whole lab scenario); `events` turns one record into events, seeing
+/// the open sessions as they stand after every earlier event was applied.
+pub trait Reader {
+    type Record;
+
+    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Self::Record)>, InputError>;
+
+    /// End of input: records still held back.
+    fn flush(&mut self) -> Result<Vec<(usize, Self::Record)>, InputError> {
+        Ok(Vec::new())
+    }
+
+    fn events(
+        &mut self,
+        record: Self::Record,
+        line: usize,
+        sessions: &Sessions,
+    ) -> Result<Vec<Event>, InputError>;
+}
+
+/// The open sessions.
+#[derive(Default)]
+pub struct Sessions {
+    open: BTreeMap<String, SessionCheck>,
+    last_at: BTreeMap<String, Millis>,
+}
+
+impl Sessions {
+    fn get(&mut self, session: &str) -> &mut SessionCheck {
+        self.open
+            .entry(session.to_owned())
+            .or_insert_with(|| SessionCheck::new(session))
+    }
+
+    pub fn peek(&self, session: &str) -> Option<&SessionCheck> {
+        self.open.get(session)
+    }
+}
+
+struct Checker {
+    sessions: Sessions,
+    verdict: Verdict,
+    ended: std::collections::BTreeSet<String>,
+}
+
+impl Checker {
+    fn event(&mut self, event: Event, line: usize) -> Result<(), InputError> {
+        self.verdict.events += 1;
+        let (session, at) = match &event {
+            Event::Meta(_) if line == 1 => return Ok(()),
+            Event::Meta(_) => {
+                return Err(InputError::at(
+                    line,
+                    "a meta line may only be the first line",
+                ))
+            }
+            Event::Input { session, input } => (session.clone(), Some(input.at)),
+            Event::Output { session, at, .. } => (session.clone(), Some(*at)),
+            Event::End { session } => (session.clone(), None),
+        };
+        if self.ended.contains(&session) {
+            return Err(InputError::at(
+                line,
+                format!("session {session:?} already ended"),
+            ));
+        }
+        if let Some(at) = at {
+            let last = self.sessions.last_at.entry(session.clone()).or_insert(0);
+            if at < *last {
+                return Err(InputError::at(
+                    line,
+                    format!("time went backwards: at {at} after {last} in session {session:?}"),
+                ));
+            }
+            *last = at;
+        }
+        match event {
+            Event::Input { session, input } => self.sessions.get(&session).input(&input, line),
+            Event::Output {
+                session,
+                at,
+                observed,
+            } => self.sessions.get(&session).output(&observed, at, line),
+            Event::End { session } => self.end(&session),
+            Event::Meta(_) => {}
+        }
+        Ok(())
+    }
+
+    fn end(&mut self, session: &str) {
+        self.sessions.last_at.remove(session);
+        if let Some(s) = self.sessions.open.remove(session) {
+            self.verdict.sessions += 1;
+            self.verdict.findings.extend(s.finish());
+        }
+        self.ended.insert(session.to_owned());
+    }
+}
+
+impl Checker {
+    fn records<R: Reader>(
+        &mut self,
+        reader: &mut R,
+        records: Vec<(usize, R::Record)>,
+    ) -> Result<(), InputError> {
+        for (line, record) in records {
+            for event in reader.events(record, line, &self.sessions)? {
+                self.event(event, line)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Checks a whole trace, streaming. `Err` is an input error; `Ok` is the verdict on every line.
+pub fn check<R: Reader>(input: impl BufRead, reader: &mut R) -> Result<Verdict, InputError> {
+    let mut c = Checker {
+        sessions: Sessions::default(),
+        verdict: Verdict::default(),
+        ended: Default::default(),
+    };
+    let mut buf = String::new();
+    let mut input = input;
+    let mut line = 0;
+    loop {
+        buf.clear();
+        let n = input
+            .read_line(&mut buf)
+            .map_err(|e| InputError::at(line + 1, format!("cannot read: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        line += 1;
+        let text = buf.trim_end_matches(['\n', '\r']);
+        if text.trim().is_empty() {
+            return Err(InputError::at(line, "empty line"));
+        }
+        let records = reader.read(text, line)?;
+        c.records(reader, records)?;
+    }
+    c.verdict.lines = line;
+    if line == 0 {
+        return Err(InputError::at(0, "the trace is empty"));
+    }
+    let records = reader.flush()?;
+    c.records(reader, records)?;
+    let open: Vec<String> = c.sessions.open.keys().cloned().collect();
+    for s in open {
+        c.end(&s);
+    }
+    c.verdict.findings.sort_by_key(|f| f.line);
+    Ok(c.verdict)
+}
+
+/// Checks a trace in the given dialect.
+pub fn check_dialect(input: impl BufRead, dialect: Dialect) -> Result<Verdict, InputError> {
+    match dialect {
+        Dialect::Canonical => check(input, &mut canonical::CanonicalReader),
+        Dialect::Lab => check(input, &mut lab::LabReader::default()),
+    }
+}
+
+/// The verdict as text: one line per finding, then a summary.
+pub fn render_text(v: &Verdict) -> String {
+    let mut out = String::new();
+    for f in &v.findings {
+        let ids = if f.ids.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", f.ids.join(", "))
+        };
+        out.push_str(&format!(
+            "line {}: {}{ids}: {}\n",
+            f.line,
+            f.name(),
+            f.message
+        ));
+    }
+    let status = if v.conforms() {
+        "CONFORMS"
+    } else {
+        "VIOLATIONS"
+    };
+    out.push_str(&format!(
+        "{status}: {} findings in {} lines ({} events, {} sessions)\n",
+        v.findings.len(),
+        v.lines,
+        v.events,
+        v.sessions
+    ));
+    out
+}
