@@ -50,6 +50,7 @@ pub fn write_evidence(run: &GateRun, dir: &Path, clean: bool) -> io::Result<()> 
         write_atomic(&dir.join(format!("{}.log", s.name)), &s.log())?;
     }
     write_atomic(&dir.join("events.jsonl"), &run.events_jsonl())?;
+    write_atomic(&dir.join("trace.jsonl"), &run.trace_jsonl())?;
     write_atomic(&dir.join("report.json"), &pretty(&run.report()))?;
     write_atomic(&dir.join("metrics.json"), &pretty(&run.metrics()))?;
     write_atomic(&dir.join("acceptance.log"), &run.acceptance())

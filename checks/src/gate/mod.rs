@@ -120,6 +120,11 @@ impl ScenarioRun {
         lines.join("\n") + "\n"
     }
 
+    /// The scenario as a canonical trace (one session, named after the scenario).
+    pub fn canonical_trace(&self) -> String {
+        crate::trace::canonical::write(self.name, &self.steps)
+    }
+
     /// The machine's outputs, one JSON line per step: the input's time and kind, then its outputs.
     pub fn output_sequence(&self) -> String {
         let mut text = String::new();
@@ -262,6 +267,14 @@ impl GateRun {
             }
         }
         text
+    }
+
+    /// `trace.jsonl`: every scenario as a canonical trace, for `turnfence check`.
+    pub fn trace_jsonl(&self) -> String {
+        self.scenarios
+            .iter()
+            .map(ScenarioRun::canonical_trace)
+            .collect()
     }
 
     /// `report.json`: environment, per-scenario checks with expected and actual, totals, status.

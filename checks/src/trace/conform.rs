@@ -10,7 +10,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde_json::Value;
 use turnfence_model::turn::{
-    ChildKind, Input, InputKind, Invariant, Misuse, Monitor, Output, Step, Terminal, TurnMachine,
+    ChildKind, Input, InputKind, Invariant, Misuse, Monitor, NotStartedReason, Output, Step,
+    Terminal, TurnMachine,
 };
 use turnfence_model::Millis;
 
@@ -99,19 +100,20 @@ pub struct SessionCheck {
     steps: Vec<EffStep>,
     pending: BTreeMap<Key, VecDeque<(usize, usize)>>,
     findings: Vec<Finding>,
-    /// Generated names for children the trace never named.
-    hidden_children: usize,
+    /// Output kinds the log records completely: one the model produced that the trace does not
+    /// show is missing, not merely unlogged.
+    complete: Vec<String>,
 }
 
 impl SessionCheck {
-    pub fn new(session: &str) -> SessionCheck {
+    pub fn new(session: &str, complete: &[String]) -> SessionCheck {
         SessionCheck {
             session: session.to_owned(),
             machine: TurnMachine::new(),
             steps: Vec::new(),
             pending: BTreeMap::new(),
             findings: Vec::new(),
-            hidden_children: 0,
+            complete: complete.to_vec(),
         }
     }
 
@@ -182,13 +184,64 @@ impl SessionCheck {
         {
             return;
         }
+        let (kind, invariant, message) = match self.refusal_cause(&misuse) {
+            Some((invariant, why)) => (FindingKind::Invariant, Some(invariant), why),
+            None => (
+                FindingKind::RefusedInput,
+                None,
+                format!("the model refuses this input: {misuse}"),
+            ),
+        };
         self.findings.push(Finding {
             line,
-            kind: FindingKind::RefusedInput,
-            invariant: None,
+            kind,
+            invariant,
             ids: input.turn().map(|t| vec![t.to_owned()]).unwrap_or_default(),
-            message: format!("the model refuses this input: {misuse}"),
+            message,
         });
+    }
+
+    /// Some refusals are evidence of a broken invariant: work from something the model never
+    /// let start.
+    fn refusal_cause(&self, misuse: &Misuse) -> Option<(Invariant, String)> {
+        match misuse {
+            Misuse::UnknownTurn { turn } if self.was_refused(turn) => Some((
+                Invariant::SingleRunningTurn,
+                format!("turn {turn} runs although it was accepted while another turn was running"),
+            )),
+            Misuse::ChildNotInState { turn, child, .. } => {
+                let reason =
+                    self.steps
+                        .iter()
+                        .flat_map(|s| &s.outputs)
+                        .find_map(|o| match &o.output {
+                            Output::ToolNotStarted {
+                                turn: t,
+                                child: c,
+                                reason,
+                            } if t == turn && c == child => Some(*reason),
+                            _ => None,
+                        })?;
+                Some(match reason {
+                    NotStartedReason::NoBudget => (
+                        Invariant::DeadlineRespected,
+                        format!("child {child} runs although it had less time left than it needs"),
+                    ),
+                    NotStartedReason::TurnCancelled => (
+                        Invariant::CancelTreeDrained,
+                        format!("child {child} runs although it was spawned after the cancel"),
+                    ),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn was_refused(&self, turn: &str) -> bool {
+        self.steps
+            .iter()
+            .flat_map(|s| &s.outputs)
+            .any(|o| matches!(&o.output, Output::TurnRefused { turn: t, .. } if t == turn))
     }
 
     /// Hidden inputs that make a refused input acceptable.
@@ -454,14 +507,10 @@ impl SessionCheck {
         }
     }
 
-    /// A generated id for a child the log never names.
-    pub fn hidden_child(&mut self, stem: &str) -> String {
-        self.hidden_children += 1;
-        format!("{stem}-{}", self.hidden_children)
-    }
-
     /// The session is over: the invariants judge the effective trace.
     pub fn finish(mut self) -> Vec<Finding> {
+        self.drop_missing();
+        self.drop_superseded();
         let mut monitor = Monitor::new();
         for step in &self.steps {
             monitor.input(&step.input);
@@ -491,6 +540,66 @@ impl SessionCheck {
             });
         }
         self.findings
+    }
+
+    /// Outputs of a kind the log records completely that the trace never showed: findings, and
+    /// gone from the effective trace (the system did not do them).
+    fn drop_missing(&mut self) {
+        if self.complete.is_empty() {
+            return;
+        }
+        let mut missing = Vec::new();
+        for step in &mut self.steps {
+            let line = step.line;
+            let complete = &self.complete;
+            step.outputs.retain(|o| {
+                let kind = o
+                    .value
+                    .get("output")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let gone = o.seen == Seen::Implicit && complete.iter().any(|c| c == kind);
+                if gone {
+                    missing.push((
+                        line,
+                        o.output.turn().map(str::to_owned),
+                        compact(&o.value, &[]),
+                    ));
+                }
+                !gone
+            });
+        }
+        for (line, turn, what) in missing {
+            self.findings.push(Finding {
+                line,
+                kind: FindingKind::MissingOutput,
+                invariant: None,
+                ids: turn.into_iter().collect(),
+                message: format!(
+                    "the model gives {what} here; the trace, complete for its kind, never shows it"
+                ),
+            });
+        }
+    }
+
+    /// A model output the trace did not show, of which the trace showed its own version earlier
+    /// (a terminal state claimed too soon, say), did not happen a second time: the system already
+    /// did it its way.
+    fn drop_superseded(&mut self) {
+        let mut shown: Vec<Value> = Vec::new();
+        for step in &mut self.steps {
+            step.outputs.retain(|o| {
+                if o.seen == Seen::Deviant {
+                    shown.push(o.value.clone());
+                    return true;
+                }
+                let superseded = o.seen == Seen::Implicit
+                    && shown
+                        .iter()
+                        .any(|d| key_of(d) == key_of(&o.value) && same_identity(d, &o.value));
+                !superseded
+            });
+        }
     }
 
     /// The effective trace, for reports.

@@ -80,6 +80,9 @@ pub enum FindingKind {
     ContradictedOutput,
     /// The trace shows an input the model refuses (`Misuse`).
     RefusedInput,
+    /// The model produces an output of a kind the meta line declares complete, and the trace
+    /// does not show it.
+    MissingOutput,
 }
 
 /// One thing found wrong, with where and why.
@@ -101,6 +104,7 @@ impl Finding {
             (None, FindingKind::UnexpectedOutput) => "unexpected_output",
             (None, FindingKind::ContradictedOutput) => "contradicted_output",
             (None, FindingKind::RefusedInput) => "refused_input",
+            (None, FindingKind::MissingOutput) => "missing_output",
             (None, FindingKind::Invariant) => "invariant",
         }
     }
@@ -163,6 +167,8 @@ pub trait Reader {
 #[derive(Default)]
 pub struct Sessions {
     open: BTreeMap<String, SessionCheck>,
+    /// Output kinds the trace records completely (from the meta line).
+    complete: Vec<String>,
     last_at: BTreeMap<String, Millis>,
 }
 
@@ -170,7 +176,7 @@ impl Sessions {
     fn get(&mut self, session: &str) -> &mut SessionCheck {
         self.open
             .entry(session.to_owned())
-            .or_insert_with(|| SessionCheck::new(session))
+            .or_insert_with(|| SessionCheck::new(session, &self.complete))
     }
 
     pub fn peek(&self, session: &str) -> Option<&SessionCheck> {
@@ -188,7 +194,7 @@ impl Checker {
     fn event(&mut self, event: Event, line: usize) -> Result<(), InputError> {
         self.verdict.events += 1;
         let (session, at) = match &event {
-            Event::Meta(_) if line == 1 => return Ok(()),
+            Event::Meta(meta) if line == 1 => return self.meta(meta),
             Event::Meta(_) => {
                 return Err(InputError::at(
                     line,
@@ -225,6 +231,34 @@ impl Checker {
             Event::End { session } => self.end(&session),
             Event::Meta(_) => {}
         }
+        Ok(())
+    }
+
+    /// The meta line: the fixture's expectations (ignored here) and `complete`, the output kinds
+    /// the log records completely.
+    fn meta(&mut self, meta: &serde_json::Value) -> Result<(), InputError> {
+        let Some(complete) = meta.get("complete") else {
+            return Ok(());
+        };
+        let kinds: Option<Vec<String>> = complete
+            .as_array()
+            .map(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or(None);
+        let kinds =
+            kinds.ok_or_else(|| InputError::at(1, "`complete` must be a list of output kinds"))?;
+        for k in &kinds {
+            let probe = serde_json::json!({ "output": k });
+            let known = serde_json::from_value::<turnfence_model::turn::Output>(probe)
+                .err()
+                .is_none_or(|e| !e.to_string().starts_with("unknown variant"));
+            if !known {
+                return Err(InputError::at(
+                    1,
+                    format!("`complete` names an unknown output kind {k:?}"),
+                ));
+            }
+        }
+        self.sessions.complete = kinds;
         Ok(())
     }
 

@@ -143,3 +143,93 @@ fn two_runs_write_identical_bytes() {
         );
     }
 }
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    ["accepted", "rejected"]
+        .iter()
+        .map(|d| dir.join(d).join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no fixture {name}"))
+}
+
+#[test]
+fn check_exit_codes_are_zero_one_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = fixture("0001_lab_baseline_stream.jsonl");
+    let bad = fixture("0005_no_late_delivery_delta_after_stop.jsonl");
+    let malformed = fixture("0024_malformed_truncated_json.jsonl");
+    let run = |args: &[&str]| turnfence(args, dir.path());
+    assert_eq!(
+        run(&["check", "--dialect", "lab", ok.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
+    let out = run(&["check", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no_late_delivery"));
+    let out = run(&["check", malformed.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 3, column 40"));
+    let out = run(&["check", "no-such-trace.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
+}
+
+#[test]
+fn check_json_format_is_machine_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = fixture("0012_no_false_cancel_claim_refund_went_through.jsonl");
+    let out = turnfence(
+        &["check", "--format", "json", bad.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "violations");
+    let findings = v["verdict"]["findings"].as_array().unwrap();
+    assert!(findings
+        .iter()
+        .any(|f| f["invariant"] == "no_false_cancel_claim" && f["line"] == 18));
+    let malformed = fixture("0026_malformed_unknown_field.jsonl");
+    let out = turnfence(
+        &["check", "--format", "json", malformed.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["status"], "input_error");
+    assert_eq!(v["error"]["line"], 4);
+}
+
+#[test]
+fn the_gates_own_evidence_checks_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(
+        turnfence(&["gate", "--output", "ev"], dir.path())
+            .status
+            .code(),
+        Some(0)
+    );
+    let ev = dir.path().join("ev");
+    let events = ev.join("events.jsonl");
+    let trace = ev.join("trace.jsonl");
+    let lab = turnfence(
+        &["check", "--dialect", "lab", events.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(
+        lab.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&lab.stdout)
+    );
+    let canonical = turnfence(&["check", trace.to_str().unwrap()], dir.path());
+    assert_eq!(
+        canonical.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&canonical.stdout)
+    );
+}

@@ -1,0 +1,163 @@
+//! Tests are data: every fixture replayed through `check`, its verdict held to its meta line.
+//! Each rejected fixture's report is a reviewed snapshot.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use turnfence_checks::gate;
+use turnfence_checks::trace::{self, Dialect};
+use turnfence_model::turn::{Invariant, TurnMachine};
+
+fn fixtures(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn read(path: &Path) -> String {
+    #[allow(clippy::disallowed_methods)] // Fixtures are the tests' input.
+    let text = std::fs::read_to_string(path);
+    text.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn meta(text: &str) -> Value {
+    let first: Value = serde_json::from_str(text.lines().next().unwrap_or_default()).unwrap();
+    first["meta"].clone()
+}
+
+fn dialect(meta: &Value) -> Dialect {
+    match meta["dialect"].as_str() {
+        Some("lab") => Dialect::Lab,
+        _ => Dialect::Canonical,
+    }
+}
+
+/// Replays one fixture and asserts the verdict its meta line expects; returns the report.
+#[track_caller]
+fn check(path: &Path) -> String {
+    let text = read(path);
+    let meta = meta(&text);
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let result = trace::check_dialect(text.as_bytes(), dialect(&meta));
+    match (meta["expect"].as_str(), result) {
+        (Some("accepted"), Ok(v)) => {
+            assert!(
+                v.conforms(),
+                "{name} should conform:\n{}",
+                trace::render_text(&v)
+            );
+            trace::render_text(&v)
+        }
+        (Some("rejected"), Ok(v)) => {
+            let expected = meta["invariant"].as_str().unwrap();
+            let named: Vec<&str> = v.invariants().iter().map(|i| i.name()).collect();
+            assert!(
+                named.contains(&expected),
+                "{name}: expected {expected}, found {named:?}\n{}",
+                trace::render_text(&v)
+            );
+            assert!(
+                v.findings.iter().all(|f| f.line > 0),
+                "{name}: a finding without a line"
+            );
+            trace::render_text(&v)
+        }
+        (Some("input_error"), Err(e)) => {
+            assert_eq!(e.line as u64, meta["line"].as_u64().unwrap(), "{name}: {e}");
+            let fragment = meta["error"].as_str().unwrap();
+            assert!(
+                e.message.contains(fragment),
+                "{name}: expected {fragment:?} in {e}"
+            );
+            format!("input error: {e}\n")
+        }
+        (expect, Ok(v)) => panic!(
+            "{name}: expected {expect:?}, got a verdict:\n{}",
+            trace::render_text(&v)
+        ),
+        (expect, Err(e)) => panic!("{name}: expected {expect:?}, got an input error: {e}"),
+    }
+}
+
+#[test]
+fn accepted_fixtures_conform() {
+    let files = fixtures("accepted");
+    assert!(files.len() >= 17, "{} accepted fixtures", files.len());
+    for f in files {
+        check(&f);
+    }
+}
+
+#[test]
+fn rejected_fixtures_are_rejected_naming_their_invariant() {
+    let mut reports = Vec::new();
+    for f in fixtures("rejected") {
+        let report = check(&f);
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        reports.push((stem, report));
+    }
+    crate::snapshot_settings().bind(|| {
+        for (stem, report) in reports {
+            insta::assert_snapshot!(format!("check_{stem}"), report);
+        }
+    });
+}
+
+/// At least two fixtures per invariant, and both dialects among them.
+#[test]
+fn every_invariant_has_rejected_fixtures_in_both_dialects() {
+    let mut seen: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for f in fixtures("rejected") {
+        let m = meta(&read(&f));
+        if let Some(i) = m["invariant"].as_str().and_then(Invariant::from_name) {
+            seen.entry(i.name())
+                .or_default()
+                .push(m["dialect"].as_str().unwrap_or("canonical").to_owned());
+        }
+    }
+    for i in Invariant::ALL {
+        let dialects = seen.get(i.name()).cloned().unwrap_or_default();
+        assert!(
+            dialects.len() >= 2,
+            "{}: {} rejected fixtures",
+            i.name(),
+            dialects.len()
+        );
+        assert!(
+            dialects.iter().any(|d| d == "lab") && dialects.iter().any(|d| d == "canonical"),
+            "{}: {dialects:?}",
+            i.name()
+        );
+    }
+}
+
+/// The gate's canonical traces in `fixtures/accepted/` are the gate's current output.
+#[test]
+fn gate_trace_fixtures_are_current() {
+    let run = gate::run(&gate::NAMES, TurnMachine::new);
+    for s in &run.scenarios {
+        let path = fixtures("accepted")
+            .into_iter()
+            .find(|p| {
+                p.to_string_lossy()
+                    .ends_with(&format!("_gate_{}.jsonl", s.name))
+            })
+            .unwrap_or_else(|| panic!("no gate fixture for {}", s.name));
+        let text = read(&path);
+        let body: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+        assert_eq!(
+            body,
+            s.canonical_trace(),
+            "{} is stale: regenerate it from `turnfence gate`",
+            path.display()
+        );
+    }
+}
