@@ -5,6 +5,7 @@ mod fixtures;
 mod flaws;
 mod gate;
 mod model;
+mod schema;
 mod snapshots;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};

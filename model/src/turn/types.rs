@@ -17,6 +17,7 @@ pub type Seq = u64;
 
 /// How the turn's response reaches the user. Only audio turns can be barged in on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
     #[default]
@@ -26,6 +27,7 @@ pub enum Mode {
 
 /// How a turn's deadline is split between its stages. The sum never exceeds the deadline.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
     pub retrieval_ms: u64,
@@ -44,6 +46,7 @@ impl Budget {
 
 /// What kind of work a child of a turn does.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ChildKind {
     Retrieval,
@@ -80,6 +83,7 @@ impl ChildKind {
 
 /// Why a turn is being cancelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Cause {
     Stop,
@@ -89,6 +93,7 @@ pub enum Cause {
 
 /// The code of a failed turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum FailCode {
     #[serde(rename = "DEADLINE_EXCEEDED")]
     DeadlineExceeded,
@@ -96,6 +101,7 @@ pub enum FailCode {
 
 /// The one state a turn ends in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Terminal {
     Completed,
@@ -120,6 +126,7 @@ impl Terminal {
 
 /// The answer to a client's stop request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StopAnswer {
     /// This stop moved the turn: it is the turn's one cancel effect.
@@ -132,6 +139,7 @@ pub enum StopAnswer {
 
 /// Why a delta was dropped at the delivery gate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DropReason {
     /// The delta's generation is not the session's active generation (or not its turn's).
@@ -146,6 +154,7 @@ pub enum DropReason {
 
 /// Why a child was not started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum NotStartedReason {
     /// The remaining time before the deadline is below what the child needs.
@@ -156,6 +165,7 @@ pub enum NotStartedReason {
 
 /// Why a new turn was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum RefuseReason {
     /// Another turn of the session is still running.
@@ -164,6 +174,7 @@ pub enum RefuseReason {
 
 /// Why a resume was refused instead of replaying.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ResumeRefusal {
     /// The cursor names an event the store never persisted.
@@ -174,6 +185,7 @@ pub enum ResumeRefusal {
 
 /// One thing that happens to the system, at virtual time `at`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Input {
     pub at: Millis,
     #[serde(flatten)]
@@ -212,6 +224,7 @@ impl Input {
 
 /// The kinds of input (SPEC §2.2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "input", rename_all = "snake_case")]
 pub enum InputKind {
     /// A new turn. `deadline_ms` is relative to `at`.
@@ -290,6 +303,7 @@ fn is_zero(n: &u32) -> bool {
 
 /// What the system does (SPEC §2.3). Outputs happen at the `at` of the input that caused them.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "output", rename_all = "snake_case")]
 pub enum Output {
     /// A new turn was refused.
@@ -386,6 +400,7 @@ pub enum Output {
 
 /// Why a child's cancel waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DeferReason {
     CommitInFlight,
