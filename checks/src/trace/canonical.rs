@@ -12,8 +12,10 @@
 //! with `at`; `session` is optional (default `main`). Every field of the variant is required
 //! unless the schema marks it optional; an unknown field is an input error.
 
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::{Map, Value};
-use turnfence_model::turn::{Input, Output, Step};
+use turnfence_model::turn::{Input, InputKind, Output, Step};
 use turnfence_model::Millis;
 
 use super::conform::Observed;
@@ -22,126 +24,163 @@ use super::{Event, InputError, Reader, Sessions};
 /// The session a line without `session` belongs to.
 pub const DEFAULT_SESSION: &str = "main";
 
-/// Fields a variant may leave out (serde defaults), by tag.
-fn optional_fields(tag: &str) -> &'static [&'static str] {
-    match tag {
-        "accept" => &["mode", "deadline_ms", "budget"],
-        "spawn" => &["need_ms"],
-        "checkpoint" => &["temporary_outputs"],
-        "delta" => &["text", "frames"],
-        "persisted" => &["text", "terminal"],
-        _ => &[],
-    }
-}
-
-/// Parses one line of JSON, with the column of a syntax error.
+/// Parses one line of JSON as an object, with the column of a syntax error.
 pub fn parse_object(text: &str, line: usize) -> Result<Map<String, Value>, InputError> {
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(InputError::at(line, "expected a JSON object")),
-        Err(e) => Err(InputError {
-            line,
-            column: Some(e.column()),
-            message: format!("malformed JSON: {e}"),
-        }),
+        Err(e) => Err(syntax(e, line)),
     }
 }
 
-/// Deserializes a tagged object strictly: every key must be a field of its variant.
-fn strict<T: serde::Serialize + serde::de::DeserializeOwned>(
-    object: Map<String, Value>,
-    tag_key: &str,
-    line: usize,
-) -> Result<T, InputError> {
-    let tag = object
-        .get(tag_key)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let keys: Vec<String> = object.keys().cloned().collect();
-    let parsed: T = serde_json::from_value(Value::Object(object)).map_err(|e| {
-        let message = e.to_string();
-        let message = if message.starts_with("unknown variant") {
-            format!("unknown {tag_key} {tag:?}: {message}")
-        } else {
-            format!("{tag_key} {tag:?}: {message}")
-        };
-        InputError::at(line, message)
-    })?;
-    let known = serde_json::to_value(&parsed).unwrap_or(Value::Null);
-    for key in keys {
-        let listed = known.get(&key).is_some() || optional_fields(&tag).contains(&key.as_str());
-        if !listed {
-            return Err(InputError::at(
-                line,
-                format!("{tag_key} {tag:?}: unknown field `{key}`"),
-            ));
+fn syntax(e: serde_json::Error, line: usize) -> InputError {
+    let column = (e.column() > 0).then_some(e.column());
+    let message = if e.is_syntax() || e.is_eof() {
+        format!("malformed JSON: {e}")
+    } else {
+        // serde's own position is within the line; the column says it, the message need not.
+        let text = e.to_string();
+        match text.rfind(" at line ") {
+            Some(i) => text[..i].to_owned(),
+            None => text,
         }
+    };
+    InputError {
+        line,
+        column,
+        message,
     }
-    Ok(parsed)
 }
 
-fn take_session(object: &mut Map<String, Value>, line: usize) -> Result<String, InputError> {
-    match object.remove("session") {
+/// Which kind of line this is: the keys that say so, everything else skipped unread.
+#[derive(Deserialize)]
+struct Head {
+    input: Option<IgnoredAny>,
+    output: Option<IgnoredAny>,
+    meta: Option<IgnoredAny>,
+    session_end: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct InputLine {
+    session: Option<String>,
+    #[serde(flatten)]
+    input: Input,
+}
+
+/// The keys a line of an input kind without fields (`tick`, …) may have.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code)] // Read for its refusal of other keys.
+struct BareInputLine {
+    at: IgnoredAny,
+    session: Option<IgnoredAny>,
+    input: IgnoredAny,
+}
+
+#[derive(Deserialize)]
+struct OutputLine {
+    at: Millis,
+    session: Option<String>,
+    #[serde(flatten)]
+    output: Output,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EndLine {
+    session: Option<String>,
+    session_end: bool,
+    #[allow(dead_code)] // Allowed, not needed: a session end has no effect in time.
+    at: Option<Millis>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MetaLine {
+    meta: Value,
+}
+
+fn session(s: Option<String>, line: usize) -> Result<String, InputError> {
+    match s {
         None => Ok(DEFAULT_SESSION.to_owned()),
-        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        Some(s) if !s.is_empty() => Ok(s),
         Some(_) => Err(InputError::at(line, "`session` must be a non-empty string")),
     }
 }
 
-fn take_at(object: &mut Map<String, Value>, line: usize) -> Result<Millis, InputError> {
-    match object.remove("at") {
-        Some(v) => v.as_u64().ok_or_else(|| {
-            InputError::at(line, "`at` must be a non-negative integer (virtual ms)")
-        }),
-        None => Err(InputError::at(line, "missing field `at`")),
-    }
+fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Result<T, InputError> {
+    serde_json::from_str(text).map_err(|e| {
+        let mut err = syntax(e, line);
+        err.message = format!("{what} line: {}", err.message);
+        err
+    })
 }
 
-/// One canonical line as events.
+/// One canonical line as an event.
 pub fn read_line(text: &str, line: usize) -> Result<Event, InputError> {
-    let mut object = parse_object(text, line)?;
-    if let Some(meta) = object.remove("meta") {
-        if !object.is_empty() {
-            return Err(InputError::at(line, "a meta line holds `meta` only"));
+    // The line's kind, from its keys. A key's `"name":` cannot occur inside a JSON string (its
+    // quotes would be escaped), so when exactly one of the four shows, it is the line's key, or
+    // the line is malformed and the typed parse says so. Otherwise the keys are read properly.
+    let shows = |key: &str| text.contains(key);
+    let kind = (
+        shows("\"input\":"),
+        shows("\"output\":"),
+        shows("\"meta\":"),
+        shows("\"session_end\":"),
+    );
+    let kind = match kind {
+        (true, false, false, false)
+        | (false, true, false, false)
+        | (false, false, true, false)
+        | (false, false, false, true) => kind,
+        _ => {
+            let head: Head = serde_json::from_str(text).map_err(|e| syntax(e, line))?;
+            (
+                head.input.is_some(),
+                head.output.is_some(),
+                head.meta.is_some(),
+                head.session_end.is_some(),
+            )
         }
-        return Ok(Event::Meta(meta));
-    }
-    let session = take_session(&mut object, line)?;
-    if object.contains_key("input") {
-        let at = object.get("at").cloned();
-        let input: Input = strict(object, "input", line)?;
-        if at.as_ref().and_then(Value::as_u64).is_none() {
-            return Err(InputError::at(
-                line,
-                "`at` must be a non-negative integer (virtual ms)",
-            ));
+    };
+    match kind {
+        (true, false, false, false) => {
+            let l: InputLine = typed(text, "input", line)?;
+            if matches!(
+                l.input.kind,
+                InputKind::Tick | InputKind::FramePlayed | InputKind::Disconnect
+            ) {
+                typed::<BareInputLine>(text, "input", line)?;
+            }
+            Ok(Event::Input {
+                session: session(l.session, line)?,
+                input: l.input,
+            })
         }
-        return Ok(Event::Input { session, input });
-    }
-    if object.contains_key("output") {
-        let at = take_at(&mut object, line)?;
-        let output: Output = strict(object, "output", line)?;
-        return Ok(Event::Output {
-            session,
-            at,
-            observed: Observed::exact(output),
-        });
-    }
-    if let Some(end) = object.remove("session_end") {
-        object.remove("at");
-        if end != Value::Bool(true) || !object.is_empty() {
-            return Err(InputError::at(
-                line,
-                "a session end is {\"session\": …, \"session_end\": true}",
-            ));
+        (false, true, false, false) => {
+            let l: OutputLine = typed(text, "output", line)?;
+            Ok(Event::Output {
+                session: session(l.session, line)?,
+                at: l.at,
+                observed: Observed::exact(l.output),
+            })
         }
-        return Ok(Event::End { session });
+        (false, false, true, false) => Ok(Event::Meta(typed::<MetaLine>(text, "meta", line)?.meta)),
+        (false, false, false, true) => {
+            let l: EndLine = typed(text, "session end", line)?;
+            if !l.session_end {
+                return Err(InputError::at(line, "`session_end` must be true"));
+            }
+            Ok(Event::End {
+                session: session(l.session, line)?,
+            })
+        }
+        _ => Err(InputError::at(
+            line,
+            "expected exactly one of `input`, `output`, `meta`, `session_end`",
+        )),
     }
-    Err(InputError::at(
-        line,
-        "expected an `input`, an `output`, a `meta` or a `session_end` line",
-    ))
 }
 
 /// The canonical dialect's reader.

@@ -6,7 +6,8 @@
 //! show them, and the trace's observed outputs where it does — including every output the model
 //! did not produce and every one it contradicts. The invariants judge that.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::mem::Discriminant;
 
 use serde_json::Value;
 use turnfence_model::turn::{
@@ -47,9 +48,18 @@ enum Seen {
 #[derive(Clone, Debug)]
 struct EffOutput {
     output: Output,
-    value: Value,
     line: Option<usize>,
     seen: Seen,
+}
+
+impl EffOutput {
+    fn value(&self) -> Value {
+        value_of(&self.output)
+    }
+}
+
+fn value_of(output: &Output) -> Value {
+    serde_json::to_value(output).unwrap_or(Value::Null)
 }
 
 #[derive(Clone, Debug)]
@@ -59,17 +69,11 @@ struct EffStep {
     outputs: Vec<EffOutput>,
 }
 
-/// The key under which the model's outputs wait to be observed.
-type Key = (String, Option<String>);
+/// The key under which the model's outputs wait to be observed: their kind.
+type Key = Discriminant<Output>;
 
-fn key_of(value: &Value) -> Key {
-    let kind = value
-        .get("output")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let turn = value.get("turn").and_then(Value::as_str).map(str::to_owned);
-    (kind, turn)
+fn key_of(output: &Output) -> Key {
+    std::mem::discriminant(output)
 }
 
 /// Fields that say *which* output this is, as opposed to *what* it says.
@@ -98,11 +102,13 @@ pub struct SessionCheck {
     pub session: String,
     machine: TurnMachine,
     steps: Vec<EffStep>,
-    pending: BTreeMap<Key, VecDeque<(usize, usize)>>,
+    pending: HashMap<Key, VecDeque<(usize, usize)>>,
     findings: Vec<Finding>,
     /// Output kinds the log records completely: one the model produced that the trace does not
     /// show is missing, not merely unlogged.
     complete: Vec<String>,
+    /// The latest `at` the trace showed for this session.
+    last_at: Millis,
 }
 
 impl SessionCheck {
@@ -111,10 +117,26 @@ impl SessionCheck {
             session: session.to_owned(),
             machine: TurnMachine::new(),
             steps: Vec::new(),
-            pending: BTreeMap::new(),
+            pending: HashMap::new(),
             findings: Vec::new(),
             complete: complete.to_vec(),
+            last_at: 0,
         }
+    }
+
+    /// The trace's clock moves to `at`; going backwards is an input error.
+    pub fn advance(&mut self, at: Millis, line: usize) -> Result<(), super::InputError> {
+        if at < self.last_at {
+            return Err(super::InputError::at(
+                line,
+                format!(
+                    "time went backwards: at {at} after {} in session {:?}",
+                    self.last_at, self.session
+                ),
+            ));
+        }
+        self.last_at = at;
+        Ok(())
     }
 
     pub fn now(&self) -> Millis {
@@ -136,14 +158,12 @@ impl SessionCheck {
             .into_iter()
             .enumerate()
             .map(|(i, output)| {
-                let value = serde_json::to_value(&output).unwrap_or(Value::Null);
                 self.pending
-                    .entry(key_of(&value))
+                    .entry(key_of(&output))
                     .or_default()
                     .push_back((index, i));
                 EffOutput {
                     output,
-                    value,
                     line: None,
                     seen: Seen::Implicit,
                 }
@@ -276,15 +296,22 @@ impl SessionCheck {
     }
 
     /// Finds a pending model output the observation matches, and marks it observed.
-    fn take_match(&mut self, observed: &Observed, value: &Value, line: usize) -> bool {
-        let key = key_of(value);
-        let Some(queue) = self.pending.get_mut(&key) else {
+    fn take_match(&mut self, observed: &Observed, line: usize) -> bool {
+        let Some(queue) = self.pending.get_mut(&key_of(&observed.output)) else {
             return false;
         };
         let steps = &self.steps;
-        let found = queue
-            .iter()
-            .position(|&(s, o)| matches(value, &steps[s].outputs[o].value, observed.wildcards));
+        let pattern = (!observed.wildcards.is_empty()).then(|| value_of(&observed.output));
+        let found = queue.iter().position(|&(s, o)| {
+            let actual = &steps[s].outputs[o].output;
+            match &pattern {
+                None => *actual == observed.output,
+                Some(p) => {
+                    actual.turn() == observed.output.turn()
+                        && matches(p, &value_of(actual), observed.wildcards)
+                }
+            }
+        });
         let Some(pos) = found else { return false };
         let Some((s, o)) = queue.remove(pos) else {
             return false;
@@ -297,8 +324,7 @@ impl SessionCheck {
 
     /// An output the trace observed at `at`.
     pub fn output(&mut self, observed: &Observed, at: Millis, line: usize) {
-        let value = serde_json::to_value(&observed.output).unwrap_or(Value::Null);
-        if self.take_match(observed, &value, line) {
+        if self.take_match(observed, line) {
             return;
         }
         // Steps the log does not show, that the model can explain.
@@ -306,21 +332,23 @@ impl SessionCheck {
             if self.apply(&hidden, line).is_err() {
                 break;
             }
-            if self.take_match(observed, &value, line) {
+            if self.take_match(observed, line) {
                 return;
             }
         }
-        self.deviation(observed, value, line);
+        self.deviation(observed, value_of(&observed.output), line);
     }
 
     /// The observation matches nothing the model did: either it contradicts a model output of
     /// the same kind and identity, or the model does not produce it at all.
     fn deviation(&mut self, observed: &Observed, value: Value, line: usize) {
-        let key = key_of(&value);
+        let key = key_of(&observed.output);
         let steps = &self.steps;
         let rival = self.pending.get(&key).and_then(|q| {
-            q.iter()
-                .position(|&(s, o)| same_identity(&value, &steps[s].outputs[o].value))
+            q.iter().position(|&(s, o)| {
+                let actual = &steps[s].outputs[o].output;
+                actual.turn() == observed.output.turn() && same_identity(&value, &value_of(actual))
+            })
         });
         let turn_ids = observed
             .output
@@ -333,7 +361,7 @@ impl SessionCheck {
                 .get_mut(&key)
                 .and_then(|q| q.remove(pos))
                 .unwrap_or((0, 0));
-            let model = self.steps[s].outputs[o].value.clone();
+            let model = self.steps[s].outputs[o].value();
             let concrete = fill(&observed.output, observed.wildcards, &model);
             let out = &mut self.steps[s].outputs[o];
             out.output = concrete;
@@ -353,7 +381,6 @@ impl SessionCheck {
             if let Some(s) = self.steps.get_mut(step) {
                 s.outputs.push(EffOutput {
                     output: observed.output.clone(),
-                    value: value.clone(),
                     line: Some(line),
                     seen: Seen::Deviant,
                 });
@@ -553,17 +580,20 @@ impl SessionCheck {
             let line = step.line;
             let complete = &self.complete;
             step.outputs.retain(|o| {
-                let kind = o
-                    .value
+                if o.seen != Seen::Implicit {
+                    return true;
+                }
+                let value = o.value();
+                let kind = value
                     .get("output")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                let gone = o.seen == Seen::Implicit && complete.iter().any(|c| c == kind);
+                let gone = complete.iter().any(|c| c == kind);
                 if gone {
                     missing.push((
                         line,
                         o.output.turn().map(str::to_owned),
-                        compact(&o.value, &[]),
+                        compact(&value, &[]),
                     ));
                 }
                 !gone
@@ -586,17 +616,25 @@ impl SessionCheck {
     /// (a terminal state claimed too soon, say), did not happen a second time: the system already
     /// did it its way.
     fn drop_superseded(&mut self) {
-        let mut shown: Vec<Value> = Vec::new();
+        let mut shown: Vec<(Key, Option<String>, Value)> = Vec::new();
         for step in &mut self.steps {
             step.outputs.retain(|o| {
                 if o.seen == Seen::Deviant {
-                    shown.push(o.value.clone());
+                    shown.push((
+                        key_of(&o.output),
+                        o.output.turn().map(str::to_owned),
+                        o.value(),
+                    ));
                     return true;
                 }
-                let superseded = o.seen == Seen::Implicit
-                    && shown
-                        .iter()
-                        .any(|d| key_of(d) == key_of(&o.value) && same_identity(d, &o.value));
+                if o.seen != Seen::Implicit || shown.is_empty() {
+                    return true;
+                }
+                let superseded = shown.iter().any(|(k, t, d)| {
+                    *k == key_of(&o.output)
+                        && t.as_deref() == o.output.turn()
+                        && same_identity(d, &o.value())
+                });
                 !superseded
             });
         }

@@ -7,6 +7,7 @@
 pub mod canonical;
 pub mod conform;
 pub mod lab;
+pub mod synthetic;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -116,6 +117,8 @@ pub struct Verdict {
     pub lines: usize,
     pub events: usize,
     pub sessions: usize,
+    /// The most sessions open at once: what the checker's memory follows.
+    pub peak_open_sessions: usize,
     pub findings: Vec<Finding>,
 }
 
@@ -169,14 +172,15 @@ pub struct Sessions {
     open: BTreeMap<String, SessionCheck>,
     /// Output kinds the trace records completely (from the meta line).
     complete: Vec<String>,
-    last_at: BTreeMap<String, Millis>,
 }
 
 impl Sessions {
     fn get(&mut self, session: &str) -> &mut SessionCheck {
-        self.open
-            .entry(session.to_owned())
-            .or_insert_with(|| SessionCheck::new(session, &self.complete))
+        if !self.open.contains_key(session) {
+            let fresh = SessionCheck::new(session, &self.complete);
+            self.open.insert(session.to_owned(), fresh);
+        }
+        self.open.get_mut(session).expect("inserted above")
     }
 
     pub fn peek(&self, session: &str) -> Option<&SessionCheck> {
@@ -187,51 +191,47 @@ impl Sessions {
 struct Checker {
     sessions: Sessions,
     verdict: Verdict,
-    ended: std::collections::BTreeSet<String>,
 }
 
 impl Checker {
     fn event(&mut self, event: Event, line: usize) -> Result<(), InputError> {
         self.verdict.events += 1;
-        let (session, at) = match &event {
-            Event::Meta(meta) if line == 1 => return self.meta(meta),
-            Event::Meta(_) => {
-                return Err(InputError::at(
-                    line,
-                    "a meta line may only be the first line",
-                ))
-            }
-            Event::Input { session, input } => (session.clone(), Some(input.at)),
-            Event::Output { session, at, .. } => (session.clone(), Some(*at)),
-            Event::End { session } => (session.clone(), None),
-        };
-        if self.ended.contains(&session) {
-            return Err(InputError::at(
-                line,
-                format!("session {session:?} already ended"),
-            ));
-        }
-        if let Some(at) = at {
-            let last = self.sessions.last_at.entry(session.clone()).or_insert(0);
-            if at < *last {
-                return Err(InputError::at(
-                    line,
-                    format!("time went backwards: at {at} after {last} in session {session:?}"),
-                ));
-            }
-            *last = at;
-        }
         match event {
-            Event::Input { session, input } => self.sessions.get(&session).input(&input, line),
+            Event::Meta(meta) if line == 1 => self.meta(&meta),
+            Event::Meta(_) => Err(InputError::at(
+                line,
+                "a meta line may only be the first line",
+            )),
+            Event::Input { session, input } => {
+                let s = self.sessions.get(&session);
+                s.advance(input.at, line)?;
+                s.input(&input, line);
+                self.open_peak();
+                Ok(())
+            }
             Event::Output {
                 session,
                 at,
                 observed,
-            } => self.sessions.get(&session).output(&observed, at, line),
-            Event::End { session } => self.end(&session),
-            Event::Meta(_) => {}
+            } => {
+                let s = self.sessions.get(&session);
+                s.advance(at, line)?;
+                s.output(&observed, at, line);
+                self.open_peak();
+                Ok(())
+            }
+            Event::End { session } => {
+                self.end(&session);
+                Ok(())
+            }
         }
-        Ok(())
+    }
+
+    fn open_peak(&mut self) {
+        self.verdict.peak_open_sessions = self
+            .verdict
+            .peak_open_sessions
+            .max(self.sessions.open.len());
     }
 
     /// The meta line: the fixture's expectations (ignored here) and `complete`, the output kinds
@@ -262,13 +262,12 @@ impl Checker {
         Ok(())
     }
 
+    /// A session is over: judge it and drop its state. A later line naming it opens a new one.
     fn end(&mut self, session: &str) {
-        self.sessions.last_at.remove(session);
         if let Some(s) = self.sessions.open.remove(session) {
             self.verdict.sessions += 1;
             self.verdict.findings.extend(s.finish());
         }
-        self.ended.insert(session.to_owned());
     }
 }
 
@@ -292,7 +291,6 @@ pub fn check<R: Reader>(input: impl BufRead, reader: &mut R) -> Result<Verdict, 
     let mut c = Checker {
         sessions: Sessions::default(),
         verdict: Verdict::default(),
-        ended: Default::default(),
     };
     let mut buf = String::new();
     let mut input = input;

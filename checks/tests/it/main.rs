@@ -7,6 +7,7 @@ mod gate;
 mod model;
 mod schema;
 mod snapshots;
+mod streaming;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 

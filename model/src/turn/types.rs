@@ -225,7 +225,7 @@ impl Input {
 /// The kinds of input (SPEC §2.2).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "input", rename_all = "snake_case")]
+#[serde(tag = "input", rename_all = "snake_case", deny_unknown_fields)]
 pub enum InputKind {
     /// A new turn. `deadline_ms` is relative to `at`.
     Accept {
@@ -304,7 +304,7 @@ fn is_zero(n: &u32) -> bool {
 /// What the system does (SPEC §2.3). Outputs happen at the `at` of the input that caused them.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-#[serde(tag = "output", rename_all = "snake_case")]
+#[serde(tag = "output", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Output {
     /// A new turn was refused.
     TurnRefused { turn: TurnId, reason: RefuseReason },

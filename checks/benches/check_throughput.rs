@@ -1,0 +1,50 @@
+//! Trace checking throughput: `turnfence check`'s engine over a synthetic canonical trace of
+//! about a million events, streamed (never held whole). Prints events/s and the process's peak
+//! resident memory for two trace lengths, so that memory not growing with the trace shows.
+//!
+//! Run: `cargo bench -p turnfence-checks --bench check_throughput`.
+
+use std::time::Instant;
+
+use turnfence_checks::trace::synthetic::SyntheticTrace;
+use turnfence_checks::trace::{canonical::CanonicalReader, check};
+
+/// Peak resident set size of this process, in KiB (Linux), or 0.
+fn peak_rss_kib() -> u64 {
+    #[allow(clippy::disallowed_methods)] // A benchmark reads its own memory use.
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn run(target_events: usize) {
+    let per_round = SyntheticTrace::new(0).lines_per_round();
+    let sessions = target_events * 8 / per_round;
+    #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
+    let start = Instant::now();
+    let verdict = check(SyntheticTrace::new(sessions), &mut CanonicalReader)
+        .expect("the synthetic trace is well formed");
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(verdict.conforms(), "the synthetic trace must conform");
+    println!(
+        "check canonical: {} events, {} sessions in {:.3} s = {:.0} events/s; peak RSS {} MiB",
+        verdict.events,
+        verdict.sessions,
+        seconds,
+        verdict.events as f64 / seconds,
+        peak_rss_kib() / 1024
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a plain `cargo test --benches` run passes nothing and only
+    // needs to know the benchmark builds and runs, so it takes the short trace alone.
+    let full = std::env::args().any(|a| a == "--bench");
+    run(100_000);
+    if full {
+        run(1_000_000);
+    }
+}

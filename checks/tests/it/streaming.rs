@@ -1,0 +1,35 @@
+//! The checker streams: its state follows the open sessions, not the length of the trace.
+
+use turnfence_checks::trace::canonical::CanonicalReader;
+use turnfence_checks::trace::check;
+use turnfence_checks::trace::synthetic::SyntheticTrace;
+
+#[test]
+fn a_long_trace_is_checked_one_session_at_a_time() {
+    let sessions = 2_000;
+    let verdict = check(SyntheticTrace::new(sessions), &mut CanonicalReader).unwrap();
+    assert!(verdict.conforms());
+    assert_eq!(verdict.sessions, sessions);
+    assert_eq!(verdict.peak_open_sessions, 1);
+    assert!(verdict.events > 40_000, "{} events", verdict.events);
+}
+
+#[test]
+fn interleaved_sessions_are_checked_apart() {
+    // Two copies of one scenario, their lines interleaved: each session conforms on its own.
+    let one: Vec<String> = SyntheticTrace::new(1)
+        .lines_as_strings()
+        .into_iter()
+        .collect();
+    let mut text = String::new();
+    for line in &one {
+        text.push_str(line);
+        text.push('\n');
+        text.push_str(&line.replace("\"session\":\"s0\"", "\"session\":\"other\""));
+        text.push('\n');
+    }
+    let verdict = check(text.as_bytes(), &mut CanonicalReader).unwrap();
+    assert!(verdict.conforms(), "{:?}", verdict.findings);
+    assert_eq!(verdict.sessions, 2);
+    assert_eq!(verdict.peak_open_sessions, 2);
+}
