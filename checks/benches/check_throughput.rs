@@ -7,7 +7,7 @@
 use std::time::Instant;
 
 use turnfence_checks::trace::synthetic::SyntheticTrace;
-use turnfence_checks::trace::{canonical::CanonicalReader, check};
+use turnfence_checks::trace::{canonical::CanonicalReader, check, TurnSpec};
 
 /// Peak resident set size of this process, in KiB (Linux), or 0.
 fn peak_rss_kib() -> u64 {
@@ -25,8 +25,11 @@ fn run(target_events: usize) {
     let sessions = target_events * 8 / per_round;
     #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
     let start = Instant::now();
-    let verdict = check(SyntheticTrace::new(sessions), &mut CanonicalReader)
-        .expect("the synthetic trace is well formed");
+    let verdict = check(
+        SyntheticTrace::new(sessions),
+        &mut CanonicalReader::<TurnSpec>::default(),
+    )
+    .expect("the synthetic trace is well formed");
     let seconds = start.elapsed().as_secs_f64();
     assert!(verdict.conforms(), "the synthetic trace must conform");
     println!(

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use turnfence_checks::gate;
-use turnfence_checks::trace::{self, Dialect};
+use turnfence_checks::trace::{self, Dialect, Machine};
 use turnfence_model::turn::TurnMachine;
 
 #[derive(Parser)]
@@ -44,6 +44,9 @@ enum Command {
         file: PathBuf,
         #[arg(long, value_enum, default_value = "canonical")]
         dialect: Dialect,
+        /// The machine the trace is of; by default the meta line's `machine`, else `turn`.
+        #[arg(long, value_enum)]
+        machine: Option<Machine>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
@@ -78,8 +81,9 @@ fn main() -> ExitCode {
         Command::Check {
             file,
             dialect,
+            machine,
             format,
-        } => run_check(&file, dialect, format),
+        } => run_check(&file, dialect, machine, format),
     }
 }
 
@@ -115,13 +119,18 @@ fn run_gate(scenario: &str, output: PathBuf, clean: bool, agent: bool) -> ExitCo
     }
 }
 
-fn run_check(file: &std::path::Path, dialect: Dialect, format: Format) -> ExitCode {
+fn run_check(
+    file: &std::path::Path,
+    dialect: Dialect,
+    machine: Option<Machine>,
+    format: Format,
+) -> ExitCode {
     #[allow(clippy::disallowed_methods)] // The CLI reads the trace it is asked to check.
     let verdict = if file.as_os_str() == "-" {
-        trace::check_dialect(std::io::stdin().lock(), dialect)
+        trace::check_input(std::io::stdin().lock(), dialect, machine)
     } else {
         match std::fs::File::open(file) {
-            Ok(f) => trace::check_dialect(std::io::BufReader::new(f), dialect),
+            Ok(f) => trace::check_input(std::io::BufReader::new(f), dialect, machine),
             Err(e) => Err(trace::InputError::at(
                 0,
                 format!("cannot read {}: {e}", file.display()),

@@ -19,6 +19,7 @@
 //!
 //! No input sequence makes a machine panic.
 
+pub mod fence;
 pub mod turn;
 
 #[cfg(feature = "flaws")]

@@ -12,13 +12,16 @@
 //! with `at`; `session` is optional (default `main`). Every field of the variant is required
 //! unless the schema marks it optional; an unknown field is an input error.
 
-use serde::de::IgnoredAny;
-use serde::Deserialize;
+use std::marker::PhantomData;
+
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use turnfence_model::turn::{Input, InputKind, Output, Step};
+use turnfence_model::fence::FenceStep;
+use turnfence_model::turn::Step;
 use turnfence_model::Millis;
 
-use super::conform::Observed;
+use super::conform::{Observed, Spec};
 use super::{Event, InputError, Reader, Sessions};
 
 /// The session a line without `session` belongs to.
@@ -62,10 +65,11 @@ struct Head {
 }
 
 #[derive(Deserialize)]
-struct InputLine {
+#[serde(bound = "I: DeserializeOwned")]
+struct InputLine<I> {
     session: Option<String>,
     #[serde(flatten)]
-    input: Input,
+    input: I,
 }
 
 /// The keys a line of an input kind without fields (`tick`, …) may have.
@@ -79,11 +83,12 @@ struct BareInputLine {
 }
 
 #[derive(Deserialize)]
-struct OutputLine {
+#[serde(bound = "O: DeserializeOwned")]
+struct OutputLine<O> {
     at: Millis,
     session: Option<String>,
     #[serde(flatten)]
-    output: Output,
+    output: O,
 }
 
 #[derive(Deserialize)]
@@ -118,7 +123,7 @@ fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Resu
 }
 
 /// One canonical line as an event.
-pub fn read_line(text: &str, line: usize) -> Result<Event, InputError> {
+pub fn read_line<S: Spec>(text: &str, line: usize) -> Result<Event<S>, InputError> {
     // The line's kind, from its keys. A key's `"name":` cannot occur inside a JSON string (its
     // quotes would be escaped), so when exactly one of the four shows, it is the line's key, or
     // the line is malformed and the typed parse says so. Otherwise the keys are read properly.
@@ -146,11 +151,8 @@ pub fn read_line(text: &str, line: usize) -> Result<Event, InputError> {
     };
     match kind {
         (true, false, false, false) => {
-            let l: InputLine = typed(text, "input", line)?;
-            if matches!(
-                l.input.kind,
-                InputKind::Tick | InputKind::FramePlayed | InputKind::Disconnect
-            ) {
+            let l: InputLine<S::Input> = typed(text, "input", line)?;
+            if S::is_bare(&l.input) {
                 typed::<BareInputLine>(text, "input", line)?;
             }
             Ok(Event::Input {
@@ -159,7 +161,7 @@ pub fn read_line(text: &str, line: usize) -> Result<Event, InputError> {
             })
         }
         (false, true, false, false) => {
-            let l: OutputLine = typed(text, "output", line)?;
+            let l: OutputLine<S::Output> = typed(text, "output", line)?;
             Ok(Event::Output {
                 session: session(l.session, line)?,
                 at: l.at,
@@ -183,28 +185,57 @@ pub fn read_line(text: &str, line: usize) -> Result<Event, InputError> {
     }
 }
 
-/// The canonical dialect's reader.
-pub struct CanonicalReader;
+/// The canonical dialect's reader, for a machine.
+pub struct CanonicalReader<S>(PhantomData<S>);
 
-impl Reader for CanonicalReader {
-    type Record = Event;
+impl<S> Default for CanonicalReader<S> {
+    fn default() -> CanonicalReader<S> {
+        CanonicalReader(PhantomData)
+    }
+}
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Event)>, InputError> {
+impl<S: Spec> Reader<S> for CanonicalReader<S> {
+    type Record = Event<S>;
+
+    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Event<S>)>, InputError> {
         read_line(text, line).map(|e| vec![(line, e)])
     }
 
-    fn events(&mut self, record: Event, _: usize, _: &Sessions) -> Result<Vec<Event>, InputError> {
+    fn events(
+        &mut self,
+        record: Event<S>,
+        _: usize,
+        _: &Sessions<S>,
+    ) -> Result<Vec<Event<S>>, InputError> {
         Ok(vec![record])
     }
 }
 
 /// Writes a recorded run as canonical lines (inputs, then the outputs each caused).
 pub fn write(session: &str, steps: &[Step]) -> String {
+    write_steps(
+        session,
+        steps.iter().map(|s| (s.input.at, &s.input, &s.outputs[..])),
+    )
+}
+
+/// Writes a recorded fence run as canonical lines.
+pub fn write_fence(session: &str, steps: &[FenceStep]) -> String {
+    write_steps(
+        session,
+        steps.iter().map(|s| (s.input.at, &s.input, &s.outputs[..])),
+    )
+}
+
+fn write_steps<'a, I: Serialize + 'a, O: Serialize + 'a>(
+    session: &str,
+    steps: impl Iterator<Item = (Millis, &'a I, &'a [O])>,
+) -> String {
     let mut out = String::new();
-    for step in steps {
-        out.push_str(&line_of(session, step.input.at, &step.input));
-        for output in &step.outputs {
-            out.push_str(&line_of(session, step.input.at, output));
+    for (at, input, outputs) in steps {
+        out.push_str(&line_of(session, at, input));
+        for output in outputs {
+            out.push_str(&line_of(session, at, output));
         }
     }
     let end = serde_json::json!({ "session": session, "session_end": true });

@@ -1,33 +1,84 @@
-//! Conformance of one session: replays a trace's inputs through the turn machine and holds each
-//! observed output against the model's, then runs the invariants over what happened.
+//! Conformance of one session, for any machine that is a [`Spec`]: replays a trace's inputs
+//! through the machine and holds each observed output against the machine's, then runs the
+//! invariants over what happened.
 //!
-//! What happened is the *effective* trace: the inputs (including the few hidden ones the model
-//! can explain, see [`SessionCheck::explain`]), the model's own outputs where the trace does not
-//! show them, and the trace's observed outputs where it does — including every output the model
-//! did not produce and every one it contradicts. The invariants judge that.
+//! What happened is the *effective* trace: the inputs (including the hidden ones the machine can
+//! explain), the machine's own outputs where the trace does not show them, and the trace's
+//! observed outputs where it does — including every output the machine did not produce and every
+//! one it contradicts. The invariants judge that.
 
 use std::collections::{HashMap, VecDeque};
+use std::fmt;
 use std::mem::Discriminant;
 
+use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
-use turnfence_model::turn::{
-    ChildKind, Input, InputKind, Invariant, Misuse, Monitor, NotStartedReason, Output, Step,
-    Terminal, TurnMachine,
-};
 use turnfence_model::Millis;
 
-use super::{Finding, FindingKind};
+use super::{Finding, FindingKind, InputError};
+
+/// An invariant violation as a machine's monitor reports it, before it gets a line.
+pub struct Judged {
+    pub step: usize,
+    pub name: &'static str,
+    pub ids: Vec<String>,
+    pub message: String,
+}
+
+/// What the conformance engine needs to know of a machine.
+pub trait Spec {
+    type Machine: Default;
+    type Input: Clone + fmt::Debug + PartialEq + DeserializeOwned + Serialize;
+    type Output: Clone + fmt::Debug + PartialEq + DeserializeOwned + Serialize;
+    type Misuse: fmt::Display;
+
+    fn at(input: &Self::Input) -> Millis;
+    fn advance_to(m: &mut Self::Machine, at: Millis) -> Result<(), Self::Misuse>;
+    fn handle(m: &mut Self::Machine, input: &Self::Input) -> Result<(), Self::Misuse>;
+    fn poll(m: &mut Self::Machine) -> Option<Self::Output>;
+    /// Time passing, as an input.
+    fn tick(at: Millis) -> Self::Input;
+    /// An input kind without fields (its line may carry no other keys).
+    fn is_bare(input: &Self::Input) -> bool;
+    /// What an output is about (a turn, a worker, a root): matching never crosses subjects.
+    fn subject(output: &Self::Output) -> Option<&str>;
+    fn input_subject(input: &Self::Input) -> Option<&str>;
+
+    /// Hidden inputs that make a refused input acceptable.
+    fn explain_input(_: &Self::Machine, _: &Self::Input, _: &Self::Misuse) -> Vec<Self::Input> {
+        Vec::new()
+    }
+
+    /// Hidden inputs that would make the machine produce an observed output.
+    fn explain_output(_: &Self::Machine, _: &Self::Output, _: Millis) -> Vec<Self::Input> {
+        Vec::new()
+    }
+
+    /// A refusal that is evidence of a broken invariant: its name and why.
+    fn refusal_cause(_: &[&Self::Output], _: &Self::Misuse) -> Option<(&'static str, String)> {
+        None
+    }
+
+    /// What the machine did instead of an unexpected output, as a clause.
+    fn counterpart(_: &[&Self::Output], _: &Self::Output) -> String {
+        String::new()
+    }
+
+    /// The invariants over an effective trace.
+    fn judge(steps: &[(&Self::Input, Vec<&Self::Output>)]) -> Vec<Judged>;
+}
 
 /// An output the trace observed. `wildcards` names fields the log does not record: they match
 /// any value.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Observed {
-    pub output: Output,
+pub struct Observed<O> {
+    pub output: O,
     pub wildcards: &'static [&'static str],
 }
 
-impl Observed {
-    pub fn exact(output: Output) -> Observed {
+impl<O> Observed<O> {
+    pub fn exact(output: O) -> Observed<O> {
         Observed {
             output,
             wildcards: &[],
@@ -37,47 +88,41 @@ impl Observed {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Seen {
-    /// The model produced it; the trace does not show it.
+    /// The machine produced it; the trace does not show it.
     Implicit,
-    /// The trace shows it, as the model produced it.
+    /// The trace shows it, as the machine produced it.
     Observed,
-    /// The trace shows something else in its place, or something the model did not produce.
+    /// The trace shows something else in its place, or something the machine did not produce.
     Deviant,
 }
 
 #[derive(Clone, Debug)]
-struct EffOutput {
-    output: Output,
+struct EffOutput<O> {
+    output: O,
     line: Option<usize>,
     seen: Seen,
 }
 
-impl EffOutput {
-    fn value(&self) -> Value {
-        value_of(&self.output)
-    }
+#[derive(Clone, Debug)]
+struct EffStep<S: Spec> {
+    input: S::Input,
+    line: usize,
+    outputs: Vec<EffOutput<S::Output>>,
 }
 
-fn value_of(output: &Output) -> Value {
+fn value_of(output: &impl Serialize) -> Value {
     serde_json::to_value(output).unwrap_or(Value::Null)
 }
 
-#[derive(Clone, Debug)]
-struct EffStep {
-    input: Input,
-    line: usize,
-    outputs: Vec<EffOutput>,
-}
-
-/// The key under which the model's outputs wait to be observed: their kind.
-type Key = Discriminant<Output>;
-
-fn key_of(output: &Output) -> Key {
-    std::mem::discriminant(output)
-}
-
 /// Fields that say *which* output this is, as opposed to *what* it says.
-const IDENTITY: [&str; 4] = ["seq", "child", "request_id", "idempotency_key"];
+const IDENTITY: [&str; 6] = [
+    "seq",
+    "child",
+    "request_id",
+    "idempotency_key",
+    "req",
+    "task",
+];
 
 fn matches(pattern: &Value, actual: &Value, wildcards: &[&str]) -> bool {
     match (pattern, actual) {
@@ -98,24 +143,24 @@ fn same_identity(pattern: &Value, actual: &Value) -> bool {
 }
 
 /// The conformance state of one session.
-pub struct SessionCheck {
+pub struct SessionCheck<S: Spec> {
     pub session: String,
-    machine: TurnMachine,
-    steps: Vec<EffStep>,
-    pending: HashMap<Key, VecDeque<(usize, usize)>>,
+    machine: S::Machine,
+    steps: Vec<EffStep<S>>,
+    pending: HashMap<Discriminant<S::Output>, VecDeque<(usize, usize)>>,
     findings: Vec<Finding>,
-    /// Output kinds the log records completely: one the model produced that the trace does not
+    /// Output kinds the log records completely: one the machine produced that the trace does not
     /// show is missing, not merely unlogged.
     complete: Vec<String>,
     /// The latest `at` the trace showed for this session.
     last_at: Millis,
 }
 
-impl SessionCheck {
-    pub fn new(session: &str, complete: &[String]) -> SessionCheck {
+impl<S: Spec> SessionCheck<S> {
+    pub fn new(session: &str, complete: &[String]) -> SessionCheck<S> {
         SessionCheck {
             session: session.to_owned(),
-            machine: TurnMachine::new(),
+            machine: S::Machine::default(),
             steps: Vec::new(),
             pending: HashMap::new(),
             findings: Vec::new(),
@@ -125,9 +170,9 @@ impl SessionCheck {
     }
 
     /// The trace's clock moves to `at`; going backwards is an input error.
-    pub fn advance(&mut self, at: Millis, line: usize) -> Result<(), super::InputError> {
+    pub fn advance(&mut self, at: Millis, line: usize) -> Result<(), InputError> {
         if at < self.last_at {
-            return Err(super::InputError::at(
+            return Err(InputError::at(
                 line,
                 format!(
                     "time went backwards: at {at} after {} in session {:?}",
@@ -139,29 +184,23 @@ impl SessionCheck {
         Ok(())
     }
 
-    pub fn now(&self) -> Millis {
-        self.machine.session().now
-    }
-
     /// The machine as it stands: dialects read it to resolve ids the log leaves out.
-    pub fn machine(&self) -> &TurnMachine {
+    pub fn machine(&self) -> &S::Machine {
         &self.machine
     }
 
-    fn drain(&mut self) -> Vec<Output> {
-        std::iter::from_fn(|| self.machine.poll_output()).collect()
+    fn drain(&mut self) -> Vec<S::Output> {
+        std::iter::from_fn(|| S::poll(&mut self.machine)).collect()
     }
 
-    fn push_step(&mut self, input: Input, line: usize, outputs: Vec<Output>) {
+    fn push_step(&mut self, input: S::Input, line: usize, outputs: Vec<S::Output>) {
         let index = self.steps.len();
-        let outputs: Vec<EffOutput> = outputs
+        let outputs = outputs
             .into_iter()
             .enumerate()
             .map(|(i, output)| {
-                self.pending
-                    .entry(key_of(&output))
-                    .or_default()
-                    .push_back((index, i));
+                let key = std::mem::discriminant(&output);
+                self.pending.entry(key).or_default().push_back((index, i));
                 EffOutput {
                     output,
                     line: None,
@@ -177,35 +216,44 @@ impl SessionCheck {
     }
 
     /// Applies an input, recording what time passing caused as a step of its own.
-    fn apply(&mut self, input: &Input, line: usize) -> Result<(), Misuse> {
-        self.machine.advance_to(input.at)?;
+    fn apply(&mut self, input: &S::Input, line: usize) -> Result<(), S::Misuse> {
+        let at = S::at(input);
+        S::advance_to(&mut self.machine, at)?;
         let ticked = self.drain();
         if !ticked.is_empty() {
-            self.push_step(Input::new(input.at, InputKind::Tick), line, ticked);
+            self.push_step(S::tick(at), line, ticked);
         }
-        let result = self.machine.handle(input);
+        let result = S::handle(&mut self.machine, input);
         let outputs = self.drain();
         result?;
         self.push_step(input.clone(), line, outputs);
         Ok(())
     }
 
-    /// An input from the trace. A refused input is a finding, unless a hidden step the model can
-    /// explain makes it acceptable.
-    pub fn input(&mut self, input: &Input, line: usize) {
+    fn all_outputs(&self) -> Vec<&S::Output> {
+        self.steps
+            .iter()
+            .flat_map(|s| s.outputs.iter().map(|o| &o.output))
+            .collect()
+    }
+
+    /// An input from the trace. A refused input is a finding, unless a hidden step the machine
+    /// can explain makes it acceptable.
+    pub fn input(&mut self, input: &S::Input, line: usize) {
         let misuse = match self.apply(input, line) {
             Ok(()) => return,
             Err(m) => m,
         };
-        let hidden = self.explain_input(input, &misuse);
+        let hidden = S::explain_input(&self.machine, input, &misuse);
         if !hidden.is_empty()
             && hidden.iter().all(|h| self.apply(h, line).is_ok())
             && self.apply(input, line).is_ok()
         {
             return;
         }
-        let (kind, invariant, message) = match self.refusal_cause(&misuse) {
-            Some((invariant, why)) => (FindingKind::Invariant, Some(invariant), why),
+        let cause = S::refusal_cause(&self.all_outputs(), &misuse);
+        let (kind, invariant, message) = match cause {
+            Some((name, why)) => (FindingKind::Invariant, Some(name), why),
             None => (
                 FindingKind::RefusedInput,
                 None,
@@ -216,88 +264,19 @@ impl SessionCheck {
             line,
             kind,
             invariant,
-            ids: input.turn().map(|t| vec![t.to_owned()]).unwrap_or_default(),
+            ids: S::input_subject(input)
+                .map(|t| vec![t.to_owned()])
+                .unwrap_or_default(),
             message,
         });
     }
 
-    /// Some refusals are evidence of a broken invariant: work from something the model never
-    /// let start.
-    fn refusal_cause(&self, misuse: &Misuse) -> Option<(Invariant, String)> {
-        match misuse {
-            Misuse::UnknownTurn { turn } if self.was_refused(turn) => Some((
-                Invariant::SingleRunningTurn,
-                format!("turn {turn} runs although it was accepted while another turn was running"),
-            )),
-            Misuse::ChildNotInState { turn, child, .. } => {
-                let reason =
-                    self.steps
-                        .iter()
-                        .flat_map(|s| &s.outputs)
-                        .find_map(|o| match &o.output {
-                            Output::ToolNotStarted {
-                                turn: t,
-                                child: c,
-                                reason,
-                            } if t == turn && c == child => Some(*reason),
-                            _ => None,
-                        })?;
-                Some(match reason {
-                    NotStartedReason::NoBudget => (
-                        Invariant::DeadlineRespected,
-                        format!("child {child} runs although it had less time left than it needs"),
-                    ),
-                    NotStartedReason::TurnCancelled => (
-                        Invariant::CancelTreeDrained,
-                        format!("child {child} runs although it was spawned after the cancel"),
-                    ),
-                })
-            }
-            _ => None,
-        }
-    }
-
-    fn was_refused(&self, turn: &str) -> bool {
-        self.steps
-            .iter()
-            .flat_map(|s| &s.outputs)
-            .any(|o| matches!(&o.output, Output::TurnRefused { turn: t, .. } if t == turn))
-    }
-
-    /// Hidden inputs that make a refused input acceptable.
-    fn explain_input(&mut self, input: &Input, misuse: &Misuse) -> Vec<Input> {
-        let at = input.at;
-        match (misuse, &input.kind) {
-            // A child the log first mentions when it reports on it: its start went unlogged.
-            (
-                Misuse::UnknownChild { turn, child },
-                InputKind::ChildCompleted { .. } | InputKind::Checkpoint { .. },
-            ) => {
-                let kind = kind_from_name(child);
-                vec![Input::new(
-                    at,
-                    InputKind::Spawn {
-                        turn: turn.clone(),
-                        child: child.clone(),
-                        kind,
-                        need_ms: None,
-                    },
-                )]
-            }
-            // The client received events the log does not show before this one.
-            (Misuse::ReceiveGap { got, .. }, InputKind::ClientReceive { .. }) => {
-                let from = self.machine.session().client.received + 1;
-                (from..*got)
-                    .map(|seq| Input::new(at, InputKind::ClientReceive { seq }))
-                    .collect()
-            }
-            _ => Vec::new(),
-        }
-    }
-
-    /// Finds a pending model output the observation matches, and marks it observed.
-    fn take_match(&mut self, observed: &Observed, line: usize) -> bool {
-        let Some(queue) = self.pending.get_mut(&key_of(&observed.output)) else {
+    /// Finds a pending machine output the observation matches, and marks it observed.
+    fn take_match(&mut self, observed: &Observed<S::Output>, line: usize) -> bool {
+        let Some(queue) = self
+            .pending
+            .get_mut(&std::mem::discriminant(&observed.output))
+        else {
             return false;
         };
         let steps = &self.steps;
@@ -307,7 +286,7 @@ impl SessionCheck {
             match &pattern {
                 None => *actual == observed.output,
                 Some(p) => {
-                    actual.turn() == observed.output.turn()
+                    S::subject(actual) == S::subject(&observed.output)
                         && matches(p, &value_of(actual), observed.wildcards)
                 }
             }
@@ -323,12 +302,12 @@ impl SessionCheck {
     }
 
     /// An output the trace observed at `at`.
-    pub fn output(&mut self, observed: &Observed, at: Millis, line: usize) {
+    pub fn output(&mut self, observed: &Observed<S::Output>, at: Millis, line: usize) {
         if self.take_match(observed, line) {
             return;
         }
-        // Steps the log does not show, that the model can explain.
-        for hidden in self.explain_output(&observed.output, at) {
+        // Steps the log does not show, that the machine can explain.
+        for hidden in S::explain_output(&self.machine, &observed.output, at) {
             if self.apply(&hidden, line).is_err() {
                 break;
             }
@@ -336,33 +315,28 @@ impl SessionCheck {
                 return;
             }
         }
-        self.deviation(observed, value_of(&observed.output), line);
+        self.deviation(observed, line);
     }
 
-    /// The observation matches nothing the model did: either it contradicts a model output of
-    /// the same kind and identity, or the model does not produce it at all.
-    fn deviation(&mut self, observed: &Observed, value: Value, line: usize) {
-        let key = key_of(&observed.output);
+    /// The observation matches nothing the machine did: either it contradicts a machine output of
+    /// the same kind and identity, or the machine does not produce it at all.
+    fn deviation(&mut self, observed: &Observed<S::Output>, line: usize) {
+        let value = value_of(&observed.output);
+        let key = std::mem::discriminant(&observed.output);
         let steps = &self.steps;
+        let subject = S::subject(&observed.output);
         let rival = self.pending.get(&key).and_then(|q| {
             q.iter().position(|&(s, o)| {
                 let actual = &steps[s].outputs[o].output;
-                actual.turn() == observed.output.turn() && same_identity(&value, &value_of(actual))
+                S::subject(actual) == subject && same_identity(&value, &value_of(actual))
             })
         });
-        let turn_ids = observed
-            .output
-            .turn()
-            .map(|t| vec![t.to_owned()])
-            .unwrap_or_default();
-        let (kind, message) = if let Some(pos) = rival {
-            let (s, o) = self
-                .pending
-                .get_mut(&key)
-                .and_then(|q| q.remove(pos))
-                .unwrap_or((0, 0));
-            let model = self.steps[s].outputs[o].value();
-            let concrete = fill(&observed.output, observed.wildcards, &model);
+        let ids = subject.map(|t| vec![t.to_owned()]).unwrap_or_default();
+        let (kind, message) = if let Some((s, o)) =
+            rival.and_then(|pos| self.pending.get_mut(&key).and_then(|q| q.remove(pos)))
+        {
+            let model = value_of(&self.steps[s].outputs[o].output);
+            let concrete = fill::<S>(&observed.output, observed.wildcards, &model);
             let out = &mut self.steps[s].outputs[o];
             out.output = concrete;
             out.line = Some(line);
@@ -376,9 +350,8 @@ impl SessionCheck {
                 ),
             )
         } else {
-            let model_did = self.model_counterpart(&observed.output);
-            let step = self.steps.len().saturating_sub(1);
-            if let Some(s) = self.steps.get_mut(step) {
+            let instead = S::counterpart(&self.all_outputs(), &observed.output);
+            if let Some(s) = self.steps.last_mut() {
                 s.outputs.push(EffOutput {
                     output: observed.output.clone(),
                     line: Some(line),
@@ -388,7 +361,7 @@ impl SessionCheck {
             (
                 FindingKind::UnexpectedOutput,
                 format!(
-                    "the model does not produce {}{model_did}",
+                    "the model does not produce {}{instead}",
                     compact(&value, observed.wildcards)
                 ),
             )
@@ -397,157 +370,22 @@ impl SessionCheck {
             line,
             kind,
             invariant: None,
-            ids: turn_ids,
+            ids,
             message,
         });
-    }
-
-    /// What the model did instead, for the explanation of an unexpected output.
-    fn model_counterpart(&self, output: &Output) -> String {
-        let Output::Delivered { turn, seq, .. } = output else {
-            return String::new();
-        };
-        for step in self.steps.iter().rev() {
-            for o in &step.outputs {
-                if let Output::LateDropped {
-                    turn: t,
-                    seq: s,
-                    reason,
-                    ..
-                } = &o.output
-                {
-                    if t == turn && s == seq {
-                        return format!("; its delivery gate dropped seq {seq} ({reason:?})");
-                    }
-                }
-            }
-        }
-        String::new()
-    }
-
-    /// Hidden inputs that would make the model produce an observed output the log shows without
-    /// its cause. The complete list is in ARCHITECTURE.md.
-    fn explain_output(&mut self, output: &Output, at: Millis) -> Vec<Input> {
-        let s = self.machine.session();
-        let kind = |k: InputKind| Input::new(at, k);
-        match output {
-            // A child stopped at a checkpoint the log names only in the stop.
-            Output::ChildCancelled {
-                turn,
-                child,
-                checkpoint,
-            } => {
-                let running = s
-                    .turn(turn)
-                    .and_then(|t| t.child(child))
-                    .is_some_and(|c| c.state.is_pending());
-                if running {
-                    vec![kind(InputKind::Checkpoint {
-                        turn: turn.clone(),
-                        child: child.clone(),
-                        phase: checkpoint.clone(),
-                        temporary_outputs: 0,
-                    })]
-                } else {
-                    Vec::new()
-                }
-            }
-            // A turn completed: its model finished and its audio played out, unlogged. (Never for
-            // a cancelled turn: that would hide a child still running.)
-            Output::Terminal {
-                turn,
-                state: Terminal::Completed,
-            } => {
-                let Some(t) = s.turn(turn) else {
-                    return Vec::new();
-                };
-                let mut hidden = Vec::new();
-                if !t.model_done {
-                    hidden.push(kind(InputKind::ModelDone { turn: turn.clone() }));
-                }
-                if let Some(last) = s.playback.iter().rposition(|f| f.turn == *turn) {
-                    hidden.extend((0..=last).map(|_| kind(InputKind::FramePlayed)));
-                }
-                hidden
-            }
-            // A delta the log shows only at the gate or in the store.
-            Output::LateDropped {
-                turn,
-                generation,
-                seq,
-                ..
-            } => vec![kind(InputKind::Delta {
-                turn: turn.clone(),
-                generation: *generation,
-                seq: *seq,
-                text: None,
-                frames: 0,
-            })],
-            Output::Persisted {
-                turn,
-                text,
-                terminal: false,
-                ..
-            } => {
-                let Some(t) = s.turn(turn) else {
-                    return Vec::new();
-                };
-                vec![kind(InputKind::Delta {
-                    turn: turn.clone(),
-                    generation: t.generation,
-                    seq: t.last_delivered_seq + 1,
-                    text: text.clone(),
-                    frames: 0,
-                })]
-            }
-            // A tool the planner refused: its request went unlogged.
-            Output::ToolNotStarted { turn, child, .. }
-                if s.turn(turn).is_some_and(|t| t.child(child).is_none()) =>
-            {
-                vec![kind(InputKind::Spawn {
-                    turn: turn.clone(),
-                    child: child.clone(),
-                    kind: kind_from_name(child),
-                    need_ms: None,
-                })]
-            }
-            // The client took in events the log does not show.
-            Output::DuplicateIgnored { seq } => {
-                let received = s.client.received;
-                let mut hidden: Vec<Input> = (received + 1..=*seq)
-                    .map(|seq| kind(InputKind::ClientReceive { seq }))
-                    .collect();
-                hidden.push(kind(InputKind::ClientReceive { seq: *seq }));
-                hidden
-            }
-            Output::Rendered { turn, .. } => {
-                let end = s
-                    .store
-                    .iter()
-                    .position(|e| e.turn == *turn && e.terminal)
-                    .map_or(0, |i| i as u64 + 1);
-                (s.client.received + 1..=end)
-                    .map(|seq| kind(InputKind::ClientReceive { seq }))
-                    .collect()
-            }
-            _ => Vec::new(),
-        }
     }
 
     /// The session is over: the invariants judge the effective trace.
     pub fn finish(mut self) -> Vec<Finding> {
         self.drop_missing();
         self.drop_superseded();
-        let mut monitor = Monitor::new();
-        for step in &self.steps {
-            monitor.input(&step.input);
-            for o in &step.outputs {
-                monitor.output(&o.output);
-            }
-            monitor.end_step();
-        }
-        monitor.finish();
-        for v in monitor.take_violations() {
+        let view: Vec<(&S::Input, Vec<&S::Output>)> = self
+            .steps
+            .iter()
+            .map(|s| (&s.input, s.outputs.iter().map(|o| &o.output).collect()))
+            .collect();
+        let judged = S::judge(&view);
+        for v in judged {
             let step = self
                 .steps
                 .get(v.step.min(self.steps.len().saturating_sub(1)));
@@ -561,7 +399,7 @@ impl SessionCheck {
             self.findings.push(Finding {
                 line,
                 kind: FindingKind::Invariant,
-                invariant: Some(v.invariant),
+                invariant: Some(v.name),
                 ids: v.ids,
                 message: v.message,
             });
@@ -583,28 +421,25 @@ impl SessionCheck {
                 if o.seen != Seen::Implicit {
                     return true;
                 }
-                let value = o.value();
+                let value = value_of(&o.output);
                 let kind = value
                     .get("output")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
                 let gone = complete.iter().any(|c| c == kind);
                 if gone {
-                    missing.push((
-                        line,
-                        o.output.turn().map(str::to_owned),
-                        compact(&value, &[]),
-                    ));
+                    let subject = S::subject(&o.output).map(str::to_owned);
+                    missing.push((line, subject, compact(&value, &[])));
                 }
                 !gone
             });
         }
-        for (line, turn, what) in missing {
+        for (line, subject, what) in missing {
             self.findings.push(Finding {
                 line,
                 kind: FindingKind::MissingOutput,
                 invariant: None,
-                ids: turn.into_iter().collect(),
+                ids: subject.into_iter().collect(),
                 message: format!(
                     "the model gives {what} here; the trace, complete for its kind, never shows it"
                 ),
@@ -612,49 +447,42 @@ impl SessionCheck {
         }
     }
 
-    /// A model output the trace did not show, of which the trace showed its own version earlier
-    /// (a terminal state claimed too soon, say), did not happen a second time: the system already
-    /// did it its way.
+    /// A machine output the trace did not show, of which the trace showed its own version
+    /// earlier (a terminal state claimed too soon, say), did not happen a second time: the system
+    /// already did it its way.
     fn drop_superseded(&mut self) {
-        let mut shown: Vec<(Key, Option<String>, Value)> = Vec::new();
+        type Shown = (Option<String>, Value);
+        let mut shown: HashMap<Discriminant<S::Output>, Vec<Shown>> = HashMap::new();
         for step in &mut self.steps {
             step.outputs.retain(|o| {
+                let key = std::mem::discriminant(&o.output);
                 if o.seen == Seen::Deviant {
-                    shown.push((
-                        key_of(&o.output),
-                        o.output.turn().map(str::to_owned),
-                        o.value(),
-                    ));
+                    let subject = S::subject(&o.output).map(str::to_owned);
+                    shown
+                        .entry(key)
+                        .or_default()
+                        .push((subject, value_of(&o.output)));
                     return true;
                 }
-                if o.seen != Seen::Implicit || shown.is_empty() {
+                if o.seen != Seen::Implicit {
                     return true;
                 }
-                let superseded = shown.iter().any(|(k, t, d)| {
-                    *k == key_of(&o.output)
-                        && t.as_deref() == o.output.turn()
-                        && same_identity(d, &o.value())
-                });
-                !superseded
+                let Some(earlier) = shown.get(&key) else {
+                    return true;
+                };
+                let value = value_of(&o.output);
+                let subject = S::subject(&o.output);
+                !earlier
+                    .iter()
+                    .any(|(t, d)| t.as_deref() == subject && same_identity(d, &value))
             });
         }
     }
-
-    /// The effective trace, for reports.
-    pub fn steps(&self) -> Vec<Step> {
-        self.steps
-            .iter()
-            .map(|s| Step {
-                input: s.input.clone(),
-                outputs: s.outputs.iter().map(|o| o.output.clone()).collect(),
-            })
-            .collect()
-    }
 }
 
-/// The observed output with its wildcard fields taken from the model's.
-fn fill(observed: &Output, wildcards: &[&str], model: &Value) -> Output {
-    let mut value = serde_json::to_value(observed).unwrap_or(Value::Null);
+/// The observed output with its wildcard fields taken from the machine's.
+fn fill<S: Spec>(observed: &S::Output, wildcards: &[&str], model: &Value) -> S::Output {
+    let mut value = value_of(observed);
     if let (Value::Object(v), Value::Object(m)) = (&mut value, model) {
         for w in wildcards {
             if let Some(mv) = m.get(*w) {
@@ -680,25 +508,4 @@ pub fn compact(value: &Value, wildcards: &[&str]) -> String {
         })
         .collect();
     format!("{kind}{{{}}}", fields.join(","))
-}
-
-/// A child's kind from its name, as logs name children.
-pub fn kind_from_name(name: &str) -> ChildKind {
-    if name.contains("retriev") {
-        ChildKind::Retrieval
-    } else if name.contains("tts") {
-        ChildKind::Tts
-    } else if name.contains("model") {
-        ChildKind::Model
-    } else {
-        ChildKind::Tool {
-            name: name.to_owned(),
-            cancellable: true,
-        }
-    }
-}
-
-/// Used by the invariant mapping of findings in reports.
-pub fn invariant_name(i: Option<Invariant>) -> &'static str {
-    i.map_or("conformance", Invariant::name)
 }

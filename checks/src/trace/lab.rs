@@ -17,8 +17,12 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 use super::canonical::parse_object;
-use super::conform::{kind_from_name, Observed};
-use super::{Event, InputError, Reader, Sessions};
+use super::conform::Observed;
+use super::turn_spec::{kind_from_name, TurnSpec};
+use super::{InputError, Reader};
+
+type Event = super::Event<TurnSpec>;
+type Sessions = super::Sessions<TurnSpec>;
 
 /// One lab line, parsed.
 #[derive(Clone, Debug)]
@@ -94,7 +98,7 @@ fn parse(text: &str, line: usize) -> Result<Result<LabLine, Value>, InputError> 
     }))
 }
 
-impl Reader for LabReader {
+impl Reader<TurnSpec> for LabReader {
     type Record = Record;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {

@@ -6,32 +6,35 @@
 
 pub mod canonical;
 pub mod conform;
+pub mod fence_spec;
 pub mod lab;
 pub mod synthetic;
+pub mod turn_spec;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::BufRead;
 
 use serde::Serialize;
-use turnfence_model::turn::{Input, Invariant};
 use turnfence_model::Millis;
 
-use conform::{Observed, SessionCheck};
+use conform::{Observed, SessionCheck, Spec};
+pub use fence_spec::FenceSpec;
+pub use turn_spec::TurnSpec;
 
 /// What a dialect read from one line.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event {
+pub enum Event<S: Spec> {
     /// The fixture's meta line (first line only).
     Meta(serde_json::Value),
     Input {
         session: String,
-        input: Input,
+        input: S::Input,
     },
     Output {
         session: String,
         at: Millis,
-        observed: Observed,
+        observed: Observed<S::Output>,
     },
     /// The session is over: judge it and drop its state.
     End {
@@ -73,7 +76,7 @@ impl InputError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
-    /// An invariant of SPEC §2.5 is broken.
+    /// An invariant of SPEC §2.5 or §3.5 is broken.
     Invariant,
     /// The trace shows an output the model does not produce.
     UnexpectedOutput,
@@ -92,7 +95,7 @@ pub struct Finding {
     pub line: usize,
     pub kind: FindingKind,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub invariant: Option<Invariant>,
+    pub invariant: Option<&'static str>,
     pub ids: Vec<String>,
     pub message: String,
 }
@@ -101,7 +104,7 @@ impl Finding {
     /// The name a report leads with: the invariant's, or the kind of non-conformance.
     pub fn name(&self) -> &'static str {
         match (self.invariant, self.kind) {
-            (Some(i), _) => i.name(),
+            (Some(i), _) => i,
             (None, FindingKind::UnexpectedOutput) => "unexpected_output",
             (None, FindingKind::ContradictedOutput) => "contradicted_output",
             (None, FindingKind::RefusedInput) => "refused_input",
@@ -128,8 +131,8 @@ impl Verdict {
     }
 
     /// The distinct invariants broken, in order.
-    pub fn invariants(&self) -> Vec<Invariant> {
-        let mut v: Vec<Invariant> = self.findings.iter().filter_map(|f| f.invariant).collect();
+    pub fn invariants(&self) -> Vec<&'static str> {
+        let mut v: Vec<&'static str> = self.findings.iter().filter_map(|f| f.invariant).collect();
         v.sort();
         v.dedup();
         v
@@ -148,7 +151,7 @@ pub enum Dialect {
 /// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and
 /// release them later, e.g. a whole lab scenario); `events` turns one record into events, seeing
 /// the open sessions as they stand after every earlier event was applied.
-pub trait Reader {
+pub trait Reader<S: Spec> {
     type Record;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Self::Record)>, InputError>;
@@ -162,20 +165,28 @@ pub trait Reader {
         &mut self,
         record: Self::Record,
         line: usize,
-        sessions: &Sessions,
-    ) -> Result<Vec<Event>, InputError>;
+        sessions: &Sessions<S>,
+    ) -> Result<Vec<Event<S>>, InputError>;
 }
 
 /// The open sessions.
-#[derive(Default)]
-pub struct Sessions {
-    open: BTreeMap<String, SessionCheck>,
+pub struct Sessions<S: Spec> {
+    open: BTreeMap<String, SessionCheck<S>>,
     /// Output kinds the trace records completely (from the meta line).
     complete: Vec<String>,
 }
 
-impl Sessions {
-    fn get(&mut self, session: &str) -> &mut SessionCheck {
+impl<S: Spec> Default for Sessions<S> {
+    fn default() -> Sessions<S> {
+        Sessions {
+            open: BTreeMap::new(),
+            complete: Vec::new(),
+        }
+    }
+}
+
+impl<S: Spec> Sessions<S> {
+    fn get(&mut self, session: &str) -> &mut SessionCheck<S> {
         if !self.open.contains_key(session) {
             let fresh = SessionCheck::new(session, &self.complete);
             self.open.insert(session.to_owned(), fresh);
@@ -183,18 +194,18 @@ impl Sessions {
         self.open.get_mut(session).expect("inserted above")
     }
 
-    pub fn peek(&self, session: &str) -> Option<&SessionCheck> {
+    pub fn peek(&self, session: &str) -> Option<&SessionCheck<S>> {
         self.open.get(session)
     }
 }
 
-struct Checker {
-    sessions: Sessions,
+struct Checker<S: Spec> {
+    sessions: Sessions<S>,
     verdict: Verdict,
 }
 
-impl Checker {
-    fn event(&mut self, event: Event, line: usize) -> Result<(), InputError> {
+impl<S: Spec> Checker<S> {
+    fn event(&mut self, event: Event<S>, line: usize) -> Result<(), InputError> {
         self.verdict.events += 1;
         match event {
             Event::Meta(meta) if line == 1 => self.meta(&meta),
@@ -204,7 +215,7 @@ impl Checker {
             )),
             Event::Input { session, input } => {
                 let s = self.sessions.get(&session);
-                s.advance(input.at, line)?;
+                s.advance(S::at(&input), line)?;
                 s.input(&input, line);
                 self.open_peak();
                 Ok(())
@@ -248,7 +259,7 @@ impl Checker {
             kinds.ok_or_else(|| InputError::at(1, "`complete` must be a list of output kinds"))?;
         for k in &kinds {
             let probe = serde_json::json!({ "output": k });
-            let known = serde_json::from_value::<turnfence_model::turn::Output>(probe)
+            let known = serde_json::from_value::<S::Output>(probe)
                 .err()
                 .is_none_or(|e| !e.to_string().starts_with("unknown variant"));
             if !known {
@@ -271,8 +282,8 @@ impl Checker {
     }
 }
 
-impl Checker {
-    fn records<R: Reader>(
+impl<S: Spec> Checker<S> {
+    fn records<R: Reader<S>>(
         &mut self,
         reader: &mut R,
         records: Vec<(usize, R::Record)>,
@@ -287,8 +298,11 @@ impl Checker {
 }
 
 /// Checks a whole trace, streaming. `Err` is an input error; `Ok` is the verdict on every line.
-pub fn check<R: Reader>(input: impl BufRead, reader: &mut R) -> Result<Verdict, InputError> {
-    let mut c = Checker {
+pub fn check<S: Spec, R: Reader<S>>(
+    input: impl BufRead,
+    reader: &mut R,
+) -> Result<Verdict, InputError> {
+    let mut c = Checker::<S> {
         sessions: Sessions::default(),
         verdict: Verdict::default(),
     };
@@ -325,12 +339,64 @@ pub fn check<R: Reader>(input: impl BufRead, reader: &mut R) -> Result<Verdict, 
     Ok(c.verdict)
 }
 
-/// Checks a trace in the given dialect.
-pub fn check_dialect(input: impl BufRead, dialect: Dialect) -> Result<Verdict, InputError> {
-    match dialect {
-        Dialect::Canonical => check(input, &mut canonical::CanonicalReader),
-        Dialect::Lab => check(input, &mut lab::LabReader::default()),
+/// Which machine a trace is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Machine {
+    Turn,
+    Fence,
+}
+
+/// Checks a trace of a machine in a dialect. The lab dialect is the turn machine's only.
+pub fn check_dialect(
+    input: impl BufRead,
+    dialect: Dialect,
+    machine: Machine,
+) -> Result<Verdict, InputError> {
+    match (dialect, machine) {
+        (Dialect::Canonical, Machine::Turn) => check(
+            input,
+            &mut canonical::CanonicalReader::<TurnSpec>::default(),
+        ),
+        (Dialect::Canonical, Machine::Fence) => check(
+            input,
+            &mut canonical::CanonicalReader::<FenceSpec>::default(),
+        ),
+        (Dialect::Lab, Machine::Turn) => check(input, &mut lab::LabReader::default()),
+        (Dialect::Lab, Machine::Fence) => Err(InputError::at(
+            0,
+            "the lab dialect has turn traces only; fence traces are canonical",
+        )),
     }
+}
+
+/// Checks a trace; without a machine named, the meta line's `machine` (`turn` | `fence`) says
+/// which, else the turn machine. Reads the first line to find out, then streams the rest.
+pub fn check_input(
+    mut input: impl BufRead,
+    dialect: Dialect,
+    machine: Option<Machine>,
+) -> Result<Verdict, InputError> {
+    use std::io::Read;
+    let mut first = String::new();
+    input
+        .read_line(&mut first)
+        .map_err(|e| InputError::at(1, format!("cannot read: {e}")))?;
+    let named = serde_json::from_str::<serde_json::Value>(&first)
+        .ok()
+        .and_then(|v| v.get("meta")?.get("machine")?.as_str().map(str::to_owned));
+    let machine = match (machine, named.as_deref()) {
+        (Some(m), _) => m,
+        (None, Some("fence")) => Machine::Fence,
+        (None, Some("turn") | None) => Machine::Turn,
+        (None, Some(other)) => {
+            return Err(InputError::at(
+                1,
+                format!("unknown machine {other:?} in the meta line"),
+            ))
+        }
+    };
+    let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
+    check_dialect(whole, dialect, machine)
 }
 
 /// The verdict as text: one line per finding, then a summary.

@@ -46,7 +46,7 @@ fn check(path: &Path) -> String {
     let text = read(path);
     let meta = meta(&text);
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
-    let result = trace::check_dialect(text.as_bytes(), dialect(&meta));
+    let result = trace::check_input(text.as_bytes(), dialect(&meta), None);
     match (meta["expect"].as_str(), result) {
         (Some("accepted"), Ok(v)) => {
             assert!(
@@ -58,7 +58,7 @@ fn check(path: &Path) -> String {
         }
         (Some("rejected"), Ok(v)) => {
             let expected = meta["invariant"].as_str().unwrap();
-            let named: Vec<&str> = v.invariants().iter().map(|i| i.name()).collect();
+            let named = v.invariants();
             assert!(
                 named.contains(&expected),
                 "{name}: expected {expected}, found {named:?}\n{}",

@@ -1,13 +1,17 @@
 //! The checker streams: its state follows the open sessions, not the length of the trace.
 
 use turnfence_checks::trace::canonical::CanonicalReader;
-use turnfence_checks::trace::check;
 use turnfence_checks::trace::synthetic::SyntheticTrace;
+use turnfence_checks::trace::{check, TurnSpec};
 
 #[test]
 fn a_long_trace_is_checked_one_session_at_a_time() {
     let sessions = 2_000;
-    let verdict = check(SyntheticTrace::new(sessions), &mut CanonicalReader).unwrap();
+    let verdict = check(
+        SyntheticTrace::new(sessions),
+        &mut CanonicalReader::<TurnSpec>::default(),
+    )
+    .unwrap();
     assert!(verdict.conforms());
     assert_eq!(verdict.sessions, sessions);
     assert_eq!(verdict.peak_open_sessions, 1);
@@ -28,7 +32,7 @@ fn interleaved_sessions_are_checked_apart() {
         text.push_str(&line.replace("\"session\":\"s0\"", "\"session\":\"other\""));
         text.push('\n');
     }
-    let verdict = check(text.as_bytes(), &mut CanonicalReader).unwrap();
+    let verdict = check(text.as_bytes(), &mut CanonicalReader::<TurnSpec>::default()).unwrap();
     assert!(verdict.conforms(), "{:?}", verdict.findings);
     assert_eq!(verdict.sessions, 2);
     assert_eq!(verdict.peak_open_sessions, 2);

@@ -1,0 +1,293 @@
+//! The turn machine as a [`Spec`] for the conformance engine: its hidden steps (what a log may
+//! leave out that the model can explain), the refusals that are evidence of a broken invariant,
+//! and its invariants.
+
+use turnfence_model::turn::{
+    ChildKind, Input, InputKind, Invariant, Misuse, Monitor, NotStartedReason, Output, Terminal,
+    TurnMachine,
+};
+use turnfence_model::Millis;
+
+use super::conform::{Judged, Spec};
+
+/// The turn machine (SPEC §2).
+pub struct TurnSpec;
+
+impl Spec for TurnSpec {
+    type Machine = TurnMachine;
+    type Input = Input;
+    type Output = Output;
+    type Misuse = Misuse;
+
+    fn at(input: &Input) -> Millis {
+        input.at
+    }
+
+    fn advance_to(m: &mut TurnMachine, at: Millis) -> Result<(), Misuse> {
+        m.advance_to(at)
+    }
+
+    fn handle(m: &mut TurnMachine, input: &Input) -> Result<(), Misuse> {
+        m.handle(input)
+    }
+
+    fn poll(m: &mut TurnMachine) -> Option<Output> {
+        m.poll_output()
+    }
+
+    fn tick(at: Millis) -> Input {
+        Input::new(at, InputKind::Tick)
+    }
+
+    fn is_bare(input: &Input) -> bool {
+        matches!(
+            input.kind,
+            InputKind::Tick | InputKind::FramePlayed | InputKind::Disconnect
+        )
+    }
+
+    fn subject(output: &Output) -> Option<&str> {
+        output.turn()
+    }
+
+    fn input_subject(input: &Input) -> Option<&str> {
+        input.turn()
+    }
+
+    /// Hidden inputs that make a refused input acceptable.
+    fn explain_input(m: &TurnMachine, input: &Input, misuse: &Misuse) -> Vec<Input> {
+        let at = input.at;
+        match (misuse, &input.kind) {
+            // A child the log first mentions when it reports on it: its start went unlogged.
+            (
+                Misuse::UnknownChild { turn, child },
+                InputKind::ChildCompleted { .. } | InputKind::Checkpoint { .. },
+            ) => {
+                let kind = kind_from_name(child);
+                vec![Input::new(
+                    at,
+                    InputKind::Spawn {
+                        turn: turn.clone(),
+                        child: child.clone(),
+                        kind,
+                        need_ms: None,
+                    },
+                )]
+            }
+            // The client received events the log does not show before this one.
+            (Misuse::ReceiveGap { got, .. }, InputKind::ClientReceive { .. }) => {
+                let from = m.session().client.received + 1;
+                (from..*got)
+                    .map(|seq| Input::new(at, InputKind::ClientReceive { seq }))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Hidden inputs that would make the model produce an observed output the log shows without
+    /// its cause. The complete list is in ARCHITECTURE.md.
+    fn explain_output(m: &TurnMachine, output: &Output, at: Millis) -> Vec<Input> {
+        let s = m.session();
+        let kind = |k: InputKind| Input::new(at, k);
+        match output {
+            // A child stopped at a checkpoint the log names only in the stop.
+            Output::ChildCancelled {
+                turn,
+                child,
+                checkpoint,
+            } => {
+                let running = s
+                    .turn(turn)
+                    .and_then(|t| t.child(child))
+                    .is_some_and(|c| c.state.is_pending());
+                if running {
+                    vec![kind(InputKind::Checkpoint {
+                        turn: turn.clone(),
+                        child: child.clone(),
+                        phase: checkpoint.clone(),
+                        temporary_outputs: 0,
+                    })]
+                } else {
+                    Vec::new()
+                }
+            }
+            // A turn completed: its model finished and its audio played out, unlogged. (Never for
+            // a cancelled turn: that would hide a child still running.)
+            Output::Terminal {
+                turn,
+                state: Terminal::Completed,
+            } => {
+                let Some(t) = s.turn(turn) else {
+                    return Vec::new();
+                };
+                let mut hidden = Vec::new();
+                if !t.model_done {
+                    hidden.push(kind(InputKind::ModelDone { turn: turn.clone() }));
+                }
+                if let Some(last) = s.playback.iter().rposition(|f| f.turn == *turn) {
+                    hidden.extend((0..=last).map(|_| kind(InputKind::FramePlayed)));
+                }
+                hidden
+            }
+            // A delta the log shows only at the gate or in the store.
+            Output::LateDropped {
+                turn,
+                generation,
+                seq,
+                ..
+            } => vec![kind(InputKind::Delta {
+                turn: turn.clone(),
+                generation: *generation,
+                seq: *seq,
+                text: None,
+                frames: 0,
+            })],
+            Output::Persisted {
+                turn,
+                text,
+                terminal: false,
+                ..
+            } => {
+                let Some(t) = s.turn(turn) else {
+                    return Vec::new();
+                };
+                vec![kind(InputKind::Delta {
+                    turn: turn.clone(),
+                    generation: t.generation,
+                    seq: t.last_delivered_seq + 1,
+                    text: text.clone(),
+                    frames: 0,
+                })]
+            }
+            // A tool the planner refused: its request went unlogged.
+            Output::ToolNotStarted { turn, child, .. }
+                if s.turn(turn).is_some_and(|t| t.child(child).is_none()) =>
+            {
+                vec![kind(InputKind::Spawn {
+                    turn: turn.clone(),
+                    child: child.clone(),
+                    kind: kind_from_name(child),
+                    need_ms: None,
+                })]
+            }
+            // The client took in events the log does not show.
+            Output::DuplicateIgnored { seq } => {
+                let received = s.client.received;
+                let mut hidden: Vec<Input> = (received + 1..=*seq)
+                    .map(|seq| kind(InputKind::ClientReceive { seq }))
+                    .collect();
+                hidden.push(kind(InputKind::ClientReceive { seq: *seq }));
+                hidden
+            }
+            Output::Rendered { turn, .. } => {
+                let end = s
+                    .store
+                    .iter()
+                    .position(|e| e.turn == *turn && e.terminal)
+                    .map_or(0, |i| i as u64 + 1);
+                (s.client.received + 1..=end)
+                    .map(|seq| kind(InputKind::ClientReceive { seq }))
+                    .collect()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Some refusals are evidence of a broken invariant: work from something the model never
+    /// let start.
+    fn refusal_cause(outputs: &[&Output], misuse: &Misuse) -> Option<(&'static str, String)> {
+        match misuse {
+            Misuse::UnknownTurn { turn } if was_refused(outputs, turn) => Some((
+                Invariant::SingleRunningTurn.name(),
+                format!("turn {turn} runs although it was accepted while another turn was running"),
+            )),
+            Misuse::ChildNotInState { turn, child, .. } => {
+                let reason = outputs.iter().find_map(|o| match o {
+                    Output::ToolNotStarted {
+                        turn: t,
+                        child: c,
+                        reason,
+                    } if t == turn && c == child => Some(*reason),
+                    _ => None,
+                })?;
+                Some(match reason {
+                    NotStartedReason::NoBudget => (
+                        Invariant::DeadlineRespected.name(),
+                        format!("child {child} runs although it had less time left than it needs"),
+                    ),
+                    NotStartedReason::TurnCancelled => (
+                        Invariant::CancelTreeDrained.name(),
+                        format!("child {child} runs although it was spawned after the cancel"),
+                    ),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// What the model did instead, for the explanation of an unexpected output.
+    fn counterpart(outputs: &[&Output], output: &Output) -> String {
+        let Output::Delivered { turn, seq, .. } = output else {
+            return String::new();
+        };
+        for o in outputs.iter().rev() {
+            if let Output::LateDropped {
+                turn: t,
+                seq: s,
+                reason,
+                ..
+            } = o
+            {
+                if t == turn && s == seq {
+                    return format!("; its delivery gate dropped seq {seq} ({reason:?})");
+                }
+            }
+        }
+        String::new()
+    }
+
+    fn judge(steps: &[(&Input, Vec<&Output>)]) -> Vec<Judged> {
+        let mut monitor = Monitor::new();
+        for (input, outputs) in steps {
+            monitor.input(input);
+            for o in outputs {
+                monitor.output(o);
+            }
+            monitor.end_step();
+        }
+        monitor.finish();
+        monitor
+            .take_violations()
+            .into_iter()
+            .map(|v| Judged {
+                step: v.step,
+                name: v.invariant.name(),
+                ids: v.ids,
+                message: v.message,
+            })
+            .collect()
+    }
+}
+
+fn was_refused(outputs: &[&Output], turn: &str) -> bool {
+    outputs
+        .iter()
+        .any(|o| matches!(o, Output::TurnRefused { turn: t, .. } if t == turn))
+}
+
+/// A child's kind from its name, as logs name children.
+pub fn kind_from_name(name: &str) -> ChildKind {
+    if name.contains("retriev") {
+        ChildKind::Retrieval
+    } else if name.contains("tts") {
+        ChildKind::Tts
+    } else if name.contains("model") {
+        ChildKind::Model
+    } else {
+        ChildKind::Tool {
+            name: name.to_owned(),
+            cancellable: true,
+        }
+    }
+}

@@ -1,0 +1,779 @@
+//! The twelve fence invariants of SPEC §3.5, as a monitor over the fence machine's inputs and
+//! outputs. Like the turn monitor, it never looks inside a machine: it keeps its own account of
+//! the rows from the replies it sees. Each invariant is paired with a `sometimes`
+//! ([`FenceInvariant::reached`]).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::table::{normalize, valid_id};
+use super::types::*;
+use crate::Millis;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FenceInvariant {
+    SealedNeverReadopted,
+    ForeignBeginRefused,
+    DeadTokenHarmless,
+    CompareAndSeal,
+    AckIdentity,
+    ResendBounded,
+    GapIsUnknown,
+    OnlySealedIsSeal,
+    FencedRootAdmitsNothing,
+    IdsValidated,
+    DirectPathSilent,
+    RestoreFailsClosed,
+}
+
+impl FenceInvariant {
+    pub const ALL: [FenceInvariant; 12] = [
+        FenceInvariant::SealedNeverReadopted,
+        FenceInvariant::ForeignBeginRefused,
+        FenceInvariant::DeadTokenHarmless,
+        FenceInvariant::CompareAndSeal,
+        FenceInvariant::AckIdentity,
+        FenceInvariant::ResendBounded,
+        FenceInvariant::GapIsUnknown,
+        FenceInvariant::OnlySealedIsSeal,
+        FenceInvariant::FencedRootAdmitsNothing,
+        FenceInvariant::IdsValidated,
+        FenceInvariant::DirectPathSilent,
+        FenceInvariant::RestoreFailsClosed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FenceInvariant::SealedNeverReadopted => "sealed_never_readopted",
+            FenceInvariant::ForeignBeginRefused => "foreign_begin_refused",
+            FenceInvariant::DeadTokenHarmless => "dead_token_harmless",
+            FenceInvariant::CompareAndSeal => "compare_and_seal",
+            FenceInvariant::AckIdentity => "ack_identity",
+            FenceInvariant::ResendBounded => "resend_bounded",
+            FenceInvariant::GapIsUnknown => "gap_is_unknown",
+            FenceInvariant::OnlySealedIsSeal => "only_sealed_is_seal",
+            FenceInvariant::FencedRootAdmitsNothing => "fenced_root_admits_nothing",
+            FenceInvariant::IdsValidated => "ids_validated",
+            FenceInvariant::DirectPathSilent => "direct_path_silent",
+            FenceInvariant::RestoreFailsClosed => "restore_fails_closed",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<FenceInvariant> {
+        FenceInvariant::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    /// What a run must show for the invariant to have been put to the test.
+    pub fn reached(self) -> &'static str {
+        match self {
+            FenceInvariant::SealedNeverReadopted => "a begin met a sealed row",
+            FenceInvariant::ForeignBeginRefused => {
+                "a foreign begin was refused, or a begin re-adopted"
+            }
+            FenceInvariant::DeadTokenHarmless => "a dead token was answered row_absent",
+            FenceInvariant::CompareAndSeal => "an end released on a generation mismatch",
+            FenceInvariant::AckIdentity => "a waiter consumed an ack",
+            FenceInvariant::ResendBounded => "a transition was re-sent",
+            FenceInvariant::GapIsUnknown => "a request ended unknown",
+            FenceInvariant::OnlySealedIsSeal => "a worker came to hold its root sealed",
+            FenceInvariant::FencedRootAdmitsNothing => "an admission was blocked",
+            FenceInvariant::IdsValidated => "an event with bad ids was rejected",
+            FenceInvariant::DirectPathSilent => "a direct turn applied a transition",
+            FenceInvariant::RestoreFailsClosed => {
+                "a restore cancelled a fenced descendant or failed closed"
+            }
+        }
+    }
+}
+
+/// A broken fence invariant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FenceViolation {
+    pub invariant: FenceInvariant,
+    pub step: usize,
+    pub at: Millis,
+    pub ids: Vec<String>,
+    pub message: String,
+}
+
+/// One input and the outputs it caused.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FenceStep {
+    pub input: FenceInput,
+    pub outputs: Vec<FenceOutput>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct RowSeen {
+    token: Token,
+    task: TaskId,
+    sealed: bool,
+    generation: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct WorkerSeen {
+    direct: bool,
+    root: RootId,
+    task: TaskId,
+    /// The (token, req) the worker waits on, normalized.
+    waiting: Option<(Token, Req)>,
+    answered: bool,
+    /// Tokens the supervisor told this worker own no row (or that its end gave up).
+    gone: BTreeSet<Token>,
+    /// Tokens answered `sealed` to this worker; an end of it went unanswered.
+    sealed_replies: BTreeSet<Token>,
+    unanswered_end: bool,
+    refused_sealed_after_gap: bool,
+    /// The last request's token was chosen by the loop (the input named none).
+    loop_token: bool,
+    /// The last request, until the token it went out with is seen.
+    pending_ask: Option<(Req, Asked)>,
+}
+
+/// What a request asked, by (token, req), normalized.
+#[derive(Clone, Debug)]
+struct Asked {
+    worker: WorkerId,
+    root: RootId,
+    task: TaskId,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct FenceMonitor {
+    only: Option<FenceInvariant>,
+    step: usize,
+    now: Millis,
+    rows: BTreeMap<RootId, RowSeen>,
+    dead: BTreeSet<Token>,
+    workers: BTreeMap<WorkerId, WorkerSeen>,
+    asked: BTreeMap<(Token, Req), Asked>,
+    sends: BTreeMap<(WorkerId, Token, Req), u32>,
+    restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
+    violations: Vec<FenceViolation>,
+    reached: BTreeSet<FenceInvariant>,
+}
+
+fn key(token: &str, req: &str) -> (Token, Req) {
+    (normalize(token), normalize(req))
+}
+
+impl FenceMonitor {
+    pub fn new() -> FenceMonitor {
+        FenceMonitor::default()
+    }
+
+    pub fn only(invariant: FenceInvariant) -> FenceMonitor {
+        FenceMonitor {
+            only: Some(invariant),
+            ..FenceMonitor::default()
+        }
+    }
+
+    pub fn reached(&self) -> &BTreeSet<FenceInvariant> {
+        &self.reached
+    }
+
+    pub fn take_violations(&mut self) -> Vec<FenceViolation> {
+        std::mem::take(&mut self.violations)
+    }
+
+    pub fn check(mut self, steps: &[FenceStep]) -> Vec<FenceViolation> {
+        for s in steps {
+            self.input(&s.input);
+            for o in &s.outputs {
+                self.output(o);
+            }
+            self.end_step();
+        }
+        self.violations
+    }
+
+    fn violate(&mut self, invariant: FenceInvariant, ids: &[&str], message: String) {
+        if self.only.is_some_and(|o| o != invariant) {
+            return;
+        }
+        self.violations.push(FenceViolation {
+            invariant,
+            step: self.step,
+            at: self.now,
+            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            message,
+        });
+    }
+
+    fn reach(&mut self, i: FenceInvariant) {
+        self.reached.insert(i);
+    }
+
+    pub fn input(&mut self, input: &FenceInput) {
+        self.now = self.now.max(input.at);
+        match &input.kind {
+            FenceInputKind::WorkerStart {
+                worker,
+                path,
+                task,
+                root,
+            } => {
+                self.workers.insert(
+                    worker.clone(),
+                    WorkerSeen {
+                        direct: *path == Path::Direct,
+                        root: root.clone(),
+                        task: task.clone(),
+                        ..WorkerSeen::default()
+                    },
+                );
+            }
+            FenceInputKind::Request {
+                worker,
+                token,
+                req,
+                root,
+                task,
+                ..
+            } => {
+                let Some(w) = self.workers.get_mut(worker) else {
+                    return;
+                };
+                w.loop_token = token.is_none();
+                let asked = Asked {
+                    worker: worker.clone(),
+                    root: root.clone().unwrap_or_else(|| w.root.clone()),
+                    task: task.clone().unwrap_or_else(|| w.task.clone()),
+                };
+                w.pending_ask = Some((normalize(req), asked));
+            }
+            FenceInputKind::Restore { fences, pending } => {
+                let roots = match fences {
+                    FenceSnapshot::Rows(rows) if rows.iter().all(|r| !r.root.is_empty()) => Some(
+                        rows.iter()
+                            .filter(|r| matches!(r.status, Status::Active | Status::Sealed))
+                            .map(|r| r.root.clone())
+                            .collect(),
+                    ),
+                    _ => None,
+                };
+                self.restore = Some((roots, pending.clone()));
+            }
+            _ => {}
+        }
+    }
+
+    pub fn output(&mut self, output: &FenceOutput) {
+        match output {
+            FenceOutput::EventQueued {
+                worker,
+                token,
+                req,
+                action,
+                attempt: _,
+            } => self.on_queued(worker, token, req, *action),
+            FenceOutput::EventRejected { .. } => self.reach(FenceInvariant::IdsValidated),
+            FenceOutput::Applied {
+                token,
+                req,
+                action,
+                reply,
+                worker,
+                expected_generation,
+                ..
+            } => self.on_applied(
+                token,
+                req,
+                *action,
+                *expected_generation,
+                reply,
+                worker.as_deref(),
+            ),
+            FenceOutput::AckWritten { token, req, .. } => self.on_ack_written(token, req),
+            FenceOutput::AckConsumed { worker, token, req } => self.on_consumed(worker, token, req),
+            FenceOutput::Resent { .. } => self.reach(FenceInvariant::ResendBounded),
+            FenceOutput::Verdict {
+                worker,
+                action,
+                token,
+                req,
+                verdict,
+            } => self.on_verdict(worker, *action, token, req, verdict),
+            FenceOutput::SealBelieved {
+                worker,
+                root,
+                token,
+                ..
+            } => self.on_seal_believed(worker, root, token),
+            FenceOutput::OwnerMessageWritten {
+                root,
+                generation: Some(g),
+            } => {
+                if let Some(r) = self.rows.get_mut(root) {
+                    r.generation = *g;
+                }
+            }
+            FenceOutput::RowCleared { root } => {
+                if let Some(r) = self.rows.remove(root) {
+                    self.dead.insert(r.token);
+                }
+            }
+            FenceOutput::Admitted { task, root } => {
+                if let Some(r) = self.rows.get(root) {
+                    let status = if r.sealed { "sealed" } else { "active" };
+                    self.violate(
+                        FenceInvariant::FencedRootAdmitsNothing,
+                        &[task, root],
+                        format!(
+                            "task {task} was admitted under root {root} whose fence is {status}"
+                        ),
+                    );
+                }
+            }
+            FenceOutput::AdmissionBlocked { .. } => {
+                self.reach(FenceInvariant::FencedRootAdmitsNothing)
+            }
+            FenceOutput::Restored {
+                restored,
+                cancelled,
+                ..
+            } => self.on_restored(restored, cancelled),
+            _ => {}
+        }
+    }
+
+    /// The token a worker's request went out with is now known.
+    fn sent_with(&mut self, worker: &str, token: &str) {
+        let Some(w) = self.workers.get_mut(worker) else {
+            return;
+        };
+        if let Some((req, asked)) = w.pending_ask.take() {
+            self.asked.insert((normalize(token), req), asked);
+        }
+    }
+
+    fn on_queued(&mut self, worker: &str, token: &str, req: &str, action: Action) {
+        self.sent_with(worker, token);
+        let Some(w) = self.workers.get_mut(worker) else {
+            return;
+        };
+        let direct = w.direct;
+        let loop_token = w.loop_token;
+        let stale = loop_token && w.gone.contains(&normalize(token));
+        w.waiting = Some(key(token, req));
+        w.answered = false;
+        let count = self
+            .sends
+            .entry((worker.to_owned(), normalize(token), normalize(req)))
+            .or_insert(0);
+        *count += 1;
+        let count = *count;
+        if direct {
+            self.violate(
+                FenceInvariant::DirectPathSilent,
+                &[worker, token, req],
+                format!("direct worker {worker} put a {action:?} event on the supervisor's queue"),
+            );
+        }
+        let bound = if action.is_transition() { 2 } else { 1 };
+        if count > bound {
+            self.violate(
+                FenceInvariant::ResendBounded,
+                &[worker, token, req],
+                format!("{action:?} request {req} was sent {count} times (at most {bound})"),
+            );
+        }
+        if stale {
+            self.violate(
+                FenceInvariant::DeadTokenHarmless,
+                &[worker, token],
+                format!("worker {worker} keeps using token {token}, which owns no row"),
+            );
+        }
+    }
+
+    fn on_applied(
+        &mut self,
+        token: &str,
+        req: &str,
+        action: Action,
+        expected: Option<u64>,
+        reply: &Reply,
+        worker: Option<&str>,
+    ) {
+        if let Some(w) = worker {
+            self.sent_with(w, token);
+            let stale = self
+                .workers
+                .get(w)
+                .is_some_and(|x| x.loop_token && x.gone.contains(&normalize(token)));
+            if stale {
+                self.violate(
+                    FenceInvariant::DeadTokenHarmless,
+                    &[w, token],
+                    format!("worker {w} keeps using token {token}, which owns no row"),
+                );
+            }
+        }
+        let k = key(token, req);
+        let asked = self.asked.get(&k).cloned();
+        if worker.is_none() && !(valid_id(token) && valid_id(req)) {
+            self.violate(
+                FenceInvariant::IdsValidated,
+                &[token, req],
+                format!("an event with token {token:?} and req {req:?} reached a transition"),
+            );
+        }
+        if worker.is_some() {
+            self.reach(FenceInvariant::DirectPathSilent);
+        }
+        let token = normalize(token);
+        let Some(asked) = asked else { return };
+        match action {
+            Action::Begin => self.on_begin(&token, &asked, reply),
+            Action::Inspect | Action::End => {
+                self.on_inspect_or_end(&token, action, expected, reply)
+            }
+            Action::Invalid => {}
+        }
+        if reply.row_absent {
+            if let Some(w) = self.workers.get_mut(&asked.worker) {
+                w.gone.insert(token.clone());
+            }
+        }
+    }
+
+    fn on_begin(&mut self, token: &str, asked: &Asked, reply: &Reply) {
+        let root = if asked.root.is_empty() {
+            &asked.task
+        } else {
+            &asked.root
+        };
+        let requester = if asked.task.is_empty() {
+            root
+        } else {
+            &asked.task
+        };
+        let row = self.rows.get(root).cloned();
+        match (&row, reply.ok, reply.status) {
+            (Some(r), true, Status::Active) if r.sealed => self.violate(
+                FenceInvariant::SealedNeverReadopted,
+                &[root, token],
+                format!("a begin with token {token} succeeded as active on sealed root {root}"),
+            ),
+            (Some(r), true, Status::Active) if r.task != *requester => self.violate(
+                FenceInvariant::ForeignBeginRefused,
+                &[root, requester],
+                format!(
+                    "task {requester} took over root {root}, owned by {}",
+                    r.task
+                ),
+            ),
+            (Some(r), false, Status::Active) if r.task == *requester && !r.sealed => self.violate(
+                FenceInvariant::ForeignBeginRefused,
+                &[root, requester],
+                format!("the root's own task {requester} was refused as foreign"),
+            ),
+            (Some(_), false, Status::Active) => self.reach(FenceInvariant::ForeignBeginRefused),
+            (Some(r), _, Status::Sealed) if r.sealed => {
+                self.reach(FenceInvariant::SealedNeverReadopted)
+            }
+            _ => {}
+        }
+        if reply.ok && reply.status == Status::Active {
+            let new_token = reply
+                .token
+                .as_deref()
+                .map(normalize)
+                .unwrap_or_else(|| token.to_owned());
+            if let Some(r) = &row {
+                if r.token != token && r.task == *requester {
+                    // Re-adoption: from here on the old token is dead, whatever the table kept.
+                    self.dead.insert(r.token.clone());
+                    self.reach(FenceInvariant::ForeignBeginRefused);
+                }
+            }
+            let task = row.as_ref().map_or_else(
+                || requester.clone(),
+                |r| {
+                    if reply.ok {
+                        requester.clone()
+                    } else {
+                        r.task.clone()
+                    }
+                },
+            );
+            self.rows.insert(
+                root.clone(),
+                RowSeen {
+                    token: new_token,
+                    task,
+                    sealed: false,
+                    generation: reply.owner_message_generation.unwrap_or(0),
+                },
+            );
+        }
+    }
+
+    fn on_inspect_or_end(
+        &mut self,
+        token: &str,
+        action: Action,
+        expected: Option<u64>,
+        reply: &Reply,
+    ) {
+        let root = self
+            .rows
+            .iter()
+            .find(|(_, r)| r.token == token)
+            .map(|(root, _)| root.clone());
+        if self.dead.contains(token) {
+            if reply.row_absent {
+                self.reach(FenceInvariant::DeadTokenHarmless);
+            } else if action == Action::End {
+                self.violate(
+                    FenceInvariant::DeadTokenHarmless,
+                    &[token],
+                    format!(
+                        "an end with dead token {token} changed a row ({:?})",
+                        reply.status
+                    ),
+                );
+            }
+        }
+        if action != Action::End || !reply.ok {
+            return;
+        }
+        match reply.status {
+            Status::Sealed => {
+                let generation = root
+                    .as_ref()
+                    .and_then(|r| self.rows.get(r))
+                    .map_or(0, |r| r.generation);
+                let blind = expected.is_none() && generation > 0;
+                let stale = expected.is_some_and(|e| e != generation);
+                if blind || stale {
+                    let sent = expected.map_or_else(|| "none".to_owned(), |e| e.to_string());
+                    self.violate(
+                        FenceInvariant::CompareAndSeal,
+                        &[root.as_deref().unwrap_or("?"), token],
+                        format!("the row sealed at generation {generation} though the end carried {sent}"),
+                    );
+                }
+                if let Some(r) = root.and_then(|r| self.rows.get_mut(&r)) {
+                    r.sealed = true;
+                }
+            }
+            Status::Released if !reply.row_absent => {
+                if reply.generation_mismatch {
+                    self.reach(FenceInvariant::CompareAndSeal);
+                }
+                if let Some(root) = root {
+                    if let Some(r) = self.rows.remove(&root) {
+                        self.dead.insert(r.token);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_ack_written(&mut self, token: &str, req: &str) {
+        if !(valid_id(token) && valid_id(req)) {
+            self.violate(
+                FenceInvariant::IdsValidated,
+                &[token, req],
+                format!("an ack was written for token {token:?} and req {req:?}"),
+            );
+        }
+        let direct = self
+            .asked
+            .get(&key(token, req))
+            .and_then(|a| self.workers.get(&a.worker))
+            .is_some_and(|w| w.direct);
+        if direct {
+            self.violate(
+                FenceInvariant::DirectPathSilent,
+                &[token, req],
+                "an ack was written for a direct turn's request".to_owned(),
+            );
+        }
+    }
+
+    fn on_consumed(&mut self, worker: &str, token: &str, req: &str) {
+        self.reach(FenceInvariant::AckIdentity);
+        let Some(w) = self.workers.get_mut(worker) else {
+            return;
+        };
+        let own = w.waiting.as_ref() == Some(&key(token, req));
+        w.answered = true;
+        if !own {
+            let waited = w.waiting.clone().unwrap_or_default();
+            self.violate(
+                FenceInvariant::AckIdentity,
+                &[worker, token, req],
+                format!(
+                    "worker {worker} waiting on {}.{} read the ack {token}.{req}",
+                    waited.0, waited.1
+                ),
+            );
+        }
+    }
+
+    fn on_verdict(
+        &mut self,
+        worker: &str,
+        action: Action,
+        token: &str,
+        req: &str,
+        verdict: &Verdict,
+    ) {
+        let Some(w) = self.workers.get_mut(worker) else {
+            return;
+        };
+        let answered = w.direct || w.answered;
+        w.waiting = None;
+        w.answered = false;
+        match verdict {
+            Verdict::Unknown => {
+                if action == Action::End {
+                    w.gone.insert(normalize(token));
+                    w.unanswered_end = true;
+                }
+                self.reach(FenceInvariant::GapIsUnknown);
+            }
+            Verdict::Ok { status } | Verdict::Refused { status } => {
+                if *status == Status::Sealed {
+                    if action == Action::End {
+                        w.sealed_replies.insert(normalize(token));
+                    } else if action == Action::Begin && w.unanswered_end {
+                        w.refused_sealed_after_gap = true;
+                    }
+                }
+                if action == Action::End {
+                    w.gone.insert(normalize(token));
+                }
+                if !answered {
+                    self.violate(
+                        FenceInvariant::GapIsUnknown,
+                        &[worker, token, req],
+                        format!("{action:?} request {req} ended {verdict:?} without an answer"),
+                    );
+                }
+            }
+        }
+    }
+
+    fn on_seal_believed(&mut self, worker: &str, root: &str, token: &str) {
+        self.reach(FenceInvariant::OnlySealedIsSeal);
+        let Some(w) = self.workers.get_mut(worker) else {
+            return;
+        };
+        let earned = w.sealed_replies.contains(&normalize(token)) || w.refused_sealed_after_gap;
+        w.refused_sealed_after_gap = false;
+        if !earned {
+            self.violate(
+                FenceInvariant::OnlySealedIsSeal,
+                &[worker, root, token],
+                format!(
+                    "worker {worker} holds root {root} sealed without a sealed reply for {token}"
+                ),
+            );
+        }
+    }
+
+    fn on_restored(&mut self, restored: &[TaskId], cancelled: &[TaskId]) {
+        self.rows.clear();
+        let Some((roots, pending)) = self.restore.take() else {
+            return;
+        };
+        match roots {
+            None => {
+                self.reach(FenceInvariant::RestoreFailsClosed);
+                if !restored.is_empty() {
+                    self.violate(
+                        FenceInvariant::RestoreFailsClosed,
+                        &[],
+                        format!("a malformed snapshot restored {}", restored.join(", ")),
+                    );
+                }
+            }
+            Some(roots) => {
+                if !cancelled.is_empty() {
+                    self.reach(FenceInvariant::RestoreFailsClosed);
+                }
+                for t in pending.iter().filter(|t| roots.contains(&t.root)) {
+                    if restored.contains(&t.task) {
+                        self.violate(
+                            FenceInvariant::RestoreFailsClosed,
+                            &[&t.task, &t.root],
+                            format!(
+                                "task {} of fenced root {} came back pending",
+                                t.task, t.root
+                            ),
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn end_step(&mut self) {
+        self.step += 1;
+    }
+}
+
+/// Runs every fence invariant over a recorded run.
+pub fn check_all(steps: &[FenceStep]) -> Vec<FenceViolation> {
+    FenceMonitor::new().check(steps)
+}
+
+/// The fence invariants a recorded run put to the test.
+pub fn reached(steps: &[FenceStep]) -> BTreeSet<FenceInvariant> {
+    let mut m = FenceMonitor::new();
+    for s in steps {
+        m.input(&s.input);
+        for o in &s.outputs {
+            m.output(o);
+        }
+        m.end_step();
+    }
+    m.reached
+}
+
+macro_rules! named {
+    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(steps: &[FenceStep]) -> Vec<FenceViolation> {
+            FenceMonitor::only(FenceInvariant::$inv).check(steps)
+        }
+    )*};
+}
+
+named! {
+    /// No begin succeeds as active on a sealed row (with a new token, or the same one).
+    sealed_never_readopted => SealedNeverReadopted;
+    /// A row's owner task never changes, and only a foreign begin is refused as `active`.
+    foreign_begin_refused => ForeignBeginRefused;
+    /// After a rebind or a release, requests with the old token change nothing, and a worker's
+    /// loop stops using a token it was told owns no row.
+    dead_token_harmless => DeadTokenHarmless;
+    /// A row seals only at the generation the worker sent (none only while no owner spoke).
+    compare_and_seal => CompareAndSeal;
+    /// Every reply a waiter acts on is the ack of its own (token, req).
+    ack_identity => AckIdentity;
+    /// A transition is sent at most twice, a read exactly once.
+    resend_bounded => ResendBounded;
+    /// A request without an answer ends `unknown`, never `ok` or `refused`.
+    gap_is_unknown => GapIsUnknown;
+    /// A worker holds its root sealed only after a `sealed` reply for its token.
+    only_sealed_is_seal => OnlySealedIsSeal;
+    /// No descendant is admitted while its root's row is active or sealed.
+    fenced_root_admits_nothing => FencedRootAdmitsNothing;
+    /// A malformed token or req never reaches a transition or the mailbox.
+    ids_validated => IdsValidated;
+    /// A direct turn produces no event and no ack.
+    direct_path_silent => DirectPathSilent;
+    /// After a restore no descendant of a fenced root is pending; a malformed snapshot restores
+    /// nothing.
+    restore_fails_closed => RestoreFailsClosed;
+}

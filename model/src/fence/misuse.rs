@@ -1,0 +1,69 @@
+//! A caller's mistake with the fence machine: the input is refused, nothing changes but time.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use super::types::{TaskId, WorkerId};
+use crate::Millis;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "misuse", rename_all = "snake_case")]
+pub enum FenceMisuse {
+    TimeWentBackwards {
+        expected_at_least: Millis,
+        got: Millis,
+    },
+    UnknownWorker {
+        worker: WorkerId,
+    },
+    DuplicateWorker {
+        worker: WorkerId,
+    },
+    DuplicateTask {
+        task: TaskId,
+    },
+    /// A worker sends one request at a time: it is still waiting for the last one.
+    WorkerBusy {
+        worker: WorkerId,
+    },
+    /// The supervisor was asked to take an event from an empty queue.
+    NothingQueued,
+    /// The worker's loop has no token to send: a begin names a fresh one; nothing is bound.
+    NoToken {
+        worker: WorkerId,
+    },
+    LimitReached {
+        what: &'static str,
+        limit: usize,
+    },
+}
+
+impl fmt::Display for FenceMisuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FenceMisuse::TimeWentBackwards {
+                expected_at_least,
+                got,
+            } => write!(
+                f,
+                "time went backwards: expected at >= {expected_at_least}, got {got}"
+            ),
+            FenceMisuse::UnknownWorker { worker } => write!(f, "unknown worker {worker:?}"),
+            FenceMisuse::DuplicateWorker { worker } => {
+                write!(f, "worker {worker:?} already started")
+            }
+            FenceMisuse::DuplicateTask { task } => write!(f, "task {task:?} already exists"),
+            FenceMisuse::WorkerBusy { worker } => {
+                write!(f, "worker {worker:?} is still waiting for its last request")
+            }
+            FenceMisuse::NothingQueued => write!(f, "the supervisor's queue is empty"),
+            FenceMisuse::NoToken { worker } => write!(f, "worker {worker:?} has no token to send"),
+            FenceMisuse::LimitReached { what, limit } => {
+                write!(f, "limit reached: at most {limit} {what}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FenceMisuse {}

@@ -1,0 +1,306 @@
+//! The fence machine's alphabet (SPEC §3): inputs from workers, the supervisor loop and the
+//! queue; outputs of the table, the transport and the worker's loop layer.
+
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+pub type Token = String;
+pub type Req = String;
+pub type RootId = String;
+pub type TaskId = String;
+pub type WorkerId = String;
+
+/// The fence action a request asks for. Anything else is `invalid` (transition T0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Begin,
+    Inspect,
+    End,
+    #[serde(other)]
+    Invalid,
+}
+
+impl Action {
+    /// A transition changes the row; a read does not. Transitions are re-sent once, reads never.
+    pub fn is_transition(self) -> bool {
+        matches!(self, Action::Begin | Action::End)
+    }
+}
+
+/// The outcome an end asks to record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EndOutcome {
+    Revision,
+    Terminal,
+    Degraded,
+    AuthorStop,
+}
+
+/// A status a reply carries. "Released" means the row is absent; it is never stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Active,
+    Sealed,
+    Released,
+    Error,
+}
+
+/// How a worker reaches the supervisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Path {
+    /// In the supervisor's process: the transition is a call. No event, no ack, no wait.
+    Direct,
+    /// Through the event queue and the ack mailbox, with waits and one re-send.
+    Pooled,
+}
+
+/// A transition's reply: exactly the fields the table names (SPEC §3.2).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Reply {
+    pub ok: bool,
+    pub status: Status,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Token>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner_message_generation: Option<u64>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub row_absent: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub generation_mismatch: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl Reply {
+    pub(crate) fn new(ok: bool, status: Status) -> Reply {
+        Reply {
+            ok,
+            status,
+            token: None,
+            owner_message_generation: None,
+            row_absent: false,
+            generation_mismatch: false,
+            error: None,
+        }
+    }
+}
+
+/// What the worker's loop makes of a request (SPEC §3.4).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Ok {
+        status: Status,
+    },
+    Refused {
+        status: Status,
+    },
+    /// No answer came: a gap, never a refusal or a verdict.
+    Unknown,
+}
+
+/// A row as a queue snapshot holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotRow {
+    pub root: RootId,
+    pub status: Status,
+}
+
+/// The fence part of a queue snapshot: rows, or something that is not a list of rows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FenceSnapshot {
+    Rows(Vec<SnapshotRow>),
+    /// Not a list, or an entry that is not a row: nothing may be restored.
+    Malformed(String),
+}
+
+/// A pending task as a queue snapshot holds it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SnapshotTask {
+    pub task: TaskId,
+    pub root: RootId,
+}
+
+/// One thing that happens to the fence system, at virtual time `at`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct FenceInput {
+    pub at: Millis,
+    #[serde(flatten)]
+    pub kind: FenceInputKind,
+}
+
+impl FenceInput {
+    pub fn new(at: Millis, kind: FenceInputKind) -> FenceInput {
+        FenceInput { at, kind }
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The kinds of fence input.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "input", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FenceInputKind {
+    /// A worker starts a task of a root, in the supervisor's process (`direct`) or in a pool.
+    WorkerStart {
+        worker: WorkerId,
+        path: Path,
+        task: TaskId,
+        root: RootId,
+    },
+    /// A worker asks for a fence transition. Without `token`, the worker's loop picks it: its
+    /// bound token (for a revision with none bound, its last seal's). `root` and `task` default to
+    /// the worker's; an end carries the worker's known generation unless `expected_generation`
+    /// says otherwise.
+    Request {
+        worker: WorkerId,
+        action: Action,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        token: Option<Token>,
+        req: Req,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<EndOutcome>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected_generation: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        root: Option<RootId>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<TaskId>,
+    },
+    /// The supervisor loop takes the head event off its queue and handles it. With `lose_ack`,
+    /// the transition is applied and its ack is then lost.
+    SupervisorStep {
+        #[serde(default, skip_serializing_if = "is_false")]
+        lose_ack: bool,
+    },
+    /// The head event is lost before the supervisor sees it.
+    DropEvent,
+    /// Time passes: waits expire.
+    Tick,
+    /// The owner sends a message to a running root.
+    OwnerMessage { root: RootId },
+    /// A task finished.
+    TaskDone { task: TaskId },
+    /// A new task asks to be queued under a root.
+    Enqueue { task: TaskId, root: RootId },
+    /// The supervisor restarts from a queue snapshot.
+    Restore {
+        fences: FenceSnapshot,
+        pending: Vec<SnapshotTask>,
+    },
+}
+
+/// What the fence system does.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(tag = "output", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FenceOutput {
+    /// A pooled worker put a fence event on the supervisor's queue (`attempt` 2 is the re-send).
+    EventQueued {
+        worker: WorkerId,
+        token: Token,
+        req: Req,
+        action: Action,
+        attempt: u8,
+    },
+    /// An event was lost before the supervisor saw it.
+    EventDropped { token: Token, req: Req },
+    /// The supervisor refused an event's ids: no transition, no ack.
+    EventRejected { token: Token, req: Req },
+    /// The table applied a transition (`worker` is set on the direct path), as it was asked.
+    Applied {
+        token: Token,
+        req: Req,
+        action: Action,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<EndOutcome>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expected_generation: Option<u64>,
+        reply: Reply,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        worker: Option<WorkerId>,
+    },
+    /// The supervisor wrote the ack `<token>.<req>`.
+    AckWritten {
+        token: Token,
+        req: Req,
+        status: Status,
+    },
+    /// The ack of an applied transition was lost.
+    AckLost { token: Token, req: Req },
+    /// Old acks were removed from the mailbox (older than an hour, or beyond 256).
+    AcksPruned { count: u32 },
+    /// A waiting worker read (and removed) an ack.
+    AckConsumed {
+        worker: WorkerId,
+        token: Token,
+        req: Req,
+    },
+    /// A wait ran out and a transition is sent again, identical.
+    Resent {
+        worker: WorkerId,
+        token: Token,
+        req: Req,
+    },
+    /// What the worker's loop makes of its request.
+    Verdict {
+        worker: WorkerId,
+        action: Action,
+        token: Token,
+        req: Req,
+        verdict: Verdict,
+    },
+    /// The worker now holds its root sealed.
+    SealBelieved {
+        worker: WorkerId,
+        root: RootId,
+        token: Token,
+    },
+    /// An owner message was written to the root's mailbox; `generation` is the row's after it.
+    OwnerMessageWritten {
+        root: RootId,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        generation: Option<u64>,
+    },
+    /// An owner message was refused: the root's row is sealed.
+    OwnerMessageRefused { root: RootId },
+    /// `task_done` removed the row of the finished root.
+    RowCleared { root: RootId },
+    /// A task was queued.
+    Admitted { task: TaskId, root: RootId },
+    /// A task was not queued: its root's fence is active or sealed.
+    AdmissionBlocked {
+        task: TaskId,
+        root: RootId,
+        status: Status,
+    },
+    /// A restore finished: what was restored, what was cancelled, and whether it failed closed.
+    Restored {
+        restored: Vec<TaskId>,
+        cancelled: Vec<TaskId>,
+        #[serde(default, skip_serializing_if = "is_false")]
+        fail_closed: bool,
+    },
+}
