@@ -107,10 +107,13 @@ fn run_gate(scenario: &str, output: PathBuf, clean: bool, agent: bool) -> ExitCo
             "status": run.status(),
             "report": dir.join("report.json"),
         });
-        println!("{line}");
+        write_stdout(&format!("{line}\n"));
     } else {
-        print!("{}", run.acceptance());
-        println!("\nEvidence directory: {}", dir.display());
+        write_stdout(&format!(
+            "{}\nEvidence directory: {}\n",
+            run.acceptance(),
+            dir.display()
+        ));
     }
     if run.passed() {
         ExitCode::SUCCESS
@@ -142,28 +145,36 @@ fn run_check(
         Err(e) => {
             match format {
                 Format::Text => eprintln!("turnfence check: {}: {e}", file.display()),
-                Format::Json => println!(
-                    "{}",
+                Format::Json => write_stdout(&format!(
+                    "{}\n",
                     serde_json::json!({ "status": "input_error", "error": e })
-                ),
+                )),
             }
             return ExitCode::from(2);
         }
     };
-    match format {
-        Format::Text => print!("{}", trace::render_text(&v)),
-        Format::Json => {
-            let status = if v.conforms() {
-                "conforms"
-            } else {
-                "violations"
-            };
-            println!("{}", serde_json::json!({ "status": status, "verdict": v }));
-        }
-    }
+    let status = if v.conforms() {
+        "conforms"
+    } else {
+        "violations"
+    };
+    let text = match format {
+        Format::Text => trace::render_text(&v),
+        Format::Json => format!(
+            "{}\n",
+            serde_json::json!({ "status": status, "verdict": v })
+        ),
+    };
+    write_stdout(&text);
     if v.conforms() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     }
+}
+
+/// Writes to standard output; a reader that went away (a closed pipe) is not an error of ours.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }

@@ -220,11 +220,14 @@ impl<S: Spec> SessionCheck<S> {
         let at = S::at(input);
         S::advance_to(&mut self.machine, at)?;
         let ticked = self.drain();
-        if !ticked.is_empty() {
-            self.push_step(S::tick(at), line, ticked);
+        // A tick is time passing: what it caused is its own step, not a step before it.
+        let tick = *input == S::tick(at);
+        if !ticked.is_empty() && !tick {
+            self.push_step(S::tick(at), line, ticked.clone());
         }
         let result = S::handle(&mut self.machine, input);
-        let outputs = self.drain();
+        let mut outputs = if tick { ticked } else { Vec::new() };
+        outputs.extend(self.drain());
         result?;
         self.push_step(input.clone(), line, outputs);
         Ok(())

@@ -2,7 +2,8 @@
 //! whole: no hidden steps are supplied.
 
 use turnfence_model::fence::{
-    FenceInput, FenceInputKind, FenceMachine, FenceMisuse, FenceMonitor, FenceOutput,
+    Action, FenceInput, FenceInputKind, FenceInvariant, FenceMachine, FenceMisuse, FenceMonitor,
+    FenceOutput,
 };
 use turnfence_model::Millis;
 
@@ -72,6 +73,26 @@ impl Spec for FenceSpec {
             FenceInputKind::TaskDone { task } | FenceInputKind::Enqueue { task, .. } => Some(task),
             _ => None,
         }
+    }
+
+    /// A worker's loop with no token to send, after an end dropped its binding, is a loop that
+    /// still holds the dead token (the trace shows which one it sent).
+    fn refusal_cause(
+        outputs: &[&FenceOutput],
+        misuse: &FenceMisuse,
+    ) -> Option<(&'static str, String)> {
+        let FenceMisuse::NoToken { worker } = misuse else {
+            return None;
+        };
+        let ended = outputs.iter().any(|o| {
+            matches!(o, FenceOutput::Verdict { worker: w, action: Action::End, .. } if w == worker)
+        });
+        ended.then(|| {
+            (
+                FenceInvariant::DeadTokenHarmless.name(),
+                format!("worker {worker}'s loop sends a token its end already dropped"),
+            )
+        })
     }
 
     fn judge(steps: &[(&FenceInput, Vec<&FenceOutput>)]) -> Vec<Judged> {

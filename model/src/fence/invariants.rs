@@ -131,9 +131,11 @@ struct WorkerSeen {
     loop_token: bool,
     /// The last request, until the token it went out with is seen.
     pending_ask: Option<(Req, Asked)>,
+    /// The token the worker's loop is bound to and the generation it knows (its binding).
+    known: Option<(Token, u64)>,
 }
 
-/// What a request asked, by (token, req), normalized.
+/// What a request asked, by (worker, token, req), normalized.
 #[derive(Clone, Debug)]
 struct Asked {
     worker: WorkerId,
@@ -149,8 +151,11 @@ pub struct FenceMonitor {
     rows: BTreeMap<RootId, RowSeen>,
     dead: BTreeSet<Token>,
     workers: BTreeMap<WorkerId, WorkerSeen>,
-    asked: BTreeMap<(Token, Req), Asked>,
+    asked: BTreeMap<(WorkerId, Token, Req), Asked>,
+    /// Sends per request: (worker, token, req); a worker's reqs are fresh per request.
     sends: BTreeMap<(WorkerId, Token, Req), u32>,
+    /// The last reply applied per (token, req): what an ack carries.
+    replies: BTreeMap<(Token, Req), (Action, Reply)>,
     restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
     violations: Vec<FenceViolation>,
     reached: BTreeSet<FenceInvariant>,
@@ -280,14 +285,7 @@ impl FenceMonitor {
                 worker,
                 expected_generation,
                 ..
-            } => self.on_applied(
-                token,
-                req,
-                *action,
-                *expected_generation,
-                reply,
-                worker.as_deref(),
-            ),
+            } => self.on_applied(worker, token, req, *action, *expected_generation, reply),
             FenceOutput::AckWritten { token, req, .. } => self.on_ack_written(token, req),
             FenceOutput::AckConsumed { worker, token, req } => self.on_consumed(worker, token, req),
             FenceOutput::Resent { .. } => self.reach(FenceInvariant::ResendBounded),
@@ -347,7 +345,8 @@ impl FenceMonitor {
             return;
         };
         if let Some((req, asked)) = w.pending_ask.take() {
-            self.asked.insert((normalize(token), req), asked);
+            self.asked
+                .insert((worker.to_owned(), normalize(token), req), asked);
         }
     }
 
@@ -358,7 +357,7 @@ impl FenceMonitor {
         };
         let direct = w.direct;
         let loop_token = w.loop_token;
-        let stale = loop_token && w.gone.contains(&normalize(token));
+        let stale = loop_token && action == Action::Inspect && w.gone.contains(&normalize(token));
         w.waiting = Some(key(token, req));
         w.answered = false;
         let count = self
@@ -393,45 +392,50 @@ impl FenceMonitor {
 
     fn on_applied(
         &mut self,
+        worker: &str,
         token: &str,
         req: &str,
         action: Action,
         expected: Option<u64>,
         reply: &Reply,
-        worker: Option<&str>,
     ) {
-        if let Some(w) = worker {
-            self.sent_with(w, token);
-            let stale = self
-                .workers
-                .get(w)
-                .is_some_and(|x| x.loop_token && x.gone.contains(&normalize(token)));
+        let direct = self.workers.get(worker).is_some_and(|w| w.direct);
+        if direct {
+            self.reach(FenceInvariant::DirectPathSilent);
+            self.sent_with(worker, token);
+            let stale = self.workers.get(worker).is_some_and(|x| {
+                x.loop_token && action == Action::Inspect && x.gone.contains(&normalize(token))
+            });
             if stale {
                 self.violate(
                     FenceInvariant::DeadTokenHarmless,
-                    &[w, token],
-                    format!("worker {w} keeps using token {token}, which owns no row"),
+                    &[worker, token],
+                    format!("worker {worker} keeps using token {token}, which owns no row"),
                 );
             }
-        }
-        let k = key(token, req);
-        let asked = self.asked.get(&k).cloned();
-        if worker.is_none() && !(valid_id(token) && valid_id(req)) {
+        } else if !(valid_id(token) && valid_id(req)) {
             self.violate(
                 FenceInvariant::IdsValidated,
                 &[token, req],
                 format!("an event with token {token:?} and req {req:?} reached a transition"),
             );
         }
-        if worker.is_some() {
-            self.reach(FenceInvariant::DirectPathSilent);
-        }
+        let asked = self
+            .asked
+            .get(&(worker.to_owned(), normalize(token), normalize(req)))
+            .cloned();
         let token = normalize(token);
         let Some(asked) = asked else { return };
         match action {
             Action::Begin => self.on_begin(&token, &asked, reply),
             Action::Inspect | Action::End => {
-                self.on_inspect_or_end(&token, action, expected, reply)
+                let knew = self
+                    .workers
+                    .get(&asked.worker)
+                    .and_then(|w| w.known.clone())
+                    .filter(|(t, _)| *t == token)
+                    .map(|(_, g)| g);
+                self.on_inspect_or_end(&token, action, expected, knew, reply)
             }
             Action::Invalid => {}
         }
@@ -439,6 +443,41 @@ impl FenceMonitor {
             if let Some(w) = self.workers.get_mut(&asked.worker) {
                 w.gone.insert(token.clone());
             }
+        }
+        // What the worker comes to know: at once on the direct path, from its ack otherwise.
+        if direct {
+            self.track_binding(&asked.worker, &token, action, reply);
+        } else {
+            self.replies
+                .insert((token.clone(), normalize(req)), (action, reply.clone()));
+        }
+    }
+
+    /// The worker's binding, as its loop keeps it (SPEC §3.4): bound by an ok begin, refreshed
+    /// by an ok inspect, dropped by a refused inspect and by every end.
+    fn track_binding(&mut self, worker: &str, token: &str, action: Action, reply: &Reply) {
+        let Some(w) = self.workers.get_mut(worker) else {
+            return;
+        };
+        let ok = |accepted: &[Status]| reply.ok && accepted.contains(&reply.status);
+        match action {
+            Action::Begin if ok(&[Status::Active]) => {
+                let bound = reply
+                    .token
+                    .as_deref()
+                    .map_or_else(|| token.to_owned(), normalize);
+                w.known = Some((bound, reply.owner_message_generation.unwrap_or(0)));
+            }
+            Action::Inspect if ok(&[Status::Active, Status::Sealed]) => {
+                if let Some((t, g)) = &mut w.known {
+                    if t == token {
+                        *g = reply.owner_message_generation.unwrap_or(*g);
+                    }
+                }
+            }
+            Action::Inspect => w.known = None,
+            Action::End => w.known = None,
+            _ => {}
         }
     }
 
@@ -460,14 +499,15 @@ impl FenceMonitor {
                 &[root, token],
                 format!("a begin with token {token} succeeded as active on sealed root {root}"),
             ),
-            (Some(r), true, Status::Active) if r.task != *requester => self.violate(
-                FenceInvariant::ForeignBeginRefused,
-                &[root, requester],
-                format!(
-                    "task {requester} took over root {root}, owned by {}",
-                    r.task
+            (Some(r), true, Status::Active) if r.task != *requester && r.token != token => self
+                .violate(
+                    FenceInvariant::ForeignBeginRefused,
+                    &[root, requester],
+                    format!(
+                        "task {requester} took over root {root}, owned by {}",
+                        r.task
+                    ),
                 ),
-            ),
             (Some(r), false, Status::Active) if r.task == *requester && !r.sealed => self.violate(
                 FenceInvariant::ForeignBeginRefused,
                 &[root, requester],
@@ -485,6 +525,11 @@ impl FenceMonitor {
                 .as_deref()
                 .map(normalize)
                 .unwrap_or_else(|| token.to_owned());
+            // A token that owns a row again is alive again.
+            self.dead.remove(&new_token);
+            if let Some(w) = self.workers.get_mut(&asked.worker) {
+                w.gone.remove(&new_token);
+            }
             if let Some(r) = &row {
                 if r.token != token && r.task == *requester {
                     // Re-adoption: from here on the old token is dead, whatever the table kept.
@@ -492,16 +537,12 @@ impl FenceMonitor {
                     self.reach(FenceInvariant::ForeignBeginRefused);
                 }
             }
-            let task = row.as_ref().map_or_else(
-                || requester.clone(),
-                |r| {
-                    if reply.ok {
-                        requester.clone()
-                    } else {
-                        r.task.clone()
-                    }
-                },
-            );
+            // The owner: a new row's requester; a re-send (same token) keeps the row's; a begin
+            // that got through with a new token (re-adoption, or a takeover) is the requester's.
+            let task = match &row {
+                Some(r) if r.token == token => r.task.clone(),
+                _ => requester.clone(),
+            };
             self.rows.insert(
                 root.clone(),
                 RowSeen {
@@ -519,6 +560,7 @@ impl FenceMonitor {
         token: &str,
         action: Action,
         expected: Option<u64>,
+        knew: Option<u64>,
         reply: &Reply,
     ) {
         let root = self
@@ -549,7 +591,9 @@ impl FenceMonitor {
                     .as_ref()
                     .and_then(|r| self.rows.get(r))
                     .map_or(0, |r| r.generation);
-                let blind = expected.is_none() && generation > 0;
+                // An end carries the generation its worker knows; sending none while knowing one
+                // is a blind seal. (A caller that knows none may send none.)
+                let blind = expected.is_none() && knew.is_some();
                 let stale = expected.is_some_and(|e| e != generation);
                 if blind || stale {
                     let sent = expected.map_or_else(|| "none".to_owned(), |e| e.to_string());
@@ -585,29 +629,28 @@ impl FenceMonitor {
                 format!("an ack was written for token {token:?} and req {req:?}"),
             );
         }
-        let direct = self
-            .asked
-            .get(&key(token, req))
-            .and_then(|a| self.workers.get(&a.worker))
-            .is_some_and(|w| w.direct);
-        if direct {
-            self.violate(
-                FenceInvariant::DirectPathSilent,
-                &[token, req],
-                "an ack was written for a direct turn's request".to_owned(),
-            );
-        }
     }
 
     fn on_consumed(&mut self, worker: &str, token: &str, req: &str) {
         self.reach(FenceInvariant::AckIdentity);
+        if let Some((action, reply)) = self.replies.get(&key(token, req)).cloned() {
+            self.track_binding(worker, &normalize(token), action, &reply);
+        }
         let Some(w) = self.workers.get_mut(worker) else {
             return;
         };
         let own = w.waiting.as_ref() == Some(&key(token, req));
+        let direct = w.direct;
         w.answered = true;
+        let waited = w.waiting.clone().unwrap_or_default();
+        if direct {
+            self.violate(
+                FenceInvariant::DirectPathSilent,
+                &[worker, token, req],
+                format!("direct worker {worker} read an ack from the mailbox"),
+            );
+        }
         if !own {
-            let waited = w.waiting.clone().unwrap_or_default();
             self.violate(
                 FenceInvariant::AckIdentity,
                 &[worker, token, req],
@@ -636,7 +679,6 @@ impl FenceMonitor {
         match verdict {
             Verdict::Unknown => {
                 if action == Action::End {
-                    w.gone.insert(normalize(token));
                     w.unanswered_end = true;
                 }
                 self.reach(FenceInvariant::GapIsUnknown);
@@ -648,9 +690,6 @@ impl FenceMonitor {
                     } else if action == Action::Begin && w.unanswered_end {
                         w.refused_sealed_after_gap = true;
                     }
-                }
-                if action == Action::End {
-                    w.gone.insert(normalize(token));
                 }
                 if !answered {
                     self.violate(

@@ -29,8 +29,9 @@ pub const ACK_WAIT_MS: Millis = 10_000;
 pub const ACK_TTL_MS: Millis = 3_600_000;
 /// At most this many acks stay in the mailbox.
 pub const ACK_KEEP: usize = 256;
-/// At most this many workers, queued events, tasks.
+/// At most this many workers, queued events, tasks, requests per worker.
 pub const MAX_WORKERS: usize = 1024;
+pub const MAX_REQUESTS_PER_WORKER: usize = 4096;
 pub const MAX_QUEUED: usize = 4096;
 pub const MAX_TASKS: usize = 1 << 16;
 
@@ -90,6 +91,8 @@ pub struct Worker {
     /// An end (not a revision) whose answer never came: it may have sealed.
     pub unanswered_end: Option<Token>,
     pub waiting: Option<Wait>,
+    /// Every `req` the worker has sent, normalized: each request has a fresh one.
+    pub used_reqs: std::collections::BTreeSet<Req>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -195,6 +198,7 @@ impl FenceMachine {
                 action,
                 token,
                 outcome,
+                req,
                 ..
             } => {
                 let w = s
@@ -208,6 +212,17 @@ impl FenceMachine {
                         worker: worker.clone(),
                     });
                 }
+                if w.used_reqs.contains(&normalize(req)) {
+                    return Err(FenceMisuse::ReqReused {
+                        worker: worker.clone(),
+                        req: req.clone(),
+                    });
+                }
+                limit(
+                    "requests per worker",
+                    w.used_reqs.len(),
+                    MAX_REQUESTS_PER_WORKER,
+                )?;
                 if token.is_none() && loop_token(w, *action, *outcome).is_none() {
                     return Err(FenceMisuse::NoToken {
                         worker: worker.clone(),
@@ -226,11 +241,19 @@ impl FenceMachine {
                 }
                 limit("tasks", s.tasks.len(), MAX_TASKS)
             }
-            FenceInputKind::Restore { pending, .. } => limit(
-                "tasks",
-                s.tasks.len().saturating_add(pending.len()),
-                MAX_TASKS,
-            ),
+            FenceInputKind::Restore { pending, .. } => {
+                let mut seen = std::collections::BTreeSet::new();
+                if let Some(t) = pending.iter().find(|t| !seen.insert(&t.task)) {
+                    return Err(FenceMisuse::DuplicateTask {
+                        task: t.task.clone(),
+                    });
+                }
+                limit(
+                    "tasks",
+                    s.tasks.len().saturating_add(pending.len()),
+                    MAX_TASKS,
+                )
+            }
             _ => Ok(()),
         }
     }
@@ -253,6 +276,7 @@ impl FenceMachine {
                         sealed_token: None,
                         unanswered_end: None,
                         waiting: None,
+                        used_reqs: Default::default(),
                     },
                 );
                 self.state
@@ -335,17 +359,20 @@ impl FenceMachine {
     }
 
     fn send(&mut self, worker: &str, request: Request, req: &str) {
+        if let Some(w) = self.state.workers.get_mut(worker) {
+            w.used_reqs.insert(normalize(req));
+        }
         let path = self.state.workers[worker].path;
         if path == Path::Direct && !flawed!(self, DirectUsesTransport) {
             let reply = self.state.table.transition(&request, self.table_flaws());
             self.emit(FenceOutput::Applied {
+                worker: worker.to_owned(),
                 token: request.token.clone(),
                 req: req.to_owned(),
                 action: request.action,
                 outcome: request.outcome,
                 expected_generation: request.expected_generation,
                 reply: reply.clone(),
-                worker: Some(worker.to_owned()),
             });
             self.conclude(worker, &request, req, Some(reply));
             return;
@@ -429,13 +456,13 @@ impl FenceMachine {
         };
         let reply = self.state.table.transition(&request, self.table_flaws());
         self.emit(FenceOutput::Applied {
+            worker: event.worker.clone(),
             token: token.clone(),
             req: req.clone(),
             action: request.action,
             outcome: request.outcome,
             expected_generation: request.expected_generation,
             reply: reply.clone(),
-            worker: None,
         });
         self.prune_acks();
         if lose_ack {

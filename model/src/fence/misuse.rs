@@ -29,6 +29,11 @@ pub enum FenceMisuse {
     },
     /// The supervisor was asked to take an event from an empty queue.
     NothingQueued,
+    /// Each request has a fresh `req`; this worker used this one before.
+    ReqReused {
+        worker: WorkerId,
+        req: String,
+    },
     /// The worker's loop has no token to send: a begin names a fresh one; nothing is bound.
     NoToken {
         worker: WorkerId,
@@ -58,6 +63,9 @@ impl fmt::Display for FenceMisuse {
                 write!(f, "worker {worker:?} is still waiting for its last request")
             }
             FenceMisuse::NothingQueued => write!(f, "the supervisor's queue is empty"),
+            FenceMisuse::ReqReused { worker, req } => {
+                write!(f, "worker {worker:?} already used req {req:?}")
+            }
             FenceMisuse::NoToken { worker } => write!(f, "worker {worker:?} has no token to send"),
             FenceMisuse::LimitReached { what, limit } => {
                 write!(f, "limit reached: at most {limit} {what}")

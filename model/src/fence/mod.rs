@@ -24,16 +24,21 @@ pub fn step(
 ) -> Result<(), FenceMisuse> {
     machine.advance_to(input.at)?;
     let outputs = drain(machine);
-    if !outputs.is_empty() {
+    // A tick is time passing: what it caused is its own step, not a step before it.
+    let mut caused = Vec::new();
+    if matches!(input.kind, FenceInputKind::Tick) {
+        caused = outputs;
+    } else if !outputs.is_empty() {
         steps.push(FenceStep {
             input: FenceInput::new(input.at, FenceInputKind::Tick),
             outputs,
         });
     }
     machine.handle(input)?;
+    caused.extend(drain(machine));
     steps.push(FenceStep {
         input: input.clone(),
-        outputs: drain(machine),
+        outputs: caused,
     });
     Ok(())
 }

@@ -229,8 +229,9 @@ pub enum FenceOutput {
     EventDropped { token: Token, req: Req },
     /// The supervisor refused an event's ids: no transition, no ack.
     EventRejected { token: Token, req: Req },
-    /// The table applied a transition (`worker` is set on the direct path), as it was asked.
+    /// The table applied a worker's request, as it was asked.
     Applied {
+        worker: WorkerId,
         token: Token,
         req: Req,
         action: Action,
@@ -239,8 +240,6 @@ pub enum FenceOutput {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         expected_generation: Option<u64>,
         reply: Reply,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        worker: Option<WorkerId>,
     },
     /// The supervisor wrote the ack `<token>.<req>`.
     AckWritten {

@@ -36,16 +36,21 @@ pub fn run(machine: &mut TurnMachine, inputs: &[Input]) -> (Vec<Step>, Option<(u
 pub fn step(machine: &mut TurnMachine, input: &Input, steps: &mut Vec<Step>) -> Result<(), Misuse> {
     machine.advance_to(input.at)?;
     let outputs = drain(machine);
-    if !outputs.is_empty() {
+    // A tick is time passing: what it caused is its own step, not a step before it.
+    let mut caused = Vec::new();
+    if matches!(input.kind, InputKind::Tick) {
+        caused = outputs;
+    } else if !outputs.is_empty() {
         steps.push(Step {
             input: Input::new(input.at, InputKind::Tick),
             outputs,
         });
     }
     machine.handle(input)?;
+    caused.extend(drain(machine));
     steps.push(Step {
         input: input.clone(),
-        outputs: drain(machine),
+        outputs: caused,
     });
     Ok(())
 }

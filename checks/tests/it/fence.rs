@@ -1,0 +1,277 @@
+//! The fence machine: the seed's tests and the research's as accepted fixtures (checked by the
+//! data-driven fixture test), every historical bug as a rejected one, planted flaws caught by the
+//! invariants, random runs that never panic and keep every invariant.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+use proptest::sample::select;
+use turnfence_checks::trace::canonical::write_fence;
+use turnfence_model::fence::{
+    self, invariants, Action, EndOutcome, FenceFlaw, FenceInput, FenceInputKind, FenceInvariant,
+    FenceMachine, FenceSnapshot, FenceStep, Path as Route, SnapshotRow, SnapshotTask, Status,
+};
+
+fn fence_fixtures(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().contains("_fence_"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn read(path: &Path) -> String {
+    #[allow(clippy::disallowed_methods)] // Fixtures are the tests' input.
+    let text = std::fs::read_to_string(path);
+    text.unwrap()
+}
+
+/// The inputs of a canonical fence trace.
+fn inputs_of(path: &Path) -> Vec<FenceInput> {
+    read(path)
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).ok()?;
+            v.get("input")?;
+            v.as_object_mut()?.remove("session");
+            serde_json::from_value(v).ok()
+        })
+        .collect()
+}
+
+fn record(machine: &mut FenceMachine, inputs: &[FenceInput]) -> Vec<FenceStep> {
+    let mut steps = Vec::new();
+    for i in inputs {
+        let _ = fence::step(machine, i, &mut steps);
+    }
+    steps
+}
+
+fn meta_invariant(path: &Path) -> Option<String> {
+    let first: serde_json::Value = serde_json::from_str(read(path).lines().next()?).ok()?;
+    first["meta"]["invariant"].as_str().map(str::to_owned)
+}
+
+/// Every fence invariant has a rejected fixture naming it, and every historical bug of SPEC §4
+/// (1–10) has its own.
+#[test]
+fn every_fence_invariant_and_historical_bug_has_a_rejected_fixture() {
+    let rejected = fence_fixtures("rejected");
+    let named: BTreeSet<String> = rejected.iter().filter_map(|p| meta_invariant(p)).collect();
+    for i in FenceInvariant::ALL {
+        assert!(
+            named.contains(i.name()),
+            "no rejected fixture for {}",
+            i.name()
+        );
+    }
+    for bug in 1..=10 {
+        let prefix = format!("_fence_bug{bug}_");
+        assert!(
+            rejected
+                .iter()
+                .any(|p| p.to_string_lossy().contains(&prefix)),
+            "no fixture for historical bug {bug}"
+        );
+    }
+}
+
+/// The correct machine, run on the inputs of every fence fixture, breaks nothing; together the
+/// accepted ones put every invariant to the test.
+#[test]
+fn the_fence_model_keeps_every_invariant_on_the_fixtures_and_reaches_them_all() {
+    let mut reached = BTreeSet::new();
+    for path in fence_fixtures("accepted")
+        .into_iter()
+        .chain(fence_fixtures("rejected"))
+    {
+        let steps = record(&mut FenceMachine::new(), &inputs_of(&path));
+        let violations = fence::check_all(&steps);
+        assert!(violations.is_empty(), "{}: {violations:#?}", path.display());
+        if path.to_string_lossy().contains("accepted") {
+            reached.extend(invariants::reached(&steps));
+        }
+    }
+    let missing: Vec<&str> = FenceInvariant::ALL
+        .iter()
+        .filter(|i| !reached.contains(i))
+        .map(|i| i.name())
+        .collect();
+    assert!(missing.is_empty(), "never put to the test: {missing:?}");
+}
+
+/// Each planted flaw, run on the fixtures' inputs, breaks the invariant it names.
+#[test]
+fn every_fence_flaw_is_caught_naming_its_invariant() {
+    let all: Vec<Vec<FenceInput>> = fence_fixtures("accepted")
+        .into_iter()
+        .chain(fence_fixtures("rejected"))
+        .map(|p| inputs_of(&p))
+        .collect();
+    let mut table = String::new();
+    for flaw in FenceFlaw::ALL {
+        let mut broken = BTreeSet::new();
+        for inputs in &all {
+            let steps = record(&mut FenceMachine::with_flaw(flaw), inputs);
+            broken.extend(
+                fence::check_all(&steps)
+                    .into_iter()
+                    .map(|v| v.invariant.name()),
+            );
+        }
+        assert!(
+            broken.contains(flaw.breaks().name()),
+            "{flaw:?}: expected {} broken, got {broken:?}",
+            flaw.breaks().name()
+        );
+        let list: Vec<&str> = broken.into_iter().collect();
+        table.push_str(&format!("{flaw:?}: {}\n", list.join(", ")));
+    }
+    crate::snapshot_settings().bind(|| insta::assert_snapshot!("fence_flaws_caught", table));
+}
+
+/// Every accepted fence scenario's whole trace, as the model produces it, is reviewed.
+#[test]
+fn fence_scenario_traces_snapshots() {
+    let mut traces = Vec::new();
+    for path in fence_fixtures("accepted") {
+        let steps = record(&mut FenceMachine::new(), &inputs_of(&path));
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem.contains("ack_compaction") {
+            continue; // 1 800 lines of the same three steps; its fixture is its record.
+        }
+        traces.push((stem, write_fence("s", &steps)));
+    }
+    crate::snapshot_settings().bind(|| {
+        for (stem, trace) in traces {
+            insta::assert_snapshot!(format!("trace_{stem}"), trace);
+        }
+    });
+}
+
+fn id(options: &'static [&'static str]) -> impl Strategy<Value = String> {
+    select(options).prop_map(str::to_owned)
+}
+
+fn fence_kind() -> impl Strategy<Value = FenceInputKind> {
+    let request = (
+        id(&["w0", "w1", "w2"]),
+        prop_oneof![
+            Just(Action::Begin),
+            Just(Action::Inspect),
+            Just(Action::End),
+            Just(Action::Invalid)
+        ],
+        prop::option::of(id(&["aa", "bb", "cc", "", "../x", "AB"])),
+        id(&["01", "02", "03", "04", "", "zz", "../e"]),
+        prop::option::of(prop_oneof![
+            Just(EndOutcome::Revision),
+            Just(EndOutcome::Terminal),
+            Just(EndOutcome::AuthorStop)
+        ]),
+        prop::option::of(0u64..3),
+    )
+        .prop_map(
+            |(worker, action, token, req, outcome, expected_generation)| FenceInputKind::Request {
+                worker,
+                action,
+                token,
+                req,
+                outcome,
+                expected_generation,
+                root: None,
+                task: None,
+            },
+        );
+    let start = (
+        id(&["w0", "w1", "w2"]),
+        any::<bool>(),
+        id(&["r0", "r1", "t9"]),
+        id(&["r0", "r1"]),
+    )
+        .prop_map(|(worker, direct, task, root)| FenceInputKind::WorkerStart {
+            worker,
+            path: if direct { Route::Direct } else { Route::Pooled },
+            task,
+            root,
+        });
+    let restore = (
+        any::<bool>(),
+        prop::collection::vec((id(&["c0", "c1"]), id(&["r0", "r1"])), 0..3),
+    )
+        .prop_map(|(malformed, pending)| FenceInputKind::Restore {
+            fences: if malformed {
+                FenceSnapshot::Malformed("x".into())
+            } else {
+                FenceSnapshot::Rows(vec![SnapshotRow {
+                    root: "r0".into(),
+                    status: Status::Sealed,
+                }])
+            },
+            pending: pending
+                .into_iter()
+                .map(|(task, root)| SnapshotTask { task, root })
+                .collect(),
+        });
+    prop_oneof![
+        2 => start,
+        6 => request,
+        4 => any::<bool>().prop_map(|lose_ack| FenceInputKind::SupervisorStep { lose_ack }),
+        1 => Just(FenceInputKind::DropEvent),
+        3 => Just(FenceInputKind::Tick),
+        2 => id(&["r0", "r1"]).prop_map(|root| FenceInputKind::OwnerMessage { root }),
+        1 => id(&["r0", "r1", "t9"]).prop_map(|task| FenceInputKind::TaskDone { task }),
+        2 => (id(&["c0", "c1", "c2"]), id(&["r0", "r1"])).prop_map(|(task, root)| FenceInputKind::Enqueue { task, root }),
+        1 => restore,
+    ]
+}
+
+fn fence_inputs() -> impl Strategy<Value = Vec<FenceInput>> {
+    prop::collection::vec(
+        (prop_oneof![0u64..50, 9_000u64..11_000], fence_kind()),
+        1..120,
+    )
+    .prop_map(|steps| {
+        let mut at = 0;
+        steps
+            .into_iter()
+            .map(|(dt, kind)| {
+                at += dt;
+                FenceInput::new(at, kind)
+            })
+            .collect()
+    })
+}
+
+#[test]
+fn the_fence_machine_never_panics_and_keeps_every_invariant() {
+    let seed = crate::seed();
+    let result = crate::runner(seed).run(&fence_inputs(), |inputs| {
+        let mut m = FenceMachine::new();
+        let mut steps = Vec::new();
+        for input in &inputs {
+            let before = m.clone();
+            if let Err(misuse) = fence::step(&mut m, input, &mut steps) {
+                prop_assert!(!misuse.to_string().is_empty());
+                let mut ticked = before;
+                let _ = ticked.advance_to(input.at);
+                prop_assert_eq!(m.state(), ticked.state(), "misuse {} changed state", misuse);
+            }
+            let json = serde_json::to_string(input).unwrap();
+            prop_assert_eq!(&serde_json::from_str::<FenceInput>(&json).unwrap(), input);
+        }
+        let violations = fence::check_all(&steps);
+        prop_assert!(violations.is_empty(), "{:#?}", violations);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::\n{e}");
+    }
+}
