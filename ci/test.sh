@@ -10,6 +10,7 @@ cargo fmt --all -- --check
 echo "== clippy (default features, then the model with its flaw switch compiled in)"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p turnfence-model --all-targets --features flaws -- -D warnings
+cargo clippy -p turnfence-checks --all-targets --features flaws -- -D warnings
 
 echo "== tests (snapshots must match; insta records which ones the tests reference)"
 refs=$(mktemp)

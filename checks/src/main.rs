@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+mod cli_fuzz;
 use turnfence_checks::gate;
 use turnfence_checks::trace::{self, Dialect, Machine};
 use turnfence_model::turn::TurnMachine;
@@ -50,6 +52,37 @@ enum Command {
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
     },
+    /// Deep random runs: `cases` cases of `steps` inputs each, case i seeded from (seed, i).
+    /// Shard across machines by giving each a different `--first` (a range of case numbers).
+    /// Exit 0: nothing broken; 1: a counterexample, shrunk and reported.
+    Fuzz {
+        #[arg(long, value_enum)]
+        machine: Machine,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 1000)]
+        cases: u64,
+        /// The first case number (for sharding: `--first 0`, `--first 100000`, …).
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        #[arg(long, default_value_t = 200)]
+        steps: usize,
+        /// Where counterexample reports go.
+        #[arg(long, default_value = turnfence_checks::fuzz::report::DIR)]
+        out: PathBuf,
+        /// Run with a planted flaw switched on (builds with `--features flaws` only).
+        #[arg(long)]
+        flaw: Option<String>,
+    },
+    /// Re-runs a counterexample report and prints its verdict. Exit 1 if it still breaks its
+    /// invariant.
+    Replay { file: PathBuf },
+    /// Turns a counterexample report into a rejected fixture (`fixtures/rejected/NNNN_….jsonl`).
+    Promote {
+        file: PathBuf,
+        #[arg(long, default_value = "fixtures/rejected")]
+        fixtures: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -84,6 +117,27 @@ fn main() -> ExitCode {
             machine,
             format,
         } => run_check(&file, dialect, machine, format),
+        Command::Fuzz {
+            machine,
+            seed,
+            cases,
+            first,
+            steps,
+            out,
+            flaw,
+        } => {
+            let plan = cli_fuzz::Plan {
+                seed,
+                first,
+                cases,
+                steps,
+                out,
+                flaw,
+            };
+            cli_fuzz::fuzz(machine, &plan)
+        }
+        Command::Replay { file } => cli_fuzz::replay(&file),
+        Command::Promote { file, fixtures } => cli_fuzz::promote(&file, &fixtures),
     }
 }
 

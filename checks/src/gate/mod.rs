@@ -13,7 +13,7 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 pub use checks::Check;
-pub use evidence::write_evidence;
+pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES};
 
 use crate::lab::{self, LabEvent};

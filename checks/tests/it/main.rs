@@ -4,6 +4,7 @@ mod cli;
 mod fence;
 mod fixtures;
 mod flaws;
+mod fuzz;
 mod gate;
 mod model;
 mod schema;
@@ -24,12 +25,19 @@ pub fn seed() -> u64 {
 
 /// A proptest runner seeded from [`seed`]; `PROPTEST_CASES` still sets the number of cases.
 pub fn runner(seed: u64) -> TestRunner {
+    runner_with(
+        seed,
+        Config {
+            failure_persistence: None,
+            ..Config::default()
+        },
+    )
+}
+
+/// A seeded proptest runner with a given configuration.
+pub fn runner_with(seed: u64, config: Config) -> TestRunner {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    let config = Config {
-        failure_persistence: None,
-        ..Config::default()
-    };
     TestRunner::new_with_rng(config, TestRng::from_seed(RngAlgorithm::ChaCha, &bytes))
 }
 

@@ -439,11 +439,7 @@ impl FenceMonitor {
             }
             Action::Invalid => {}
         }
-        if reply.row_absent {
-            if let Some(w) = self.workers.get_mut(&asked.worker) {
-                w.gone.insert(token.clone());
-            }
-        }
+
         // What the worker comes to know: at once on the direct path, from its ack otherwise.
         if direct {
             self.track_binding(&asked.worker, &token, action, reply);
@@ -459,6 +455,10 @@ impl FenceMonitor {
         let Some(w) = self.workers.get_mut(worker) else {
             return;
         };
+        if reply.row_absent {
+            // The worker now knows this token owns no row.
+            w.gone.insert(token.to_owned());
+        }
         let ok = |accepted: &[Status]| reply.ok && accepted.contains(&reply.status);
         match action {
             Action::Begin if ok(&[Status::Active]) => {

@@ -1,0 +1,305 @@
+//! Counterexample reports: a JSON file to replay and promote, and a Markdown file for a person —
+//! the seed, the fault mix, the shrunk inputs with their outputs and state changes as a table,
+//! and a Mermaid sequence diagram that renders on a code-hosting page.
+
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use turnfence_model::Millis;
+
+use super::{Broken, FaultMix, Found, Recorded, Target};
+
+/// A counterexample, as written to `<invariant>-<seed>.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "I: Serialize, O: Serialize",
+    deserialize = "I: DeserializeOwned, O: DeserializeOwned"
+))]
+pub struct Report<I, O> {
+    pub machine: String,
+    pub seed: u64,
+    /// The planted flaw the run had switched on, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flaw: Option<String>,
+    pub mix: FaultMix,
+    pub violated: Broken,
+    pub generated_inputs: usize,
+    pub shrunk_inputs: usize,
+    pub steps: Vec<Recorded<I, O>>,
+}
+
+impl<I: Serialize + DeserializeOwned + Clone, O: Serialize + DeserializeOwned + Clone>
+    Report<I, O>
+{
+    /// The inputs of the shrunk run, in order (time-passing steps included).
+    pub fn inputs(&self) -> Vec<I> {
+        self.steps.iter().map(|s| s.input.clone()).collect()
+    }
+
+    /// The file stem: `<invariant>-<seed>`.
+    pub fn stem(&self) -> String {
+        format!("{}-{}", self.violated.invariant, self.seed)
+    }
+}
+
+/// Builds the report of a shrunk counterexample.
+pub fn build<T: Target>(
+    found: &Found<T>,
+    flaw: Option<&str>,
+    make: &dyn Fn() -> T::Machine,
+) -> Report<T::Input, T::Output> {
+    let run = super::replay::<T>(&found.shrunk, make);
+    Report {
+        machine: T::NAME.to_owned(),
+        seed: found.case.seed,
+        flaw: flaw.map(str::to_owned),
+        mix: found.case.mix.clone(),
+        violated: found.broken.clone(),
+        generated_inputs: found.case.generated,
+        shrunk_inputs: found.shrunk.len(),
+        steps: run.steps,
+    }
+}
+
+/// The command that replays a report.
+pub fn replay_command(path: &Path, flaw: bool) -> String {
+    let features = if flaw { " --features flaws" } else { "" };
+    format!(
+        "cargo run -p turnfence-checks{features} --bin turnfence -- replay {}",
+        path.display()
+    )
+}
+
+/// Where reports go, relative to the workspace (or the working directory of the CLI).
+pub const DIR: &str = "target/turnfence/counterexamples";
+
+/// Writes `<dir>/<invariant>-<seed>.json` and `.md`; returns the JSON path. The Markdown names
+/// the JSON as `DIR/<file>`, so the same report reads the same wherever it was written.
+pub fn write<I, O>(report: &Report<I, O>, dir: &Path) -> std::io::Result<PathBuf>
+where
+    I: Serialize + DeserializeOwned + Clone,
+    O: Serialize + DeserializeOwned + Clone,
+{
+    std::fs::create_dir_all(dir)?;
+    let name = format!("{}.json", report.stem());
+    let json = dir.join(&name);
+    let md = dir.join(format!("{}.md", report.stem()));
+    crate::gate::write_atomic(&json, &to_json(report))?;
+    crate::gate::write_atomic(&md, &markdown(report, &Path::new(DIR).join(&name)))?;
+    Ok(json)
+}
+
+/// The report's JSON text.
+pub fn to_json<I: Serialize, O: Serialize>(report: &Report<I, O>) -> String {
+    serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
+}
+
+/// A JSON input or output as `kind field=value …`, short enough for a table cell.
+pub fn describe(value: &Value) -> String {
+    let Value::Object(m) = value else {
+        return value.to_string();
+    };
+    let tag = ["input", "output"]
+        .iter()
+        .find_map(|k| m.get(*k).and_then(Value::as_str))
+        .unwrap_or("?");
+    let fields: Vec<String> = m
+        .iter()
+        .filter(|(k, _)| !["input", "output", "at"].contains(&k.as_str()))
+        .map(|(k, v)| {
+            let v = match v {
+                Value::String(s) if s.len() > 12 && s.chars().all(|c| c.is_ascii_hexdigit()) => {
+                    format!("{}…", &s[..8])
+                }
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            format!("{k}={v}")
+        })
+        .collect();
+    if fields.is_empty() {
+        tag.to_owned()
+    } else {
+        format!("{tag} {}", fields.join(" "))
+    }
+}
+
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn value<T: Serialize>(x: &T) -> Value {
+    serde_json::to_value(x).unwrap_or(Value::Null)
+}
+
+fn at_of(v: &Value) -> Millis {
+    v.get("at").and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The Markdown report.
+pub fn markdown<I: Serialize, O: Serialize>(r: &Report<I, O>, json: &Path) -> String {
+    let b = &r.violated;
+    let mut out = String::new();
+    out.push_str(&format!(
+        "# Counterexample: `{}` ({} machine)\n\n",
+        b.invariant, r.machine
+    ));
+    out.push_str(&format!(
+        "At step {} ({} ms): {}. Ids: {}.\n\n",
+        b.step,
+        b.at,
+        b.message,
+        if b.ids.is_empty() {
+            "none".to_owned()
+        } else {
+            b.ids.join(", ")
+        }
+    ));
+    out.push_str("| | |\n|---|---|\n");
+    out.push_str(&format!("| seed | `{}` |\n", r.seed));
+    if let Some(f) = &r.flaw {
+        out.push_str(&format!("| planted flaw | `{f}` |\n"));
+    }
+    let m = &r.mix;
+    out.push_str(&format!(
+        "| fault mix | ack loss {} %, event drop {} %, stalls {} % of {} ms, stops {} %, barge-ins {} %, late deltas {} %, disconnects {} %, duplicates {} %, owner messages {} % |\n",
+        m.ack_loss_pct, m.event_drop_pct, m.stall_pct, m.stall_ms, m.stop_pct, m.barge_in_pct,
+        m.late_delta_pct, m.disconnect_pct, m.duplicate_pct, m.owner_message_pct
+    ));
+    out.push_str(&format!(
+        "| inputs | {} generated, shrunk to {} |\n\n",
+        r.generated_inputs, r.shrunk_inputs
+    ));
+    out.push_str(&format!(
+        "Replay: `{}`\n\n## Steps\n\n| # | at (ms) | input | outputs | state changes |\n|---|---|---|---|---|\n",
+        replay_command(json, r.flaw.is_some())
+    ));
+    for (i, s) in r.steps.iter().enumerate() {
+        let input = value(&s.input);
+        let outputs: Vec<String> = s.outputs.iter().map(|o| describe(&value(o))).collect();
+        let mark = if i == b.step { " ⚠" } else { "" };
+        out.push_str(&format!(
+            "| {i}{mark} | {} | {} | {} | {} |\n",
+            at_of(&input),
+            cell(&describe(&input)),
+            cell(&if outputs.is_empty() {
+                "—".to_owned()
+            } else {
+                outputs.join("<br>")
+            }),
+            cell(&if s.changes.is_empty() {
+                "—".to_owned()
+            } else {
+                s.changes.join("<br>")
+            }),
+        ));
+    }
+    out.push_str("\n## Sequence\n\n```mermaid\n");
+    out.push_str(&mermaid(r));
+    out.push_str("```\n");
+    out
+}
+
+/// Who sends an input, and who takes it.
+fn input_arrow(machine: &str, v: &Value) -> (String, String) {
+    let tag = v.get("input").and_then(Value::as_str).unwrap_or("");
+    let worker = v.get("worker").and_then(Value::as_str).unwrap_or("worker");
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    match (machine, tag) {
+        ("fence", "worker_start" | "request") => (format!("W_{worker}"), "Transport".into()),
+        ("fence", "supervisor_step") => pair("Transport", "Supervisor"),
+        ("fence", "drop_event") => pair("Transport", "Transport"),
+        ("fence", "owner_message") => pair("Owner", "Supervisor"),
+        ("fence", _) => pair("Clock", "Supervisor"),
+        (_, "accept" | "stop") => pair("Client", "TurnManager"),
+        (_, "speech_started") => pair("VAD", "TurnManager"),
+        (_, "delta" | "model_done") => pair("Model", "DeliveryGate"),
+        (
+            _,
+            "spawn" | "checkpoint" | "child_completed" | "commit_sent" | "commit_acked"
+            | "commit_failed",
+        ) => pair("Tool", "TurnManager"),
+        (_, "frame_played") => pair("Speaker", "TurnManager"),
+        (_, "client_ack" | "client_receive" | "disconnect" | "resume") => pair("Client", "Store"),
+        _ => pair("Clock", "TurnManager"),
+    }
+}
+
+/// Who an output goes to.
+fn output_arrow(machine: &str, v: &Value) -> (String, String) {
+    let tag = v.get("output").and_then(Value::as_str).unwrap_or("");
+    let worker = v.get("worker").and_then(Value::as_str).unwrap_or("worker");
+    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+    match (machine, tag) {
+        ("fence", "event_queued" | "resent") => (format!("W_{worker}"), "Transport".into()),
+        ("fence", "ack_consumed" | "verdict" | "seal_believed") => {
+            ("Transport".into(), format!("W_{worker}"))
+        }
+        ("fence", "ack_written" | "ack_lost" | "acks_pruned") => pair("Supervisor", "Transport"),
+        ("fence", _) => pair("Supervisor", "Table"),
+        (_, "delivered" | "stop_answered" | "terminal" | "turn_refused" | "deadline_exceeded") => {
+            pair("TurnManager", "Client")
+        }
+        (_, "late_dropped") => pair("DeliveryGate", "DeliveryGate"),
+        (_, "played" | "playback_cleared") => pair("TurnManager", "Speaker"),
+        (_, "persisted" | "replayed" | "resume_refused") => pair("TurnManager", "Store"),
+        (_, "rendered" | "duplicate_ignored") => pair("Store", "Client"),
+        _ => pair("TurnManager", "Tool"),
+    }
+}
+
+fn mermaid_text(s: &str) -> String {
+    s.replace('"', "")
+        .replace('{', "(")
+        .replace('}', ")")
+        .replace(';', ",")
+        .replace('#', "no. ")
+}
+
+fn mermaid<I: Serialize, O: Serialize>(r: &Report<I, O>) -> String {
+    let mut lines = Vec::new();
+    let mut actors: Vec<String> = Vec::new();
+    let note = |a: &str, actors: &mut Vec<String>| {
+        if !actors.iter().any(|x| x == a) {
+            actors.push(a.to_owned());
+        }
+    };
+    for (i, s) in r.steps.iter().enumerate() {
+        let input = value(&s.input);
+        let (from, to) = input_arrow(&r.machine, &input);
+        note(&from, &mut actors);
+        note(&to, &mut actors);
+        lines.push(format!(
+            "  {from}->>{to}: {}",
+            mermaid_text(&describe(&input))
+        ));
+        for o in &s.outputs {
+            let o = value(o);
+            let (from, to) = output_arrow(&r.machine, &o);
+            note(&from, &mut actors);
+            note(&to, &mut actors);
+            lines.push(format!("  {from}-->>{to}: {}", mermaid_text(&describe(&o))));
+        }
+        if i == r.violated.step {
+            let first = actors.first().cloned().unwrap_or_else(|| "Clock".into());
+            lines.push(format!(
+                "  Note over {first}: {} broken here",
+                r.violated.invariant
+            ));
+        }
+    }
+    let mut out = String::from("sequenceDiagram\n");
+    for a in &actors {
+        let label = a
+            .strip_prefix("W_")
+            .map_or_else(|| a.clone(), |w| format!("worker {w}"));
+        out.push_str(&format!("  participant {a} as {label}\n"));
+    }
+    for l in lines {
+        out.push_str(&l);
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,276 @@
+//! Random event sequences under proptest, on both machines: the correct models keep every
+//! invariant; every planted flaw is found within the default budget, names its invariant, shrinks
+//! to a short sequence and gets a report that replays; the same seed gives the same bytes.
+
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+use proptest::test_runner::{Config, TestCaseError, TestError};
+use turnfence_checks::fuzz::fence_gen::FenceTarget;
+use turnfence_checks::fuzz::report::{self, Report};
+use turnfence_checks::fuzz::strategy::CaseStrategy;
+use turnfence_checks::fuzz::turn_gen::TurnTarget;
+use turnfence_checks::fuzz::{self, Case, Found, Target};
+use turnfence_model::fence::{FenceFlaw, FenceMachine};
+use turnfence_model::turn::{Flaw, TurnMachine};
+
+/// Steps per generated case.
+const STEPS: usize = 200;
+
+fn report_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(report::DIR)
+}
+
+fn config() -> Config {
+    Config {
+        failure_persistence: None,
+        max_shrink_iters: 100_000,
+        ..Config::default()
+    }
+}
+
+/// Runs proptest over cases of `T` made by `make`, asserting `invariant` (every invariant when
+/// `None`) holds; returns the minimal failing case if one was found.
+fn hunt<T: Target + 'static>(
+    seed: u64,
+    make: Rc<dyn Fn() -> T::Machine>,
+    invariant: Option<&str>,
+) -> Option<Case<T::Input>> {
+    let mut runner = crate::runner_with(seed, config());
+    let strategy = CaseStrategy::<T> {
+        steps: STEPS,
+        make: make.clone(),
+    };
+    let result = runner.run(&strategy, |case| {
+        let run = fuzz::replay::<T>(&case.inputs, make.as_ref());
+        let broken = fuzz::violations::<T>(&run, invariant);
+        if broken.is_empty() {
+            Ok(())
+        } else {
+            Err(TestCaseError::fail(broken[0].message.clone()))
+        }
+    });
+    match result {
+        Ok(()) => None,
+        Err(TestError::Fail(_, case)) => Some(case),
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn found<T: Target>(
+    case: Case<T::Input>,
+    invariant: &str,
+    make: &dyn Fn() -> T::Machine,
+) -> Found<T> {
+    let shrunk = fuzz::replay::<T>(&case.inputs, make).taken;
+    let broken = fuzz::violations::<T>(&fuzz::replay::<T>(&shrunk, make), Some(invariant))
+        .into_iter()
+        .next()
+        .expect("the shrunk case still fails");
+    Found {
+        case,
+        shrunk,
+        broken,
+    }
+}
+
+/// Hunts any violation on a correct model; on one, writes its report and fails naming it.
+fn clean<T: Target + 'static>(make: Rc<dyn Fn() -> T::Machine>) {
+    let seed = crate::seed();
+    let Some(case) = hunt::<T>(seed, make.clone(), None) else {
+        return;
+    };
+    let first = fuzz::violations::<T>(&fuzz::replay::<T>(&case.inputs, make.as_ref()), None);
+    let invariant = first[0].invariant.clone();
+    let found = found::<T>(case, &invariant, make.as_ref());
+    let report = report::build::<T>(&found, None, make.as_ref());
+    let path = report::write(&report, &report_dir()).unwrap();
+    panic!(
+        "the {} machine broke {invariant}: {}\nreport: {}\nreplay: {}\nreproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fuzz::",
+        T::NAME,
+        found.broken.message,
+        path.display(),
+        report::replay_command(&path, false)
+    );
+}
+
+#[test]
+fn the_correct_models_keep_every_invariant_under_swarm_faults() {
+    clean::<TurnTarget>(Rc::new(TurnMachine::new));
+    clean::<FenceTarget>(Rc::new(FenceMachine::new));
+}
+
+/// `turnfence replay` prints the report's verdict; `promote` makes it a fixture `check` rejects.
+#[test]
+fn replay_and_promote_from_the_command_line() {
+    let make = || TurnMachine::with_flaw(Flaw::CancelledAfterCommit);
+    let found = (0..1000)
+        .find_map(|n| {
+            fuzz::run_case::<TurnTarget>(
+                fuzz::case_seed(3, n),
+                STEPS,
+                Some("no_false_cancel_claim"),
+                &make,
+            )
+            .err()
+        })
+        .expect("the flaw is found");
+    let report = report::build::<TurnTarget>(&found, Some("cancelled_after_commit"), &make);
+    let dir = tempfile::tempdir().unwrap();
+    let path = report::write(&report, dir.path()).unwrap();
+    let bin = env!("CARGO_BIN_EXE_turnfence");
+    let out = std::process::Command::new(bin)
+        .args(["replay", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected = format!(
+        "VIOLATED no_false_cancel_claim at step {}",
+        report.violated.step
+    );
+    assert!(text.contains(&expected), "{text}");
+    let fixtures = dir.path().join("fixtures");
+    std::fs::create_dir_all(&fixtures).unwrap();
+    let out = std::process::Command::new(bin)
+        .args([
+            "promote",
+            path.to_str().unwrap(),
+            "--fixtures",
+            fixtures.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let promoted = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let out = std::process::Command::new(bin)
+        .args(["check", &promoted])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no_false_cancel_claim"));
+}
+
+/// One flaw: hunt it, check what was found, write and replay its report.
+fn catch<T: Target + 'static>(
+    name: &str,
+    invariant: &str,
+    make: Rc<dyn Fn() -> T::Machine>,
+    lengths: &mut String,
+    reports: &mut Vec<(String, String)>,
+) {
+    let seed = crate::seed();
+    let case = hunt::<T>(seed, make.clone(), Some(invariant)).unwrap_or_else(|| {
+        panic!("{name}: {invariant} never broken within the budget (TURNFENCE_SEED={seed})")
+    });
+    let found = found::<T>(case, invariant, make.as_ref());
+    assert_eq!(found.broken.invariant, invariant, "{name}");
+    assert!(
+        found.shrunk.len() <= 25,
+        "{name}: shrunk to {} inputs, expected a short sequence",
+        found.shrunk.len()
+    );
+    let report = report::build::<T>(&found, Some(name), make.as_ref());
+    let path = report::write(&report, &report_dir()).unwrap();
+    // The report replays: its recorded run breaks the same invariant at the same step, and the
+    // flawed machine gives the same outputs again.
+    let replayed = fuzz::replay_report::<T>(&report, Some(make.as_ref()));
+    assert!(
+        replayed
+            .broken
+            .iter()
+            .any(|b| b.invariant == invariant && b.step == report.violated.step),
+        "{name}: the replay of {} does not break {invariant} at step {}",
+        path.display(),
+        report.violated.step
+    );
+    assert_eq!(replayed.rerun, Some(None), "{name}: the re-run differs");
+    let back: Report<T::Input, T::Output> = serde_json::from_str(&read(&path)).unwrap();
+    assert_eq!(back, report, "{name}: the JSON report does not read back");
+    writeln!(
+        lengths,
+        "{name}: {invariant}, {} of {} inputs",
+        found.shrunk.len(),
+        found.case.inputs.len()
+    )
+    .unwrap();
+    let md = read(&path.with_extension("md"));
+    reports.push((format!("report_{}_{name}", T::NAME), md));
+}
+
+fn read(path: &Path) -> String {
+    #[allow(clippy::disallowed_methods)] // Tests read the reports they wrote.
+    let text = std::fs::read_to_string(path);
+    text.unwrap()
+}
+
+fn flaw_name(flaw: impl serde::Serialize) -> String {
+    serde_json::to_value(flaw)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[test]
+fn every_planted_flaw_is_found_shrunk_and_reported() {
+    let mut lengths = String::new();
+    let mut reports = Vec::new();
+    for flaw in Flaw::ALL {
+        let make: Rc<dyn Fn() -> TurnMachine> = Rc::new(move || TurnMachine::with_flaw(flaw));
+        catch::<TurnTarget>(
+            &flaw_name(flaw),
+            flaw.breaks().name(),
+            make,
+            &mut lengths,
+            &mut reports,
+        );
+    }
+    for flaw in FenceFlaw::ALL {
+        let make: Rc<dyn Fn() -> FenceMachine> = Rc::new(move || FenceMachine::with_flaw(flaw));
+        catch::<FenceTarget>(
+            &flaw_name(flaw),
+            flaw.breaks().name(),
+            make,
+            &mut lengths,
+            &mut reports,
+        );
+    }
+    crate::snapshot_settings().bind(|| {
+        insta::assert_snapshot!("shrunk_lengths", lengths);
+        for (name, md) in reports {
+            insta::assert_snapshot!(name, md);
+        }
+    });
+}
+
+#[test]
+fn the_same_seed_gives_the_same_bytes() {
+    let make = || TurnMachine::with_flaw(Flaw::DeliverAfterStop);
+    let once = || {
+        let mut n = 0;
+        loop {
+            let seed = fuzz::case_seed(7, n);
+            if let Err(found) =
+                fuzz::run_case::<TurnTarget>(seed, STEPS, Some("no_late_delivery"), &make)
+            {
+                return report::to_json(&report::build::<TurnTarget>(
+                    &found,
+                    Some("deliver_after_stop"),
+                    &make,
+                ));
+            }
+            n += 1;
+            assert!(n < 1000, "no case broke no_late_delivery");
+        }
+    };
+    assert_eq!(once(), once());
+}
