@@ -197,9 +197,9 @@ fn catch<T: Target + 'static>(
     assert_eq!(back, report, "{name}: the JSON report does not read back");
     writeln!(
         lengths,
-        "{name}: {invariant}, {} of {} inputs",
+        "{name}: {invariant}, shrunk to {} of {} generated inputs",
         found.shrunk.len(),
-        found.case.inputs.len()
+        found.case.generated
     )
     .unwrap();
     let md = read(&path.with_extension("md"));
