@@ -274,3 +274,79 @@ fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
         .map_err(|e| e.to_string())?;
     Ok(file)
 }
+
+pub fn explore(machine: Machine, depth: usize, flaw: Option<&str>) -> ExitCode {
+    use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds};
+    let result = match machine {
+        Machine::Turn => turn_maker(flaw).map(|make| {
+            let mut code = ExitCode::SUCCESS;
+            for (name, bounds) in TurnBounds::ci() {
+                println!("bounds {name}: {}", serde_json::to_string(&bounds).unwrap_or_default());
+                let c = walk::<TurnTarget>(make.as_ref(), &bounds, depth, flaw, &|| {
+                    explore::turn::coverage()
+                });
+                if c != ExitCode::SUCCESS {
+                    code = c;
+                }
+            }
+            code
+        }),
+        Machine::Fence => fence_maker(flaw).map(|make| {
+            let start = |m: &dyn Fn() -> FenceMachine| explore::fence::started(m);
+            let started = move || start(make.as_ref());
+            walk::<FenceTarget>(&started, &FenceBounds::ci(), depth, flaw, &|| explore::fence::coverage())
+        }),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("turnfence explore: {e}");
+        ExitCode::from(2)
+    })
+}
+
+fn walk<T: turnfence_checks::explore::Explorable>(
+    make: &dyn Fn() -> T::Machine,
+    bounds: &T::Bounds,
+    depth: usize,
+    flaw: Option<&str>,
+    coverage: &dyn Fn() -> turnfence_checks::explore::Coverage,
+) -> ExitCode {
+    let tty = std::io::stderr().is_terminal();
+    #[allow(clippy::disallowed_methods)] // Progress and the summary's time are for a person.
+    let start = std::time::Instant::now();
+    let mut progress = |d: usize, frontier: usize, states: usize| {
+        if tty {
+            let s = start.elapsed().as_secs_f64().max(1e-9);
+            eprint!("\rdepth {d}  frontier {frontier}  distinct states {states}  {:.0} states/s   ", states as f64 / s);
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let found = turnfence_checks::explore::explore::<T>(make, bounds, depth, None, &mut progress);
+    if tty {
+        eprintln!();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let (missing, wrong) = coverage().gaps(&found.coverage);
+    println!(
+        "{} machine: {} distinct states, {} transitions, depth {}{} in {secs:.2} s ({:.0} states/s); {} invariants reached; coverage {} points, missing {:?}, listed impossible but reached {:?}",
+        T::NAME,
+        found.states,
+        found.transitions,
+        found.depth,
+        if found.truncated { " (truncated at the depth bound)" } else { " (exhaustive)" },
+        found.states as f64 / secs.max(1e-9),
+        found.reached.len(),
+        found.coverage.len(),
+        missing,
+        wrong
+    );
+    match found.counterexample {
+        None => ExitCode::SUCCESS,
+        Some((path, broken)) => {
+            println!("counterexample ({} inputs{}): {} broken: {}", path.len(), flaw.map(|f| format!(", flaw {f}")).unwrap_or_default(), broken.invariant, broken.message);
+            for input in &path {
+                println!("  {}", report::describe(&serde_json::to_value(input).unwrap_or_default()));
+            }
+            ExitCode::from(1)
+        }
+    }
+}

@@ -5,3 +5,4 @@ pub mod fuzz;
 pub mod gate;
 pub mod lab;
 pub mod trace;
+pub mod explore;

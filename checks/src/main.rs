@@ -74,6 +74,17 @@ enum Command {
         #[arg(long)]
         flaw: Option<String>,
     },
+    /// Explores a machine breadth-first within its CI bounds, up to `depth` inputs: distinct
+    /// states, transitions, coverage, and the shortest counterexample if an invariant breaks.
+    Explore {
+        #[arg(long, value_enum)]
+        machine: Machine,
+        #[arg(long, default_value_t = 64)]
+        depth: usize,
+        /// Explore with a planted flaw switched on (builds with `--features flaws` only).
+        #[arg(long)]
+        flaw: Option<String>,
+    },
     /// Re-runs a counterexample report and prints its verdict. Exit 1 if it still breaks its
     /// invariant.
     Replay { file: PathBuf },
@@ -136,6 +147,11 @@ fn main() -> ExitCode {
             };
             cli_fuzz::fuzz(machine, &plan)
         }
+        Command::Explore {
+            machine,
+            depth,
+            flaw,
+        } => cli_fuzz::explore(machine, depth, flaw.as_deref()),
         Command::Replay { file } => cli_fuzz::replay(&file),
         Command::Promote { file, fixtures } => cli_fuzz::promote(&file, &fixtures),
     }

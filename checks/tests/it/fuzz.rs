@@ -11,6 +11,7 @@ use turnfence_checks::fuzz::fence_gen::FenceTarget;
 use turnfence_checks::fuzz::report::{self, Report};
 use turnfence_checks::fuzz::strategy::CaseStrategy;
 use turnfence_checks::fuzz::turn_gen::TurnTarget;
+use turnfence_checks::explore::{self, Explorable};
 use turnfence_checks::fuzz::{self, Case, Found, Target};
 use turnfence_model::fence::{FenceFlaw, FenceMachine};
 use turnfence_model::turn::{Flaw, TurnMachine};
@@ -160,7 +161,7 @@ fn replay_and_promote_from_the_command_line() {
 }
 
 /// One flaw: hunt it, check what was found, write and replay its report.
-fn catch<T: Target + 'static>(
+fn catch<T: Explorable + Hunt + 'static>(
     name: &str,
     invariant: &str,
     make: Rc<dyn Fn() -> T::Machine>,
@@ -193,11 +194,25 @@ fn catch<T: Target + 'static>(
         report.violated.step
     );
     assert_eq!(replayed.rerun, Some(None), "{name}: the re-run differs");
+    // The explorer finds it too, no longer: breadth-first up to the shrunk length.
+    let explored = explore::explore::<T>(
+        &|| T::explore_start(make.as_ref()),
+        &T::hunt_bounds(),
+        found.shrunk.len(),
+        Some(invariant),
+        &mut |_, _, _| {},
+    );
+    let (path_len, _) = explored
+        .counterexample
+        .as_ref()
+        .map(|(p, b)| (p.len(), b.clone()))
+        .unwrap_or_else(|| panic!("{name}: the explorer found no {invariant} within {} inputs", found.shrunk.len()));
+    assert!(path_len <= found.shrunk.len(), "{name}");
     let back: Report<T::Input, T::Output> = serde_json::from_str(&read(&path)).unwrap();
     assert_eq!(back, report, "{name}: the JSON report does not read back");
     writeln!(
         lengths,
-        "{name}: {invariant}, shrunk to {} of {} generated inputs",
+        "{name}: {invariant}, shrunk to {} of {} generated inputs; explorer: {path_len}",
         found.shrunk.len(),
         found.case.generated
     )
@@ -273,4 +288,30 @@ fn the_same_seed_gives_the_same_bytes() {
         }
     };
     assert_eq!(once(), once());
+}
+
+/// Where and how far the explorer hunts a flaw.
+trait Hunt: Explorable {
+    fn explore_start(make: &dyn Fn() -> Self::Machine) -> Self::Machine;
+    fn hunt_bounds() -> Self::Bounds;
+}
+
+impl Hunt for TurnTarget {
+    fn explore_start(make: &dyn Fn() -> TurnMachine) -> TurnMachine {
+        make()
+    }
+
+    fn hunt_bounds() -> explore::turn::TurnBounds {
+        explore::turn::TurnBounds::hunt()
+    }
+}
+
+impl Hunt for FenceTarget {
+    fn explore_start(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
+        explore::fence::started(make)
+    }
+
+    fn hunt_bounds() -> explore::fence::FenceBounds {
+        explore::fence::FenceBounds::hunt()
+    }
 }

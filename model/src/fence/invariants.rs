@@ -105,7 +105,7 @@ pub struct FenceStep {
     pub outputs: Vec<FenceOutput>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 struct RowSeen {
     token: Token,
     task: TaskId,
@@ -113,7 +113,7 @@ struct RowSeen {
     generation: u64,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct WorkerSeen {
     direct: bool,
     root: RootId,
@@ -136,7 +136,7 @@ struct WorkerSeen {
 }
 
 /// What a request asked, by (worker, token, req), normalized.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct Asked {
     worker: WorkerId,
     root: RootId,
@@ -168,6 +168,20 @@ fn key(token: &str, req: &str) -> (Token, Req) {
 impl FenceMonitor {
     pub fn new() -> FenceMonitor {
         FenceMonitor::default()
+    }
+
+    /// Hashes what the monitor remembers that can decide a future verdict (not its step count,
+    /// findings or reachability): with the machine's state, one explorer state.
+    pub fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.now.hash(h);
+        self.rows.hash(h);
+        self.dead.hash(h);
+        self.workers.hash(h);
+        self.asked.hash(h);
+        self.sends.hash(h);
+        self.replies.hash(h);
+        self.restore.hash(h);
     }
 
     pub fn only(invariant: FenceInvariant) -> FenceMonitor {

@@ -107,7 +107,7 @@ pub struct Step {
     pub outputs: Vec<Output>,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 enum ChildObs {
     Running,
     Resolved,
@@ -115,7 +115,7 @@ enum ChildObs {
     Effect { key: String, uncertain: bool },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 struct ChildSeen {
     kind: ChildKind,
     state: ChildObs,
@@ -125,7 +125,7 @@ struct ChildSeen {
     cancelled: bool,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Hash)]
 struct TurnSeen {
     generation: Generation,
     deadline_at: Option<Millis>,
@@ -193,6 +193,22 @@ pub struct Monitor {
 impl Monitor {
     pub fn new() -> Monitor {
         Monitor::default()
+    }
+
+    /// Hashes what the monitor remembers that can decide a future verdict — not its step count,
+    /// its findings or its reachability — so that two runs reaching the same machine state and
+    /// the same memory are one state for an explorer. Call between steps.
+    pub fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.now.hash(h);
+        self.active_generation.hash(h);
+        self.turns.hash(h);
+        self.store.hash(h);
+        self.client_received.hash(h);
+        self.client_text.hash(h);
+        self.disconnected_at.hash(h);
+        self.replayed.hash(h);
+        self.reported.hash(h);
     }
 
     /// A monitor that reports one invariant only.

@@ -1,0 +1,289 @@
+//! The fence machine's alphabet for exploration, within named bounds, and its coverage points:
+//! every transition case of the table (T0–E3) and every loop verdict.
+
+use std::collections::BTreeMap;
+use std::hash::Hash;
+
+use serde::Serialize;
+use turnfence_model::fence::table::normalize;
+use turnfence_model::fence::{
+    Action, EndOutcome, FenceInput, FenceInputKind, FenceMachine, FenceMonitor, FenceOutput,
+    FenceSnapshot, FenceState, Path, Reply, SnapshotRow, SnapshotTask, Status, TaskStatus, Verdict,
+};
+
+use super::{finish, hasher, Coverage, Explorable};
+use crate::fuzz::fence_gen::FenceTarget;
+use crate::fuzz::{Broken, Target};
+
+/// How far the fence explorer goes.
+#[derive(Clone, Debug, Serialize)]
+pub struct FenceBounds {
+    /// Requests over all workers.
+    pub requests: usize,
+    /// Owner messages per root.
+    pub owner_messages: u64,
+    /// Also explore the queue side: an enqueue, a task_done, a restore.
+    pub queue: bool,
+    /// Also send the malformed requests (bad req, invalid action).
+    pub malformed: bool,
+}
+
+impl FenceBounds {
+    /// The bounds CI explores exhaustively.
+    pub fn ci() -> FenceBounds {
+        FenceBounds {
+            requests: 3,
+            owner_messages: 1,
+            queue: false,
+            malformed: true,
+        }
+    }
+
+    /// Everything on, for hunting a flaw (not exhaustive: it stops at the first violation).
+    pub fn hunt() -> FenceBounds {
+        FenceBounds {
+            requests: 4,
+            owner_messages: 1,
+            queue: true,
+            malformed: true,
+        }
+    }
+}
+
+/// The workers every exploration starts with: two pooled tasks of one root (its owner and a
+/// helper, so a begin can be foreign) and a direct turn of another root.
+pub const WORKERS: [(&str, Path, &str, &str); 3] = [
+    ("w0", Path::Pooled, "root-a", "root-a"),
+    ("w1", Path::Pooled, "helper-a", "root-a"),
+    ("w2", Path::Direct, "root-c", "root-c"),
+];
+
+/// A fence machine with the explorer's workers started.
+pub fn started(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
+    let mut m = make();
+    for (worker, path, task, root) in WORKERS {
+        let start = FenceInputKind::WorkerStart {
+            worker: worker.into(),
+            path,
+            task: task.into(),
+            root: root.into(),
+        };
+        let _ = FenceTarget::step(&mut m, &FenceInput::new(0, start));
+    }
+    m
+}
+
+fn request(worker: &str, action: Action, token: Option<String>, req: String, outcome: Option<EndOutcome>) -> FenceInputKind {
+    FenceInputKind::Request {
+        worker: worker.into(),
+        action,
+        token,
+        req,
+        outcome,
+        expected_generation: None,
+        root: None,
+        task: None,
+    }
+}
+
+fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
+    let mut out = Vec::new();
+    let sent: usize = s.workers.values().map(|w| w.used_reqs.len()).sum();
+    if sent < b.requests {
+        let req = format!("{:x}", sent + 1);
+        let fresh = format!("{:02x}", 0xa0 + sent);
+        for (id, w) in s.workers.iter().filter(|(_, w)| w.waiting.is_none()) {
+            let mut push = |a, t, o| out.push(request(id, a, t, req.clone(), o));
+            push(Action::Begin, Some(fresh.clone()), None);
+            let own = w.binding.as_ref().map(|x| x.token.clone()).or_else(|| w.sealed_token.clone());
+            if let Some(own) = own {
+                push(Action::Begin, Some(own), None);
+            }
+            if w.binding.is_some() {
+                push(Action::Inspect, None, None);
+                push(Action::End, None, Some(EndOutcome::Terminal));
+            }
+            if w.binding.is_some() || w.sealed_token.is_some() {
+                push(Action::End, None, Some(EndOutcome::Revision));
+            }
+        }
+        if b.malformed && !s.workers.values().any(|w| w.used_reqs.contains("../x")) {
+            if let Some((id, _)) = s.workers.iter().find(|(_, w)| w.path == Path::Pooled && w.waiting.is_none()) {
+                out.push(request(id, Action::Begin, Some(fresh.clone()), "../x".into(), None));
+                out.push(request(id, Action::Invalid, Some(fresh.clone()), format!("e{req}"), None));
+            }
+        }
+    }
+    if !s.queue.is_empty() {
+        out.push(FenceInputKind::SupervisorStep { lose_ack: false });
+        out.push(FenceInputKind::SupervisorStep { lose_ack: true });
+        out.push(FenceInputKind::DropEvent);
+    }
+    let gen = s.table.rows.get("root-a").map_or(0, |r| r.owner_message_generation);
+    if gen < b.owner_messages {
+        out.push(FenceInputKind::OwnerMessage { root: "root-a".into() });
+    }
+    if !b.queue {
+        return out;
+    }
+    if s.tasks.get("root-a").is_some_and(|(_, st)| *st == TaskStatus::Running) {
+        out.push(FenceInputKind::TaskDone { task: "root-a".into() });
+    }
+    if !s.tasks.contains_key("child") {
+        out.push(FenceInputKind::Enqueue { task: "child".into(), root: "root-a".into() });
+    }
+    if !s.tasks.contains_key("restored") {
+        for fences in [
+            FenceSnapshot::Malformed("not a list".into()),
+            FenceSnapshot::Rows(vec![SnapshotRow { root: "root-a".into(), status: Status::Sealed }]),
+        ] {
+            let pending = vec![SnapshotTask { task: "restored".into(), root: "root-a".into() }];
+            out.push(FenceInputKind::Restore { fences, pending });
+        }
+    }
+    out
+}
+
+impl Explorable for FenceTarget {
+    type Monitor = FenceMonitor;
+    type Bounds = FenceBounds;
+
+    fn monitor() -> FenceMonitor {
+        let mut mon = FenceMonitor::new();
+        let mut scratch = FenceMachine::new();
+        for (worker, path, task, root) in WORKERS {
+            let start = FenceInput::new(
+                0,
+                FenceInputKind::WorkerStart {
+                    worker: worker.into(),
+                    path,
+                    task: task.into(),
+                    root: root.into(),
+                },
+            );
+            for (i, o) in FenceTarget::step(&mut scratch, &start).0 {
+                mon.input(&i);
+                for x in &o {
+                    mon.output(x);
+                }
+                mon.end_step();
+            }
+        }
+        mon
+    }
+
+    fn observe(mon: &mut FenceMonitor, input: &FenceInput, outputs: &[FenceOutput]) -> Vec<Broken> {
+        mon.input(input);
+        for o in outputs {
+            mon.output(o);
+        }
+        mon.end_step();
+        mon.take_violations()
+            .into_iter()
+            .map(|v| Broken {
+                invariant: v.invariant.name().to_owned(),
+                step: v.step,
+                at: v.at,
+                ids: v.ids,
+                message: v.message,
+            })
+            .collect()
+    }
+
+    fn reached_by(mon: &FenceMonitor) -> Vec<&'static str> {
+        mon.reached().iter().map(|i| i.name()).collect()
+    }
+
+    fn alphabet(m: &FenceMachine, bounds: &FenceBounds) -> Vec<FenceInput> {
+        let s = m.state();
+        let now = s.now;
+        let mut out: Vec<FenceInput> = kinds(s, bounds).into_iter().map(|k| FenceInput::new(now, k)).collect();
+        // Time moves only to the next wait's end, the one point where something happens.
+        let next = s.workers.values().filter_map(|w| w.waiting.as_ref()).map(|w| w.deadline_at).min();
+        if let Some(at) = next {
+            out.push(FenceInput::new(at, FenceInputKind::Tick));
+        }
+        out
+    }
+
+    fn fingerprint(m: &FenceMachine, mon: &FenceMonitor) -> u64 {
+        let mut h = hasher();
+        m.state().hash(&mut h);
+        mon.fingerprint(&mut h);
+        finish(h)
+    }
+
+    fn covered(before: &FenceMachine, input: &FenceInput, outputs: &[FenceOutput]) -> Vec<String> {
+        let mut points = Vec::new();
+        for o in outputs {
+            match o {
+                FenceOutput::Applied { action, reply, token, .. } => {
+                    let head = before.state().queue.front();
+                    let (root, task, outcome) = match (&input.kind, head) {
+                        (FenceInputKind::Request { worker, outcome, root, task, .. }, _) => {
+                            let w = &before.state().workers[worker];
+                            (root.clone().unwrap_or(w.root.clone()), task.clone().unwrap_or(w.task.clone()), *outcome)
+                        }
+                        (_, Some(e)) => (e.request.root.clone(), e.request.task.clone(), e.request.outcome),
+                        _ => continue,
+                    };
+                    points.push(format!("reply/{}", case(before.state(), *action, token, &root, &task, outcome, reply)));
+                }
+                FenceOutput::Verdict { verdict, .. } => points.push(format!(
+                    "verdict/{}",
+                    match verdict {
+                        Verdict::Ok { .. } => "ok",
+                        Verdict::Refused { .. } => "refused",
+                        Verdict::Unknown => "unknown",
+                    }
+                )),
+                _ => {}
+            }
+        }
+        points
+    }
+}
+
+/// Which transition of SPEC §3.2 a reply is.
+fn case(s: &FenceState, action: Action, token: &str, root: &str, task: &str, outcome: Option<EndOutcome>, reply: &Reply) -> &'static str {
+    if reply.status == Status::Error {
+        return if reply.error.as_deref() == Some("missing root_task_id") { "B0_missing_root" } else { "T0_invalid" };
+    }
+    if reply.row_absent {
+        return "A0_row_absent";
+    }
+    let root = if root.is_empty() { task } else { root };
+    let row = s.table.rows.get(root);
+    match action {
+        Action::Begin => match row {
+            None => "B1_new",
+            Some(r) if r.token == normalize(token) => "B2_same_token",
+            Some(_) if reply.ok => "B3_readopt",
+            Some(_) if reply.status == Status::Sealed => "B4_sealed",
+            Some(_) => "B5_foreign",
+        },
+        Action::Inspect => "I1_inspect",
+        _ if outcome == Some(EndOutcome::Revision) => "E1_revision",
+        _ if reply.generation_mismatch => "E2_mismatch",
+        _ => "E3_seal",
+    }
+}
+
+/// What the fence explorer must reach: every transition case and every verdict.
+pub fn coverage() -> Coverage {
+    let required = [
+        "T0_invalid", "B0_missing_root", "B1_new", "B2_same_token", "B3_readopt", "B4_sealed",
+        "B5_foreign", "A0_row_absent", "I1_inspect", "E1_revision", "E2_mismatch", "E3_seal",
+    ]
+    .iter()
+    .map(|c| format!("reply/{c}"))
+    .chain(["verdict/ok", "verdict/refused", "verdict/unknown"].iter().map(|v| (*v).to_owned()))
+    .collect();
+    let impossible: BTreeMap<String, &'static str> = [(
+        "reply/B0_missing_root".to_owned(),
+        "every worker the explorer starts has a root, and its requests never override it",
+    )]
+    .into_iter()
+    .collect();
+    Coverage { required, impossible }
+}

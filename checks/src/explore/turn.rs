@@ -1,0 +1,286 @@
+//! The turn machine's alphabet for exploration, within named bounds, and its coverage points:
+//! every (phase of the named turn, input kind) pair, and every session-level input kind.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::Hash;
+
+use serde::Serialize;
+use turnfence_model::turn::state::{ChildState, Phase};
+use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Monitor, Output, TurnMachine};
+
+use super::{finish, hasher, Coverage, Explorable};
+use crate::fuzz::turn_gen::TurnTarget;
+use crate::fuzz::Broken;
+
+/// How far the turn explorer goes.
+#[derive(Clone, Debug, Serialize)]
+pub struct TurnBounds {
+    pub turns: usize,
+    pub children_per_turn: usize,
+    pub deltas_per_turn: u64,
+    pub deadline_ms: u64,
+    /// Also explore the client side: receives, acks, disconnects, resumes.
+    pub client: bool,
+}
+
+impl TurnBounds {
+    /// The bounds CI explores exhaustively: turns and their children, then the stream and the
+    /// client. Each is exhaustive; coverage is their union.
+    pub fn ci() -> Vec<(&'static str, TurnBounds)> {
+        vec![
+            (
+                "turns",
+                TurnBounds {
+                    turns: 2,
+                    children_per_turn: 1,
+                    deltas_per_turn: 1,
+                    deadline_ms: 100,
+                    client: false,
+                },
+            ),
+            (
+                "stream",
+                TurnBounds {
+                    turns: 1,
+                    children_per_turn: 0,
+                    deltas_per_turn: 2,
+                    deadline_ms: 100,
+                    client: true,
+                },
+            ),
+        ]
+    }
+
+    /// Larger, for hunting a flaw (not exhaustive: it stops at the first violation).
+    pub fn hunt() -> TurnBounds {
+        TurnBounds {
+            turns: 2,
+            children_per_turn: 2,
+            deltas_per_turn: 2,
+            deadline_ms: 100,
+            client: true,
+        }
+    }
+}
+
+/// The times an input may happen at: now, or the next deadline still ahead.
+fn times(m: &TurnMachine) -> Vec<u64> {
+    let s = m.session();
+    let next = s
+        .turns
+        .iter()
+        .filter(|t| !t.phase.is_terminal())
+        .filter_map(|t| t.deadline_at)
+        .filter(|d| *d > s.now)
+        .min();
+    let mut at = vec![s.now];
+    at.extend(next);
+    at
+}
+
+fn phase_name(p: &Phase) -> &'static str {
+    match p {
+        Phase::Running => "running",
+        Phase::CancelRequested { .. } => "cancel_requested",
+        Phase::Terminal { .. } => "terminal",
+    }
+}
+
+/// Every input to try now, within the bounds (before choosing its time).
+fn kinds(m: &TurnMachine, b: &TurnBounds) -> Vec<InputKind> {
+    let s = m.session();
+    let mut out = Vec::new();
+    if s.turns.len() < b.turns {
+        let generation = match (s.max_generation, s.active_generation) {
+            (Some(max), Some(active)) => max.max(active.saturating_sub(1)) + 1,
+            _ => 1,
+        };
+        out.push(InputKind::Accept {
+            turn: format!("t{}", s.turns.len()),
+            generation,
+            mode: Mode::Audio,
+            deadline_ms: Some(b.deadline_ms),
+            budget: None,
+        });
+    }
+    for t in &s.turns {
+        let turn = t.id.clone();
+        if !t.phase.is_terminal() && t.children.len() < b.children_per_turn {
+            for kind in [
+                ChildKind::Model,
+                ChildKind::Tool { name: "tool".into(), cancellable: true },
+                ChildKind::Tool { name: "tool".into(), cancellable: false },
+            ] {
+                let child = format!("c{}", t.children.len());
+                out.push(InputKind::Spawn { turn: turn.clone(), child, kind, need_ms: None });
+            }
+        }
+        if t.last_delivered_seq < b.deltas_per_turn {
+            let seq = t.last_delivered_seq + 1;
+            let text = Some("x".to_owned());
+            out.push(InputKind::Delta { turn: turn.clone(), generation: t.generation, seq, text, frames: 1 });
+        }
+        if t.last_delivered_seq > 0 {
+            let seq = t.last_delivered_seq;
+            out.push(InputKind::Delta { turn: turn.clone(), generation: t.generation, seq, text: None, frames: 1 });
+        }
+        if !t.model_done && !t.phase.is_terminal() {
+            out.push(InputKind::ModelDone { turn: turn.clone() });
+        }
+        out.push(InputKind::Stop { turn: turn.clone(), request_id: "r".into() });
+        for c in &t.children {
+            let child = c.id.clone();
+            match &c.state {
+                ChildState::Running => {
+                    out.push(InputKind::Checkpoint { turn: turn.clone(), child: child.clone(), phase: "p".into(), temporary_outputs: 0 });
+                    if c.kind.is_cancellable_tool() {
+                        out.push(InputKind::Checkpoint { turn: turn.clone(), child: child.clone(), phase: "w".into(), temporary_outputs: 1 });
+                    }
+                    out.push(InputKind::ChildCompleted { turn: turn.clone(), child: child.clone() });
+                    if c.kind.is_noncancellable_tool() {
+                        out.push(InputKind::CommitSent { turn: turn.clone(), child, idempotency_key: "k".into() });
+                    }
+                }
+                ChildState::CommitSent { .. } | ChildState::CommitUnknown { .. } => {
+                    out.push(InputKind::CommitAcked { turn: turn.clone(), child: child.clone() });
+                    out.push(InputKind::CommitFailed { turn: turn.clone(), child });
+                }
+                _ => {}
+            }
+        }
+    }
+    if !s.playback.is_empty() {
+        out.push(InputKind::FramePlayed);
+    }
+    out.push(InputKind::SpeechStarted { confidence: 0.9 });
+    if !b.client {
+        return out;
+    }
+    let c = &s.client;
+    if c.connected {
+        if c.received < s.last_persisted() {
+            out.push(InputKind::ClientReceive { seq: c.received + 1 });
+        }
+        if c.received > 0 {
+            out.push(InputKind::ClientReceive { seq: c.received });
+            out.push(InputKind::ClientAck { seq: c.received });
+        }
+        out.push(InputKind::Disconnect);
+    } else {
+        out.push(InputKind::Resume { after_seq: c.received });
+        // A cursor the client did not reach: the store's last event.
+        if s.last_persisted() != c.received {
+            out.push(InputKind::Resume { after_seq: s.last_persisted() });
+        }
+    }
+    out
+}
+
+impl Explorable for TurnTarget {
+    type Monitor = Monitor;
+    type Bounds = TurnBounds;
+
+    fn monitor() -> Monitor {
+        Monitor::new()
+    }
+
+    fn observe(mon: &mut Monitor, input: &Input, outputs: &[Output]) -> Vec<Broken> {
+        mon.input(input);
+        for o in outputs {
+            mon.output(o);
+        }
+        mon.end_step();
+        mon.take_violations()
+            .into_iter()
+            .map(|v| Broken {
+                invariant: v.invariant.name().to_owned(),
+                step: v.step,
+                at: v.at,
+                ids: v.ids,
+                message: v.message,
+            })
+            .collect()
+    }
+
+    fn reached_by(mon: &Monitor) -> Vec<&'static str> {
+        mon.reached().iter().map(|i| i.name()).collect()
+    }
+
+    fn alphabet(m: &TurnMachine, bounds: &TurnBounds) -> Vec<Input> {
+        let at = times(m);
+        let mut out = Vec::new();
+        for kind in kinds(m, bounds) {
+            for t in &at {
+                out.push(Input::new(*t, kind.clone()));
+            }
+        }
+        if let Some(next) = at.get(1) {
+            out.push(Input::new(*next, InputKind::Tick));
+        }
+        out
+    }
+
+    fn fingerprint(m: &TurnMachine, mon: &Monitor) -> u64 {
+        let mut h = hasher();
+        m.session().hash(&mut h);
+        mon.fingerprint(&mut h);
+        finish(h)
+    }
+
+    fn covered(before: &TurnMachine, input: &Input, _: &[Output]) -> Vec<String> {
+        let kind = input_kind(input);
+        let point = match input.turn() {
+            Some(t) => match before.session().turn(t) {
+                Some(turn) => format!("{}/{kind}", phase_name(&turn.phase)),
+                None => format!("new/{kind}"),
+            },
+            None => format!("session/{kind}"),
+        };
+        vec![point]
+    }
+}
+
+fn input_kind(input: &Input) -> String {
+    serde_json::to_value(input)
+        .ok()
+        .and_then(|v| v.get("input").and_then(|k| k.as_str()).map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// What the turn explorer must reach: every input kind naming a turn in every phase, every
+/// session-level input kind — less the pairs that cannot happen, each with its reason.
+pub fn coverage() -> Coverage {
+    let turn_kinds = [
+        "spawn", "child_completed", "checkpoint", "delta", "model_done", "stop", "commit_sent",
+        "commit_acked", "commit_failed",
+    ];
+    let mut required: Vec<String> = vec!["new/accept".into()];
+    for phase in ["running", "cancel_requested", "terminal"] {
+        for k in turn_kinds {
+            required.push(format!("{phase}/{k}"));
+        }
+    }
+    for k in ["frame_played", "speech_started", "tick", "client_ack", "disconnect", "resume", "client_receive"] {
+        required.push(format!("session/{k}"));
+    }
+    let no_child = "a terminal turn has no running child and no commit in flight: every child was resolved before it ended";
+    let impossible: BTreeMap<String, &'static str> = [
+        ("terminal/child_completed", no_child),
+        ("terminal/checkpoint", no_child),
+        ("terminal/commit_sent", no_child),
+        ("terminal/commit_acked", "a commit cut off by the deadline is commit_unknown and ends the turn reconcile_required; its late ack is possible — see below"),
+        ("terminal/commit_failed", "as terminal/commit_acked"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    Coverage {
+        required,
+        impossible,
+    }
+}
+
+/// The distinct coverage points (for the pinned snapshot).
+pub fn points(reached: &BTreeSet<String>) -> Vec<String> {
+    reached.iter().cloned().collect()
+}
