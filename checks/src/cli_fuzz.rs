@@ -275,13 +275,40 @@ fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
     Ok(file)
 }
 
-pub fn explore(machine: Machine, depth: usize, flaw: Option<&str>) -> ExitCode {
+pub fn explore(
+    machine: Machine,
+    depth: usize,
+    flaw: Option<&str>,
+    custom: Option<&str>,
+) -> ExitCode {
     use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds};
+    let turn_bounds = match custom.filter(|_| machine == Machine::Turn) {
+        None => Ok(TurnBounds::ci()),
+        Some(text) => serde_json::from_str(text)
+            .map(|b| vec![("custom", b)])
+            .map_err(|e| e.to_string()),
+    };
+    let fence_bounds = match custom.filter(|_| machine == Machine::Fence) {
+        None => Ok(FenceBounds::ci()),
+        Some(text) => serde_json::from_str(text)
+            .map(|b| vec![("custom", b)])
+            .map_err(|e| e.to_string()),
+    };
+    let (turn_bounds, fence_bounds) = match (turn_bounds, fence_bounds) {
+        (Ok(t), Ok(f)) => (t, f),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("turnfence explore: bad --bounds: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let result = match machine {
         Machine::Turn => turn_maker(flaw).map(|make| {
             let mut code = ExitCode::SUCCESS;
-            for (name, bounds) in TurnBounds::ci() {
-                println!("bounds {name}: {}", serde_json::to_string(&bounds).unwrap_or_default());
+            for (name, bounds) in turn_bounds {
+                println!(
+                    "bounds {name}: {}",
+                    serde_json::to_string(&bounds).unwrap_or_default()
+                );
                 let c = walk::<TurnTarget>(make.as_ref(), &bounds, depth, flaw, &|| {
                     explore::turn::coverage()
                 });
@@ -292,9 +319,21 @@ pub fn explore(machine: Machine, depth: usize, flaw: Option<&str>) -> ExitCode {
             code
         }),
         Machine::Fence => fence_maker(flaw).map(|make| {
-            let start = |m: &dyn Fn() -> FenceMachine| explore::fence::started(m);
-            let started = move || start(make.as_ref());
-            walk::<FenceTarget>(&started, &FenceBounds::ci(), depth, flaw, &|| explore::fence::coverage())
+            let started = || explore::fence::started(make.as_ref());
+            let mut code = ExitCode::SUCCESS;
+            for (name, bounds) in fence_bounds {
+                println!(
+                    "bounds {name}: {}",
+                    serde_json::to_string(&bounds).unwrap_or_default()
+                );
+                let c = walk::<FenceTarget>(&started, &bounds, depth, flaw, &|| {
+                    explore::fence::coverage()
+                });
+                if c != ExitCode::SUCCESS {
+                    code = c;
+                }
+            }
+            code
         }),
     };
     result.unwrap_or_else(|e| {
@@ -316,7 +355,10 @@ fn walk<T: turnfence_checks::explore::Explorable>(
     let mut progress = |d: usize, frontier: usize, states: usize| {
         if tty {
             let s = start.elapsed().as_secs_f64().max(1e-9);
-            eprint!("\rdepth {d}  frontier {frontier}  distinct states {states}  {:.0} states/s   ", states as f64 / s);
+            eprint!(
+                "\rdepth {d}  frontier {frontier}  distinct states {states}  {:.0} states/s   ",
+                states as f64 / s
+            );
             let _ = std::io::stderr().flush();
         }
     };
@@ -339,12 +381,30 @@ fn walk<T: turnfence_checks::explore::Explorable>(
         missing,
         wrong
     );
+    if found.truncated {
+        println!("a path still growing at the depth bound:");
+        for input in &found.deepest {
+            println!(
+                "  {}",
+                report::describe(&serde_json::to_value(input).unwrap_or_default())
+            );
+        }
+    }
     match found.counterexample {
         None => ExitCode::SUCCESS,
         Some((path, broken)) => {
-            println!("counterexample ({} inputs{}): {} broken: {}", path.len(), flaw.map(|f| format!(", flaw {f}")).unwrap_or_default(), broken.invariant, broken.message);
+            println!(
+                "counterexample ({} inputs{}): {} broken: {}",
+                path.len(),
+                flaw.map(|f| format!(", flaw {f}")).unwrap_or_default(),
+                broken.invariant,
+                broken.message
+            );
             for input in &path {
-                println!("  {}", report::describe(&serde_json::to_value(input).unwrap_or_default()));
+                println!(
+                    "  {}",
+                    report::describe(&serde_json::to_value(input).unwrap_or_default())
+                );
             }
             ExitCode::from(1)
         }

@@ -84,6 +84,10 @@ enum Command {
         /// Explore with a planted flaw switched on (builds with `--features flaws` only).
         #[arg(long)]
         flaw: Option<String>,
+        /// Instead of the CI bounds, these (as JSON, e.g. '{"turns":1,"children_per_turn":2,
+        /// "deltas_per_turn":2,"deadline_ms":100,"client":true}').
+        #[arg(long)]
+        bounds: Option<String>,
     },
     /// Re-runs a counterexample report and prints its verdict. Exit 1 if it still breaks its
     /// invariant.
@@ -151,7 +155,8 @@ fn main() -> ExitCode {
             machine,
             depth,
             flaw,
-        } => cli_fuzz::explore(machine, depth, flaw.as_deref()),
+            bounds,
+        } => cli_fuzz::explore(machine, depth, flaw.as_deref(), bounds.as_deref()),
         Command::Replay { file } => cli_fuzz::replay(&file),
         Command::Promote { file, fixtures } => cli_fuzz::promote(&file, &fixtures),
     }

@@ -16,7 +16,7 @@ use crate::fuzz::fence_gen::FenceTarget;
 use crate::fuzz::{Broken, Target};
 
 /// How far the fence explorer goes.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct FenceBounds {
     /// Requests over all workers.
     pub requests: usize,
@@ -29,14 +29,31 @@ pub struct FenceBounds {
 }
 
 impl FenceBounds {
-    /// The bounds CI explores exhaustively.
-    pub fn ci() -> FenceBounds {
-        FenceBounds {
-            requests: 3,
-            owner_messages: 1,
-            queue: false,
-            malformed: true,
-        }
+    /// The bounds CI explores exhaustively — two, each exhaustive, coverage their union: the
+    /// transport (three requests among the workers, with every fault, an owner message and the
+    /// malformed requests), and the queue (two requests beside an enqueue, a task_done and a
+    /// restore).
+    pub fn ci() -> Vec<(&'static str, FenceBounds)> {
+        vec![
+            (
+                "transport",
+                FenceBounds {
+                    requests: 3,
+                    owner_messages: 1,
+                    queue: false,
+                    malformed: true,
+                },
+            ),
+            (
+                "queue",
+                FenceBounds {
+                    requests: 2,
+                    owner_messages: 1,
+                    queue: true,
+                    malformed: false,
+                },
+            ),
+        ]
     }
 
     /// Everything on, for hunting a flaw (not exhaustive: it stops at the first violation).
@@ -73,7 +90,13 @@ pub fn started(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
     m
 }
 
-fn request(worker: &str, action: Action, token: Option<String>, req: String, outcome: Option<EndOutcome>) -> FenceInputKind {
+fn request(
+    worker: &str,
+    action: Action,
+    token: Option<String>,
+    req: String,
+    outcome: Option<EndOutcome>,
+) -> FenceInputKind {
     FenceInputKind::Request {
         worker: worker.into(),
         action,
@@ -95,7 +118,11 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         for (id, w) in s.workers.iter().filter(|(_, w)| w.waiting.is_none()) {
             let mut push = |a, t, o| out.push(request(id, a, t, req.clone(), o));
             push(Action::Begin, Some(fresh.clone()), None);
-            let own = w.binding.as_ref().map(|x| x.token.clone()).or_else(|| w.sealed_token.clone());
+            let own = w
+                .binding
+                .as_ref()
+                .map(|x| x.token.clone())
+                .or_else(|| w.sealed_token.clone());
             if let Some(own) = own {
                 push(Action::Begin, Some(own), None);
             }
@@ -108,9 +135,25 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
             }
         }
         if b.malformed && !s.workers.values().any(|w| w.used_reqs.contains("../x")) {
-            if let Some((id, _)) = s.workers.iter().find(|(_, w)| w.path == Path::Pooled && w.waiting.is_none()) {
-                out.push(request(id, Action::Begin, Some(fresh.clone()), "../x".into(), None));
-                out.push(request(id, Action::Invalid, Some(fresh.clone()), format!("e{req}"), None));
+            if let Some((id, _)) = s
+                .workers
+                .iter()
+                .find(|(_, w)| w.path == Path::Pooled && w.waiting.is_none())
+            {
+                out.push(request(
+                    id,
+                    Action::Begin,
+                    Some(fresh.clone()),
+                    "../x".into(),
+                    None,
+                ));
+                out.push(request(
+                    id,
+                    Action::Invalid,
+                    Some(fresh.clone()),
+                    format!("e{req}"),
+                    None,
+                ));
             }
         }
     }
@@ -119,25 +162,45 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         out.push(FenceInputKind::SupervisorStep { lose_ack: true });
         out.push(FenceInputKind::DropEvent);
     }
-    let gen = s.table.rows.get("root-a").map_or(0, |r| r.owner_message_generation);
+    let gen = s
+        .table
+        .rows
+        .get("root-a")
+        .map_or(0, |r| r.owner_message_generation);
     if gen < b.owner_messages {
-        out.push(FenceInputKind::OwnerMessage { root: "root-a".into() });
+        out.push(FenceInputKind::OwnerMessage {
+            root: "root-a".into(),
+        });
     }
     if !b.queue {
         return out;
     }
-    if s.tasks.get("root-a").is_some_and(|(_, st)| *st == TaskStatus::Running) {
-        out.push(FenceInputKind::TaskDone { task: "root-a".into() });
+    if s.tasks
+        .get("root-a")
+        .is_some_and(|(_, st)| *st == TaskStatus::Running)
+    {
+        out.push(FenceInputKind::TaskDone {
+            task: "root-a".into(),
+        });
     }
     if !s.tasks.contains_key("child") {
-        out.push(FenceInputKind::Enqueue { task: "child".into(), root: "root-a".into() });
+        out.push(FenceInputKind::Enqueue {
+            task: "child".into(),
+            root: "root-a".into(),
+        });
     }
     if !s.tasks.contains_key("restored") {
         for fences in [
             FenceSnapshot::Malformed("not a list".into()),
-            FenceSnapshot::Rows(vec![SnapshotRow { root: "root-a".into(), status: Status::Sealed }]),
+            FenceSnapshot::Rows(vec![SnapshotRow {
+                root: "root-a".into(),
+                status: Status::Sealed,
+            }]),
         ] {
-            let pending = vec![SnapshotTask { task: "restored".into(), root: "root-a".into() }];
+            let pending = vec![SnapshotTask {
+                task: "restored".into(),
+                root: "root-a".into(),
+            }];
             out.push(FenceInputKind::Restore { fences, pending });
         }
     }
@@ -197,9 +260,17 @@ impl Explorable for FenceTarget {
     fn alphabet(m: &FenceMachine, bounds: &FenceBounds) -> Vec<FenceInput> {
         let s = m.state();
         let now = s.now;
-        let mut out: Vec<FenceInput> = kinds(s, bounds).into_iter().map(|k| FenceInput::new(now, k)).collect();
+        let mut out: Vec<FenceInput> = kinds(s, bounds)
+            .into_iter()
+            .map(|k| FenceInput::new(now, k))
+            .collect();
         // Time moves only to the next wait's end, the one point where something happens.
-        let next = s.workers.values().filter_map(|w| w.waiting.as_ref()).map(|w| w.deadline_at).min();
+        let next = s
+            .workers
+            .values()
+            .filter_map(|w| w.waiting.as_ref())
+            .map(|w| w.deadline_at)
+            .min();
         if let Some(at) = next {
             out.push(FenceInput::new(at, FenceInputKind::Tick));
         }
@@ -217,17 +288,42 @@ impl Explorable for FenceTarget {
         let mut points = Vec::new();
         for o in outputs {
             match o {
-                FenceOutput::Applied { action, reply, token, .. } => {
+                FenceOutput::Applied {
+                    action,
+                    reply,
+                    token,
+                    ..
+                } => {
                     let head = before.state().queue.front();
                     let (root, task, outcome) = match (&input.kind, head) {
-                        (FenceInputKind::Request { worker, outcome, root, task, .. }, _) => {
+                        (
+                            FenceInputKind::Request {
+                                worker,
+                                outcome,
+                                root,
+                                task,
+                                ..
+                            },
+                            _,
+                        ) => {
                             let w = &before.state().workers[worker];
-                            (root.clone().unwrap_or(w.root.clone()), task.clone().unwrap_or(w.task.clone()), *outcome)
+                            (
+                                root.clone().unwrap_or(w.root.clone()),
+                                task.clone().unwrap_or(w.task.clone()),
+                                *outcome,
+                            )
                         }
-                        (_, Some(e)) => (e.request.root.clone(), e.request.task.clone(), e.request.outcome),
+                        (_, Some(e)) => (
+                            e.request.root.clone(),
+                            e.request.task.clone(),
+                            e.request.outcome,
+                        ),
                         _ => continue,
                     };
-                    points.push(format!("reply/{}", case(before.state(), *action, token, &root, &task, outcome, reply)));
+                    points.push(format!(
+                        "reply/{}",
+                        case(before.state(), *action, token, &root, &task, outcome, reply)
+                    ));
                 }
                 FenceOutput::Verdict { verdict, .. } => points.push(format!(
                     "verdict/{}",
@@ -245,9 +341,21 @@ impl Explorable for FenceTarget {
 }
 
 /// Which transition of SPEC §3.2 a reply is.
-fn case(s: &FenceState, action: Action, token: &str, root: &str, task: &str, outcome: Option<EndOutcome>, reply: &Reply) -> &'static str {
+fn case(
+    s: &FenceState,
+    action: Action,
+    token: &str,
+    root: &str,
+    task: &str,
+    outcome: Option<EndOutcome>,
+    reply: &Reply,
+) -> &'static str {
     if reply.status == Status::Error {
-        return if reply.error.as_deref() == Some("missing root_task_id") { "B0_missing_root" } else { "T0_invalid" };
+        return if reply.error.as_deref() == Some("missing root_task_id") {
+            "B0_missing_root"
+        } else {
+            "T0_invalid"
+        };
     }
     if reply.row_absent {
         return "A0_row_absent";
@@ -272,12 +380,26 @@ fn case(s: &FenceState, action: Action, token: &str, root: &str, task: &str, out
 /// What the fence explorer must reach: every transition case and every verdict.
 pub fn coverage() -> Coverage {
     let required = [
-        "T0_invalid", "B0_missing_root", "B1_new", "B2_same_token", "B3_readopt", "B4_sealed",
-        "B5_foreign", "A0_row_absent", "I1_inspect", "E1_revision", "E2_mismatch", "E3_seal",
+        "T0_invalid",
+        "B0_missing_root",
+        "B1_new",
+        "B2_same_token",
+        "B3_readopt",
+        "B4_sealed",
+        "B5_foreign",
+        "A0_row_absent",
+        "I1_inspect",
+        "E1_revision",
+        "E2_mismatch",
+        "E3_seal",
     ]
     .iter()
     .map(|c| format!("reply/{c}"))
-    .chain(["verdict/ok", "verdict/refused", "verdict/unknown"].iter().map(|v| (*v).to_owned()))
+    .chain(
+        ["verdict/ok", "verdict/refused", "verdict/unknown"]
+            .iter()
+            .map(|v| (*v).to_owned()),
+    )
     .collect();
     let impossible: BTreeMap<String, &'static str> = [(
         "reply/B0_missing_root".to_owned(),
@@ -285,5 +407,8 @@ pub fn coverage() -> Coverage {
     )]
     .into_iter()
     .collect();
-    Coverage { required, impossible }
+    Coverage {
+        required,
+        impossible,
+    }
 }

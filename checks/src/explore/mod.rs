@@ -20,7 +20,11 @@ pub trait Explorable: Target {
     fn monitor() -> Self::Monitor;
 
     /// Feeds one recorded step to the monitor; returns what it found broken.
-    fn observe(mon: &mut Self::Monitor, input: &Self::Input, outputs: &[Self::Output]) -> Vec<Broken>;
+    fn observe(
+        mon: &mut Self::Monitor,
+        input: &Self::Input,
+        outputs: &[Self::Output],
+    ) -> Vec<Broken>;
 
     /// The invariants the monitor has seen put to the test.
     fn reached_by(mon: &Self::Monitor) -> Vec<&'static str>;
@@ -32,7 +36,11 @@ pub trait Explorable: Target {
     fn fingerprint(m: &Self::Machine, mon: &Self::Monitor) -> u64;
 
     /// The coverage points one taken input reached (its outputs included).
-    fn covered(before: &Self::Machine, input: &Self::Input, outputs: &[Self::Output]) -> Vec<String>;
+    fn covered(
+        before: &Self::Machine,
+        input: &Self::Input,
+        outputs: &[Self::Output],
+    ) -> Vec<String>;
 }
 
 /// Hashes into a `u64` with a fixed key (the same on every run and machine).
@@ -52,6 +60,8 @@ pub struct Explored<I> {
     pub reached: BTreeSet<&'static str>,
     /// The first violation, with the inputs that lead to it (a shortest such path).
     pub counterexample: Option<(Vec<I>, Broken)>,
+    /// When truncated: a path to a state left unexpanded at the depth bound (what keeps growing).
+    pub deepest: Vec<I>,
 }
 
 struct Node<M, Mon, I> {
@@ -93,6 +103,7 @@ pub fn explore<T: Explorable>(
         coverage: BTreeSet::new(),
         reached: BTreeSet::new(),
         counterexample: None,
+        deepest: Vec::new(),
     };
     let mut level = 0;
     while let Some(node) = frontier.pop_front() {
@@ -102,6 +113,9 @@ pub fn explore<T: Explorable>(
         }
         result.depth = result.depth.max(node.depth);
         if node.depth >= max_depth {
+            if !result.truncated {
+                result.deepest = path_to(&parents, node.index);
+            }
             result.truncated = true;
             continue;
         }
@@ -118,17 +132,16 @@ pub fn explore<T: Explorable>(
                 broken.extend(T::observe(&mut mon, i, o));
             }
             let outputs: Vec<T::Output> = steps.iter().flat_map(|(_, o)| o.clone()).collect();
-            result.coverage.extend(T::covered(&node.machine, &input, &outputs));
+            result
+                .coverage
+                .extend(T::covered(&node.machine, &input, &outputs));
             result.reached.extend(T::reached_by(&mon));
-            if let Some(b) = broken.into_iter().find(|b| target.is_none_or(|t| b.invariant == t)) {
-                let mut path = vec![input.clone()];
-                let mut at = node.index;
-                while at != 0 {
-                    let (parent, input) = &parents[at];
-                    path.extend(input.clone());
-                    at = *parent;
-                }
-                path.reverse();
+            if let Some(b) = broken
+                .into_iter()
+                .find(|b| target.is_none_or(|t| b.invariant == t))
+            {
+                let mut path = path_to(&parents, node.index);
+                path.push(input.clone());
                 result.counterexample = Some((path, b));
                 return result;
             }
@@ -148,6 +161,18 @@ pub fn explore<T: Explorable>(
     }
     progress(level + 1, 0, result.states);
     result
+}
+
+/// The inputs from the start to a visited state.
+fn path_to<I: Clone>(parents: &[(usize, Option<I>)], mut at: usize) -> Vec<I> {
+    let mut path = Vec::new();
+    while at != 0 {
+        let (parent, input) = &parents[at];
+        path.extend(input.clone());
+        at = *parent;
+    }
+    path.reverse();
+    path
 }
 
 /// Coverage points that must be reached, and the ones documented as impossible, with reasons.

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use proptest::test_runner::{Config, TestCaseError, TestError};
+use turnfence_checks::explore::{self, Explorable};
 use turnfence_checks::fuzz::fence_gen::FenceTarget;
 use turnfence_checks::fuzz::report::{self, Report};
 use turnfence_checks::fuzz::strategy::CaseStrategy;
 use turnfence_checks::fuzz::turn_gen::TurnTarget;
-use turnfence_checks::explore::{self, Explorable};
 use turnfence_checks::fuzz::{self, Case, Found, Target};
 use turnfence_model::fence::{FenceFlaw, FenceMachine};
 use turnfence_model::turn::{Flaw, TurnMachine};
@@ -206,7 +206,12 @@ fn catch<T: Explorable + Hunt + 'static>(
         .counterexample
         .as_ref()
         .map(|(p, b)| (p.len(), b.clone()))
-        .unwrap_or_else(|| panic!("{name}: the explorer found no {invariant} within {} inputs", found.shrunk.len()));
+        .unwrap_or_else(|| {
+            panic!(
+                "{name}: the explorer found no {invariant} within {} inputs",
+                found.shrunk.len()
+            )
+        });
     assert!(path_len <= found.shrunk.len(), "{name}");
     let back: Report<T::Input, T::Output> = serde_json::from_str(&read(&path)).unwrap();
     assert_eq!(back, report, "{name}: the JSON report does not read back");

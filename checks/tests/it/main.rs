@@ -1,6 +1,7 @@
 //! The one integration-test binary: modules by subject, shared helpers here.
 
 mod cli;
+mod explore;
 mod fence;
 mod fixtures;
 mod flaws;

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Exhaustive exploration of both machines at the CI bounds, in release, with the state-space
+# counts pinned in snapshots/deep_explore_counts.snap. Cost: a release build of the tests (about
+# 2 minutes on 2 cores) and about 30 s of exploration on both cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+refs=$(mktemp)
+trap 'rm -f "$refs"' EXIT
+INSTA_UPDATE=no CI=true INSTA_SNAPSHOT_REFERENCES_FILE="$refs" \
+  cargo test --release -p turnfence-checks --test it explore -- --include-ignored
+for snap in snapshots/deep_*.snap; do
+  grep -qF "$(basename "$snap")" "$refs" || { echo "orphaned deep snapshot: $snap"; exit 1; }
+done
+echo "ok: exhaustive at the CI bounds, counts as pinned"
