@@ -8,6 +8,7 @@ mod flaws;
 mod fuzz;
 mod gate;
 mod model;
+mod peer;
 mod schema;
 mod snapshots;
 mod streaming;

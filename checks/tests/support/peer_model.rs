@@ -1,0 +1,74 @@
+//! The fence machine as a stateright `Model`: the peer the explorer is measured against. A
+//! state is the machine's state with the invariant monitor's memory — the same state the
+//! explorer deduplicates — and an action is one input of the explorer's bounded alphabet.
+
+use std::hash::{Hash, Hasher};
+
+use stateright::{Model, Property};
+use turnfence_checks::explore::fence::{started, FenceBounds};
+use turnfence_checks::explore::Explorable;
+use turnfence_checks::fuzz::fence_gen::FenceTarget;
+use turnfence_checks::fuzz::Target;
+use turnfence_model::fence::{FenceInput, FenceMachine, FenceMonitor};
+
+/// One explored state.
+#[derive(Clone, Debug)]
+pub struct PeerState {
+    pub machine: FenceMachine,
+    pub monitor: FenceMonitor,
+}
+
+impl Hash for PeerState {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.machine.state().hash(h);
+        self.monitor.fingerprint(h);
+    }
+}
+
+impl PartialEq for PeerState {
+    fn eq(&self, other: &Self) -> bool {
+        FenceTarget::fingerprint(&self.machine, &self.monitor)
+            == FenceTarget::fingerprint(&other.machine, &other.monitor)
+    }
+}
+
+impl Eq for PeerState {}
+
+/// The fence machine within bounds.
+pub struct PeerModel {
+    pub bounds: FenceBounds,
+}
+
+impl Model for PeerModel {
+    type State = PeerState;
+    type Action = FenceInput;
+
+    fn init_states(&self) -> Vec<PeerState> {
+        vec![PeerState {
+            machine: started(&FenceMachine::new),
+            monitor: <FenceTarget as Explorable>::monitor(),
+        }]
+    }
+
+    fn actions(&self, state: &PeerState, actions: &mut Vec<FenceInput>) {
+        actions.extend(FenceTarget::alphabet(&state.machine, &self.bounds));
+    }
+
+    /// One property that always holds, so the checker visits every state (with none it would be
+    /// done at once).
+    fn properties(&self) -> Vec<Property<Self>> {
+        vec![Property::<Self>::always("explored", |_, _| true)]
+    }
+
+    fn next_state(&self, last: &PeerState, action: FenceInput) -> Option<PeerState> {
+        let mut next = last.clone();
+        let (steps, ok) = FenceTarget::step(&mut next.machine, &action);
+        if !ok {
+            return None;
+        }
+        for (input, outputs) in &steps {
+            let _ = FenceTarget::observe(&mut next.monitor, input, outputs);
+        }
+        Some(next)
+    }
+}
