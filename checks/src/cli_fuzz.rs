@@ -309,7 +309,12 @@ pub fn explore(
                     "bounds {name}: {}",
                     serde_json::to_string(&bounds).unwrap_or_default()
                 );
-                let c = walk::<TurnTarget>(make.as_ref(), &bounds, depth, flaw, &|| {
+                let start_at = Start::<TurnTarget> {
+                    make: make.as_ref(),
+                    fresh: make.as_ref(),
+                    prefix: Vec::new(),
+                };
+                let c = walk::<TurnTarget>(&start_at, &bounds, depth, flaw, &|| {
                     explore::turn::coverage()
                 });
                 if c != ExitCode::SUCCESS {
@@ -326,7 +331,12 @@ pub fn explore(
                     "bounds {name}: {}",
                     serde_json::to_string(&bounds).unwrap_or_default()
                 );
-                let c = walk::<FenceTarget>(&started, &bounds, depth, flaw, &|| {
+                let start_at = Start::<FenceTarget> {
+                    make: &started,
+                    fresh: make.as_ref(),
+                    prefix: explore::fence::start_inputs(),
+                };
+                let c = walk::<FenceTarget>(&start_at, &bounds, depth, flaw, &|| {
                     explore::fence::coverage()
                 });
                 if c != ExitCode::SUCCESS {
@@ -342,13 +352,22 @@ pub fn explore(
     })
 }
 
+/// Where an exploration starts: a maker of its first state, and the inputs that lead there from
+/// a fresh machine (for the report, which replays from a fresh machine).
+struct Start<'a, T: Target> {
+    make: &'a dyn Fn() -> T::Machine,
+    fresh: &'a dyn Fn() -> T::Machine,
+    prefix: Vec<T::Input>,
+}
+
 fn walk<T: turnfence_checks::explore::Explorable>(
-    make: &dyn Fn() -> T::Machine,
+    start_at: &Start<T>,
     bounds: &T::Bounds,
     depth: usize,
     flaw: Option<&str>,
     coverage: &dyn Fn() -> turnfence_checks::explore::Coverage,
 ) -> ExitCode {
+    let make = start_at.make;
     let tty = std::io::stderr().is_terminal();
     #[allow(clippy::disallowed_methods)] // Progress and the summary's time are for a person.
     let start = std::time::Instant::now();
@@ -374,7 +393,13 @@ fn walk<T: turnfence_checks::explore::Explorable>(
         found.states,
         found.transitions,
         found.depth,
-        if found.truncated { " (truncated at the depth bound)" } else { " (exhaustive)" },
+        if found.counterexample.is_some() {
+            " (stopped at the first counterexample)"
+        } else if found.truncated {
+            " (truncated at the depth bound)"
+        } else {
+            " (exhaustive)"
+        },
         found.states as f64 / secs.max(1e-9),
         found.reached.len(),
         found.coverage.len(),
@@ -400,6 +425,32 @@ fn walk<T: turnfence_checks::explore::Explorable>(
                 broken.invariant,
                 broken.message
             );
+            let mut inputs = start_at.prefix.clone();
+            inputs.extend(path.iter().cloned());
+            let run = fuzz::replay::<T>(&inputs, start_at.fresh);
+            let broken = fuzz::violations::<T>(&run, Some(&broken.invariant))
+                .into_iter()
+                .next()
+                .unwrap_or(broken);
+            let found = fuzz::Found::<T> {
+                case: fuzz::Case {
+                    seed: 0,
+                    mix: fuzz::FaultMix::default(),
+                    generated: inputs.len(),
+                    inputs: inputs.clone(),
+                },
+                shrunk: inputs,
+                broken,
+            };
+            let report = report::build::<T>(&found, flaw, start_at.fresh);
+            match report::write(&report, Path::new(report::DIR)) {
+                Ok(p) => println!(
+                    "report: {}\nreplay: {}",
+                    p.display(),
+                    report::replay_command(&p, flaw.is_some())
+                ),
+                Err(e) => eprintln!("turnfence explore: cannot write the report: {e}"),
+            }
             for input in &path {
                 println!(
                     "  {}",

@@ -75,17 +75,27 @@ pub const WORKERS: [(&str, Path, &str, &str); 3] = [
     ("w2", Path::Direct, "root-c", "root-c"),
 ];
 
+/// The inputs that start the explorer's workers.
+pub fn start_inputs() -> Vec<FenceInput> {
+    WORKERS
+        .iter()
+        .map(|(worker, path, task, root)| {
+            let start = FenceInputKind::WorkerStart {
+                worker: (*worker).into(),
+                path: *path,
+                task: (*task).into(),
+                root: (*root).into(),
+            };
+            FenceInput::new(0, start)
+        })
+        .collect()
+}
+
 /// A fence machine with the explorer's workers started.
 pub fn started(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
     let mut m = make();
-    for (worker, path, task, root) in WORKERS {
-        let start = FenceInputKind::WorkerStart {
-            worker: worker.into(),
-            path,
-            task: task.into(),
-            root: root.into(),
-        };
-        let _ = FenceTarget::step(&mut m, &FenceInput::new(0, start));
+    for start in start_inputs() {
+        let _ = FenceTarget::step(&mut m, &start);
     }
     m
 }
