@@ -264,11 +264,18 @@ fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
             lines.push(Value::Object(line).to_string());
         }
     }
+    // Turn fixtures are numbered from 1, fence fixtures from 100 (fixtures/README.md).
+    let (first, end) = if machine == "fence" {
+        (100, 10_000)
+    } else {
+        (1, 100)
+    };
     let next = std::fs::read_dir(fixtures)
         .map_err(|e| format!("cannot read {}: {e}", fixtures.display()))?
         .filter_map(|e| e.ok()?.file_name().to_str()?.get(..4)?.parse::<u32>().ok())
+        .filter(|n| (first..end).contains(n))
         .max()
-        .map_or(1, |n| n + 1);
+        .map_or(first, |n| n + 1);
     let file = fixtures.join(format!("{next:04}_promoted_{invariant}_{seed}.jsonl"));
     turnfence_checks::gate::write_atomic(&file, &(lines.join("\n") + "\n"))
         .map_err(|e| e.to_string())?;
