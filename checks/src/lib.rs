@@ -1,8 +1,10 @@
 //! The turnfence verification suite: the release gate over the turn machine, the lab's event
 //! vocabulary, and (in `main.rs`) the thin `turnfence` CLI.
 
+pub mod adapter;
 pub mod explore;
 pub mod fuzz;
 pub mod gate;
 pub mod lab;
+pub mod sync;
 pub mod trace;

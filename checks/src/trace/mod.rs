@@ -346,6 +346,33 @@ pub enum Machine {
     Fence,
 }
 
+/// Checks events that were never text (a concurrency adapter's record): each with its line
+/// (its position in the record). An input error here is a bug of the recorder, reported as one.
+pub fn check_events<S: Spec>(events: Vec<(usize, Event<S>)>) -> Verdict {
+    let mut c = Checker::<S> {
+        sessions: Sessions::default(),
+        verdict: Verdict::default(),
+    };
+    for (line, event) in events {
+        if let Err(e) = c.event(event, line) {
+            c.verdict.findings.push(Finding {
+                line: e.line,
+                kind: FindingKind::RefusedInput,
+                invariant: None,
+                ids: Vec::new(),
+                message: e.message,
+            });
+        }
+        c.verdict.lines = line;
+    }
+    let open: Vec<String> = c.sessions.open.keys().cloned().collect();
+    for s in open {
+        c.end(&s);
+    }
+    c.verdict.findings.sort_by_key(|f| f.line);
+    c.verdict
+}
+
 /// Checks a trace of a machine in a dialect. The lab dialect is the turn machine's only.
 pub fn check_dialect(
     input: impl BufRead,

@@ -1,5 +1,6 @@
 //! The one integration-test binary: modules by subject, shared helpers here.
 
+mod adapter;
 mod cli;
 mod explore;
 mod fence;

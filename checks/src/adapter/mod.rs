@@ -1,0 +1,11 @@
+//! The concurrency adapter: the turn machine driven the way a production turn manager drives it,
+//! from several threads — the client, the VAD, the model stream, the speaker, tools — over one
+//! lock (`crate::sync`, `std` or loom). Every thread's action is an input applied under the lock,
+//! and what the adapter tells the world (a delta delivered, a stop answered, a frame played) is
+//! recorded as an observed output. The record is then checked against the model like any trace:
+//! a correct adapter conforms under every interleaving; each planted `Variant` makes a decision
+//! outside the lock, as real adapters get wrong, and loom finds the interleaving that shows it.
+//!
+//! The fence transport (worker, supervisor loop, lost acks, stalls) is not adapted yet.
+
+pub mod turn;

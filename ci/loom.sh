@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The concurrency adapter under loom: every interleaving of each scenario's threads within a
+# preemption bound of 2, in release, with `--cfg loom` (its own target directory, so the normal
+# builds stay cached). Prints each test's time. Cost: a loom release build of the tests (about
+# 3 minutes on 2 cores the first time) and a few seconds of checking.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export RUSTFLAGS="--cfg loom"
+export LOOM_MAX_PREEMPTIONS=2
+export CARGO_TARGET_DIR=target/loom
+cargo test --release -p turnfence-checks --test it --no-run
+tests=$(cargo test --release -q -p turnfence-checks --test it adapter_ -- --list 2>/dev/null | sed -n 's/: test$//p')
+[ -n "$tests" ] || { echo "no loom tests found"; exit 1; }
+for t in $tests; do
+  start=$(date +%s%N)
+  cargo test --release -q -p turnfence-checks --test it "$t" -- --exact >/dev/null
+  echo "$t: ok in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+done
