@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 export RUSTFLAGS="--cfg loom"
 export LOOM_MAX_PREEMPTIONS=2
 export CARGO_TARGET_DIR=target/loom
+cargo clippy -p turnfence-checks --tests -- -D warnings
 cargo test --release -p turnfence-checks --test it --no-run
 tests=$(cargo test --release -q -p turnfence-checks --test it adapter_ -- --list 2>/dev/null | sed -n 's/: test$//p')
 [ -n "$tests" ] || { echo "no loom tests found"; exit 1; }

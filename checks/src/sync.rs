@@ -5,13 +5,13 @@
 #[cfg(loom)]
 pub use loom::sync::atomic::{AtomicBool, Ordering};
 #[cfg(loom)]
-pub use loom::sync::{Arc, Mutex};
+pub use loom::sync::{Arc, Mutex, MutexGuard};
 #[cfg(loom)]
 pub use loom::thread;
 
 #[cfg(not(loom))]
 pub use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(not(loom))]
-pub use std::sync::{Arc, Mutex};
+pub use std::sync::{Arc, Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub use std::thread;

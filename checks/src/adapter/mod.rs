@@ -6,6 +6,8 @@
 //! a correct adapter conforms under every interleaving; each planted `Variant` makes a decision
 //! outside the lock, as real adapters get wrong, and loom finds the interleaving that shows it.
 //!
-//! The fence transport (worker, supervisor loop, lost acks, stalls) is not adapted yet.
+//! `fence` does the same for the worker↔supervisor transport: pooled workers, a direct turn,
+//! supervisor threads, and the transport's faults.
 
+pub mod fence;
 pub mod turn;

@@ -10,6 +10,7 @@ use turnfence_model::Millis;
 use super::conform::{Judged, Spec};
 
 /// The fence machine (SPEC §3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FenceSpec;
 
 impl Spec for FenceSpec {

@@ -11,6 +11,7 @@ use turnfence_model::Millis;
 use super::conform::{Judged, Spec};
 
 /// The turn machine (SPEC §2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TurnSpec;
 
 impl Spec for TurnSpec {

@@ -3,6 +3,7 @@
 //! scenario checks what the threads observed is a legal trace of the model (conformance, not
 //! only assertions); each planted variant is caught by loom.
 
+use turnfence_checks::adapter::fence::{Fault, FenceAdapter, FenceVariant};
 use turnfence_checks::adapter::turn::{conformance, TurnAdapter, Variant};
 use turnfence_checks::sync::thread;
 use turnfence_model::turn::StopAnswer;
@@ -39,7 +40,7 @@ fn conforms(adapter: &TurnAdapter) {
     );
 }
 
-/// 1. A delta racing a stop is never delivered after the stop is answered.
+/// Scenario 1: A delta racing a stop is never delivered after the stop is answered.
 fn stop_vs_stream(variant: Variant) {
     let a = TurnAdapter::new(variant);
     a.delta(1);
@@ -53,7 +54,7 @@ fn stop_vs_stream(variant: Variant) {
     conforms(&a);
 }
 
-/// 2. A frame of the old generation racing the buffer clear is never played after the clear.
+/// Scenario 2: A frame of the old generation racing the buffer clear is never played after the clear.
 fn barge_in_vs_playback(variant: Variant) {
     let a = TurnAdapter::new(variant);
     a.delta(1);
@@ -66,7 +67,7 @@ fn barge_in_vs_playback(variant: Variant) {
     conforms(&a);
 }
 
-/// 3. Two clients stopping at once: one cancel effect, both answered with the same state.
+/// Scenario 3: Two clients stopping at once: one cancel effect, both answered with the same state.
 fn two_stops(variant: Variant) {
     let a = TurnAdapter::new(variant);
     let (c1, c2) = (a.clone(), a.clone());
@@ -81,7 +82,7 @@ fn two_stops(variant: Variant) {
     conforms(&a);
 }
 
-/// 4. A child registered while its parent is being cancelled ends cancelled, never runs.
+/// Scenario 4: A child registered while its parent is being cancelled ends cancelled, never runs.
 fn spawn_vs_cancel(variant: Variant) {
     let a = TurnAdapter::new(variant);
     let (planner, client) = (a.clone(), a.clone());
@@ -92,6 +93,112 @@ fn spawn_vs_cancel(variant: Variant) {
     t1.join().unwrap();
     t2.join().unwrap();
     conforms(&a);
+}
+
+fn fence_conforms(a: &FenceAdapter) {
+    let verdict = a.conformance();
+    assert!(
+        verdict.conforms(),
+        "{:#?}\n{:#?}",
+        a.record(),
+        verdict.findings
+    );
+}
+
+const TOKEN_A: &str = "aa";
+const TOKEN_B: &str = "bb";
+
+/// Scenario 5: A worker's begin, inspect and end against a supervisor that meets `fault` on its first
+/// event and stalls past the wait on its second: ack identity, one re-send of a transition and
+/// none of a read, `unknown` on silence, late acks read by nobody, the row where the model says.
+fn worker_vs_faulty_supervisor(fault: Fault, variant: FenceVariant) {
+    use turnfence_model::fence::{Action, EndOutcome, Path};
+    let a = FenceAdapter::new(variant);
+    let mut w = a.worker("w", Path::Pooled, "root", "root");
+    let supervisor = a.clone();
+    let s = thread::spawn(move || {
+        let faults = [fault, Fault::StallPastTheWait];
+        let mut handled = 0;
+        for _ in 0..8 {
+            let f = faults.get(handled).copied().unwrap_or(Fault::None);
+            if supervisor.handle_one(f) {
+                handled += 1;
+            } else {
+                thread::yield_now();
+            }
+        }
+    });
+    w.request(Action::Begin, TOKEN_A, "01", None);
+    w.request(Action::Inspect, TOKEN_A, "02", None);
+    w.request(Action::End, TOKEN_A, "03", Some(EndOutcome::Terminal));
+    s.join().unwrap();
+    fence_conforms(&a);
+}
+
+/// Scenario 6: A re-begin racing the late end of the dead token on two supervisor handlers: the live
+/// fence is never released by the dead token.
+fn rebind_vs_dead_end(variant: FenceVariant) {
+    use turnfence_model::fence::{Action, EndOutcome, Path};
+    let a = FenceAdapter::new(variant);
+    let mut dead = a.worker("w0", Path::Pooled, "root", "root");
+    let mut live = a.worker("w1", Path::Pooled, "root", "root");
+    dead.send(Action::Begin, TOKEN_A, "01", None);
+    a.handle_one(Fault::None);
+    dead.wait(Action::Begin, TOKEN_A, "01");
+    live.send(Action::Begin, TOKEN_B, "02", None);
+    dead.send(Action::End, TOKEN_A, "03", Some(EndOutcome::Revision));
+    let (h1, h2) = (a.clone(), a.clone());
+    let t1 = thread::spawn(move || h1.handle_one(Fault::None));
+    let t2 = thread::spawn(move || h2.handle_one(Fault::None));
+    t1.join().unwrap();
+    t2.join().unwrap();
+    live.wait(Action::Begin, TOKEN_B, "02");
+    fence_conforms(&a);
+}
+
+/// Scenario 7: A direct turn and a pooled worker on one supervisor: the direct path produces no event
+/// and no ack.
+fn direct_and_pooled(variant: FenceVariant) {
+    use turnfence_model::fence::{Action, EndOutcome, Path};
+    let a = FenceAdapter::new(variant);
+    let mut d = a.worker("d", Path::Direct, "root-d", "root-d");
+    let mut p = a.worker("p", Path::Pooled, "root-p", "root-p");
+    let supervisor = a.clone();
+    let s = thread::spawn(move || {
+        for _ in 0..6 {
+            if !supervisor.handle_one(Fault::None) {
+                thread::yield_now();
+            }
+        }
+    });
+    let pooled = thread::spawn(move || {
+        p.request(Action::Begin, TOKEN_B, "11", None);
+    });
+    d.request(Action::Begin, TOKEN_A, "21", None);
+    d.request(Action::End, TOKEN_A, "22", Some(EndOutcome::Terminal));
+    pooled.join().unwrap();
+    s.join().unwrap();
+    fence_conforms(&a);
+}
+
+#[test]
+fn adapter_fence_dropped_event_and_stall() {
+    model(|| worker_vs_faulty_supervisor(Fault::Drop, FenceVariant::Correct));
+}
+
+#[test]
+fn adapter_fence_lost_ack_and_stall() {
+    model(|| worker_vs_faulty_supervisor(Fault::LoseAck, FenceVariant::Correct));
+}
+
+#[test]
+fn adapter_fence_rebind_vs_dead_end() {
+    model(|| rebind_vs_dead_end(FenceVariant::Correct));
+}
+
+#[test]
+fn adapter_fence_direct_and_pooled() {
+    model(|| direct_and_pooled(FenceVariant::Correct));
 }
 
 #[test]
@@ -146,6 +253,26 @@ mod planted {
     #[test]
     fn adapter_planted_cancel_flag_read_before_registering() {
         caught(|| spawn_vs_cancel(Variant::CancelFlagReadBeforeRegistering));
+    }
+
+    #[test]
+    fn adapter_planted_waiter_reads_any_ack_of_its_token() {
+        caught(|| worker_vs_faulty_supervisor(Fault::None, FenceVariant::WaiterReadsAnyAckOfToken));
+    }
+
+    #[test]
+    fn adapter_planted_resend_read() {
+        caught(|| worker_vs_faulty_supervisor(Fault::None, FenceVariant::ResendRead));
+    }
+
+    #[test]
+    fn adapter_planted_rebind_from_stale_read() {
+        caught(|| rebind_vs_dead_end(FenceVariant::RebindFromStaleRead));
+    }
+
+    #[test]
+    fn adapter_planted_direct_through_queue() {
+        caught(|| direct_and_pooled(FenceVariant::DirectThroughQueue));
     }
 }
 
