@@ -321,3 +321,47 @@ fn adapter_sequential_runs_match_the_model() {
         panic!("reproduce: TURNFENCE_SEED={seed}\n{e}");
     }
 }
+
+/// Sequentially, the fence adapter is the model too: random requests, supervisor steps and
+/// faults on one thread always give a record the model conforms to.
+#[cfg(not(loom))]
+#[test]
+fn adapter_fence_sequential_runs_conform() {
+    use proptest::prelude::*;
+    use turnfence_model::fence::{Action, EndOutcome, Path};
+
+    let op = (0u8..3, prop::collection::vec(0u8..4, 0..3), any::<bool>());
+    let ops = prop::collection::vec(op, 1..12);
+    let seed = crate::seed();
+    let result = crate::runner(seed).run(&ops, |ops| {
+        let a = FenceAdapter::new(FenceVariant::Correct);
+        let mut w = a.worker("w", Path::Pooled, "root", "root");
+        let mut d = a.worker("d", Path::Direct, "root-d", "root-d");
+        for (n, (action, faults, direct)) in ops.into_iter().enumerate() {
+            let (action, outcome) = match action {
+                0 => (Action::Begin, None),
+                1 => (Action::Inspect, None),
+                _ => (Action::End, Some(EndOutcome::Terminal)),
+            };
+            let req = format!("{:x}", n + 1);
+            let token = if action == Action::Begin {
+                format!("{:02x}", 0xa0 + n)
+            } else {
+                TOKEN_A.into()
+            };
+            let worker = if direct { &mut d } else { &mut w };
+            worker.send(action, &token, &req, outcome);
+            for f in faults {
+                let fault = [Fault::None, Fault::Drop, Fault::LoseAck, Fault::None][f as usize];
+                a.handle_one(fault);
+            }
+            worker.wait(action, &token, &req);
+        }
+        let verdict = a.conformance();
+        prop_assert!(verdict.conforms(), "{:#?}", verdict.findings);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("reproduce: TURNFENCE_SEED={seed}\n{e}");
+    }
+}
