@@ -253,13 +253,7 @@ impl Explorable for FenceTarget {
         mon.end_step();
         mon.take_violations()
             .into_iter()
-            .map(|v| Broken {
-                invariant: v.invariant.name().to_owned(),
-                step: v.step,
-                at: v.at,
-                ids: v.ids,
-                message: v.message,
-            })
+            .map(Broken::from)
             .collect()
     }
 

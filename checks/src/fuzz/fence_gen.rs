@@ -100,13 +100,7 @@ impl Target for FenceTarget {
     fn judge(steps: &[(FenceInput, Vec<FenceOutput>)]) -> Vec<Broken> {
         fence::check_all(&as_steps(steps))
             .into_iter()
-            .map(|v| Broken {
-                invariant: v.invariant.name().to_owned(),
-                step: v.step,
-                at: v.at,
-                ids: v.ids,
-                message: v.message,
-            })
+            .map(Broken::from)
             .collect()
     }
 

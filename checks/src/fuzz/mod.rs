@@ -127,6 +127,30 @@ pub struct Broken {
     pub message: String,
 }
 
+impl From<turnfence_model::turn::Violation> for Broken {
+    fn from(v: turnfence_model::turn::Violation) -> Broken {
+        Broken {
+            invariant: v.invariant.name().to_owned(),
+            step: v.step,
+            at: v.at,
+            ids: v.ids,
+            message: v.message,
+        }
+    }
+}
+
+impl From<turnfence_model::fence::FenceViolation> for Broken {
+    fn from(v: turnfence_model::fence::FenceViolation) -> Broken {
+        Broken {
+            invariant: v.invariant.name().to_owned(),
+            step: v.step,
+            at: v.at,
+            ids: v.ids,
+            message: v.message,
+        }
+    }
+}
+
 /// One recorded step: the input and what it caused.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(bound(

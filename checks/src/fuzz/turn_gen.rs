@@ -118,13 +118,7 @@ impl Target for TurnTarget {
     fn judge(steps: &[(Input, Vec<Output>)]) -> Vec<Broken> {
         turn::check_all(&as_steps(steps))
             .into_iter()
-            .map(|v| Broken {
-                invariant: v.invariant.name().to_owned(),
-                step: v.step,
-                at: v.at,
-                ids: v.ids,
-                message: v.message,
-            })
+            .map(Broken::from)
             .collect()
     }
 
