@@ -12,14 +12,36 @@ use turnfence_model::turn::StopAnswer;
 fn model(f: impl Fn() + Sync + Send + 'static) {
     #[cfg(loom)]
     {
-        let mut builder = loom::model::Builder::new();
-        builder.preemption_bound = Some(loom_bound());
-        builder.check(f);
+        let (executions, result) = explore(f);
+        match result {
+            Ok(()) => eprintln!("loom: {executions} executions, every one conforms"),
+            Err(panic) => std::panic::resume_unwind(panic),
+        }
     }
     #[cfg(not(loom))]
     for _ in 0..200 {
         f();
     }
+}
+
+/// Explores every interleaving of `f` within the preemption bound; returns how many executions
+/// loom ran (up to and including a failing one) and whether all passed. The counter is a plain
+/// `std` atomic outside the model, so loom neither sees nor schedules it.
+#[cfg(loom)]
+fn explore(f: impl Fn() + Sync + Send + 'static) -> (usize, std::thread::Result<()>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let executions = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&executions);
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = Some(loom_bound());
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        builder.check(move || {
+            counter.fetch_add(1, Ordering::Relaxed);
+            f();
+        });
+    }));
+    (executions.load(Ordering::Relaxed), result)
 }
 
 /// The preemption bound: `LOOM_MAX_PREEMPTIONS` (ci/loom.sh sets 2), else 2.
@@ -228,11 +250,12 @@ mod planted {
     use super::*;
 
     fn caught(f: impl Fn() + Sync + Send + 'static) {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| model(f)));
+        let (executions, result) = explore(f);
         assert!(
             result.is_err(),
-            "loom found no interleaving that shows the planted variant"
+            "loom found no interleaving that shows the planted variant in {executions} executions"
         );
+        eprintln!("loom: caught at execution {executions}");
     }
 
     #[test]
