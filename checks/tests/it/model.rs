@@ -235,3 +235,53 @@ fn a_deadline_due_at_accept_fires_at_once() {
     }])
     .is_empty());
 }
+
+/// A barge-in clears the playback buffer once: a turn with a running TTS child used to report
+/// a second, empty `playback_cleared` when its cancel reached the child.
+#[test]
+fn a_barge_in_reports_one_playback_clear() {
+    let inputs = [
+        InputKind::Accept {
+            turn: "t".into(),
+            generation: 1,
+            mode: Mode::Audio,
+            deadline_ms: None,
+            budget: None,
+        },
+        InputKind::Spawn {
+            turn: "t".into(),
+            child: "tts".into(),
+            kind: ChildKind::Tts,
+            need_ms: None,
+        },
+        InputKind::Delta {
+            turn: "t".into(),
+            generation: 1,
+            seq: 1,
+            text: None,
+            frames: 3,
+        },
+        InputKind::SpeechStarted { confidence: 0.9 },
+    ];
+    let inputs: Vec<Input> = inputs.into_iter().map(|k| Input::new(1, k)).collect();
+    let steps = record(&inputs);
+    let barge_in = &steps.last().unwrap().outputs;
+    let clears: Vec<String> = barge_in
+        .iter()
+        .map(|o| serde_json::to_value(o).unwrap())
+        .filter(|o| o["output"] == "playback_cleared")
+        .map(|o| o.to_string())
+        .collect();
+    assert_eq!(
+        clears,
+        [r#"{"output":"playback_cleared","turn":"t","frames":3}"#],
+        "{barge_in:?}"
+    );
+    assert!(
+        barge_in
+            .iter()
+            .any(|o| matches!(o, turnfence_model::turn::Output::ChildCancelled { .. })),
+        "the TTS child is cancelled by the barge-in: {barge_in:?}"
+    );
+    assert!(check_all(&steps).is_empty());
+}

@@ -643,13 +643,19 @@ impl TurnMachine {
             turn: turn.clone(),
             generation,
         });
-        self.cancel(&turn, Cause::BargeIn);
+        // The buffer is already cleared (and reported once): the cancel must not clear it again.
+        self.cancel_with(&turn, Cause::BargeIn, false);
     }
 
     /// Moves a turn to `cancel_requested{cause}` and propagates the cancel down its tree.
     fn cancel(&mut self, turn: &str, cause: Cause) {
+        self.cancel_with(turn, cause, true);
+    }
+
+    /// [`Self::cancel`], clearing the turn's playback only when `clear_playback`.
+    fn cancel_with(&mut self, turn: &str, cause: Cause, clear_playback: bool) {
         let keep_frames = cause == Cause::BargeIn && flawed!(self, KeepPlaybackOnBargeIn);
-        if !keep_frames {
+        if clear_playback && !keep_frames {
             self.clear_playback_of(turn);
         }
         let Some(t) = self.turn_mut(turn) else { return };
