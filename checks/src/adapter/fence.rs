@@ -301,16 +301,13 @@ impl Worker {
         let at = s.clock;
         s.input(
             at,
-            FenceInputKind::Request {
-                worker: self.id.clone(),
+            FenceInputKind::request(
+                self.id.clone(),
                 action,
-                token: Some(token.into()),
-                req: req.into(),
+                Some(token.into()),
+                req.into(),
                 outcome,
-                expected_generation: None,
-                root: None,
-                task: None,
-            },
+            ),
         );
         let direct = self.path == Path::Direct && a.variant != FenceVariant::DirectThroughQueue;
         if direct {
@@ -324,17 +321,7 @@ impl Worker {
                 expected_generation: request.expected_generation,
                 reply: reply.clone(),
             });
-            let v = verdict(action, Some(&reply));
-            s.told(FenceOutput::Verdict {
-                worker: self.id.clone(),
-                action,
-                token: token.into(),
-                req: req.into(),
-                verdict: v.clone(),
-            });
-            drop(s);
-            self.learn(action, token, Some(&reply));
-            return Some(v);
+            return Some(self.conclude(&mut s, action, token, req, Some(&reply)));
         }
         s.queue.push_back(Ev {
             worker: self.id.clone(),
@@ -401,16 +388,7 @@ impl Worker {
                 deadline += ACK_WAIT_MS;
                 continue;
             }
-            s.told(FenceOutput::Verdict {
-                worker: self.id.clone(),
-                action,
-                token: token.into(),
-                req: req.into(),
-                verdict: Verdict::Unknown,
-            });
-            drop(s);
-            self.learn(action, token, None);
-            return Verdict::Unknown;
+            return self.conclude(&mut s, action, token, req, None);
         }
         Verdict::Unknown
     }
@@ -442,7 +420,21 @@ impl Worker {
             token: key.0,
             req: key.1,
         });
-        let v = verdict(action, Some(&reply));
+        Some(self.conclude(s, action, token, req, Some(&reply)))
+    }
+
+    /// The worker's verdict on `reply` (`None`: silence), recorded as told and learnt by its
+    /// loop layer. The learning is the worker's own state: holding the lock for it changes no
+    /// interleaving.
+    fn conclude(
+        &mut self,
+        s: &mut Shared,
+        action: Action,
+        token: &str,
+        req: &str,
+        reply: Option<&Reply>,
+    ) -> Verdict {
+        let v = verdict(action, reply);
         s.told(FenceOutput::Verdict {
             worker: self.id.clone(),
             action,
@@ -450,8 +442,8 @@ impl Worker {
             req: req.into(),
             verdict: v.clone(),
         });
-        self.learn(action, token, Some(&reply));
-        Some(v)
+        self.learn(action, token, reply);
+        v
     }
 
     /// The loop layer's binding (SPEC §3.4).

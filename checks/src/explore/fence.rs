@@ -100,25 +100,6 @@ pub fn started(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
     m
 }
 
-fn request(
-    worker: &str,
-    action: Action,
-    token: Option<String>,
-    req: String,
-    outcome: Option<EndOutcome>,
-) -> FenceInputKind {
-    FenceInputKind::Request {
-        worker: worker.into(),
-        action,
-        token,
-        req,
-        outcome,
-        expected_generation: None,
-        root: None,
-        task: None,
-    }
-}
-
 fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
     let mut out = Vec::new();
     let sent: usize = s.workers.values().map(|w| w.used_reqs.len()).sum();
@@ -126,7 +107,8 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         let req = format!("{:x}", sent + 1);
         let fresh = format!("{:02x}", 0xa0 + sent);
         for (id, w) in s.workers.iter().filter(|(_, w)| w.waiting.is_none()) {
-            let mut push = |a, t, o| out.push(request(id, a, t, req.clone(), o));
+            let mut push =
+                |a, t, o| out.push(FenceInputKind::request(id.into(), a, t, req.clone(), o));
             push(Action::Begin, Some(fresh.clone()), None);
             let own = w
                 .binding
@@ -150,15 +132,15 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
                 .iter()
                 .find(|(_, w)| w.path == Path::Pooled && w.waiting.is_none())
             {
-                out.push(request(
-                    id,
+                out.push(FenceInputKind::request(
+                    id.clone(),
                     Action::Begin,
                     Some(fresh.clone()),
                     "../x".into(),
                     None,
                 ));
-                out.push(request(
-                    id,
+                out.push(FenceInputKind::request(
+                    id.clone(),
                     Action::Invalid,
                     Some(fresh.clone()),
                     format!("e{req}"),

@@ -207,16 +207,7 @@ fn request(m: &FenceMachine, g: &mut Gen) -> Option<FenceInputKind> {
         (None, Action::End, Some(o)) if !bound && o != EndOutcome::Revision => return None,
         (t, _, _) => t,
     };
-    Some(FenceInputKind::Request {
-        worker,
-        action,
-        token,
-        req,
-        outcome,
-        expected_generation: None,
-        root: None,
-        task: None,
-    })
+    Some(FenceInputKind::request(worker, action, token, req, outcome))
 }
 
 fn enqueue(m: &FenceMachine, g: &mut Gen) -> Option<FenceInputKind> {

@@ -154,6 +154,28 @@ impl FenceInput {
     }
 }
 
+impl FenceInputKind {
+    /// A worker's plain request: no expected generation, root or task.
+    pub fn request(
+        worker: WorkerId,
+        action: Action,
+        token: Option<Token>,
+        req: Req,
+        outcome: Option<EndOutcome>,
+    ) -> FenceInputKind {
+        FenceInputKind::Request {
+            worker,
+            action,
+            token,
+            req,
+            outcome,
+            expected_generation: None,
+            root: None,
+            task: None,
+        }
+    }
+}
+
 fn is_false(b: &bool) -> bool {
     !*b
 }
