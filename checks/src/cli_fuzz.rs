@@ -43,7 +43,7 @@ fn fence_maker(flaw: Option<&str>) -> Result<Box<dyn Fn() -> FenceMachine>, Stri
         None => Ok(Box::new(FenceMachine::new)),
         #[cfg(feature = "flaws")]
         Some(name) => {
-            let flaw: turnfence_model::fence::FenceFlaw =
+            let flaw: turnfence_model::fence::Flaw =
                 serde_json::from_value(Value::String(name.into()))
                     .map_err(|_| format!("unknown fence flaw {name:?}"))?;
             Ok(Box::new(move || FenceMachine::with_flaw(flaw)))

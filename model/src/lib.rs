@@ -20,7 +20,12 @@
 //! No input sequence makes a machine panic.
 
 pub mod fence;
+mod machine;
 pub mod turn;
+
+pub use machine::{
+    check_all, drain, reached, run, step, Invariant, Machine, Monitor, Step, Violation,
+};
 
 #[cfg(feature = "flaws")]
 pub use turn::Flaw;
@@ -31,3 +36,10 @@ pub type Millis = u64;
 /// Whether this build carries the flaw switch (`flaws` feature). Release builds of the CLI
 /// never do; the gate reports this value in its environment block.
 pub const FLAWS_COMPILED: bool = cfg!(feature = "flaws");
+
+/// The traits, in scope without their names: `use turnfence_model::prelude::*;` lets a caller
+/// call `handle`, `poll_output`, a monitor's `input` or an invariant's `name` on the concrete
+/// types (`turn::Monitor`, `fence::Invariant`, …) without a clash of names.
+pub mod prelude {
+    pub use crate::{Invariant as _, Machine as _, Monitor as _};
+}

@@ -11,11 +11,9 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
+use turnfence_model::fence;
 use turnfence_model::fence::table::{normalize, valid_id, Request, Table, TableFlaws};
-use turnfence_model::fence::{
-    Action, EndOutcome, FenceInput, FenceInputKind, FenceOutput, Path, Reply, Status, Verdict,
-    ACK_WAIT_MS,
-};
+use turnfence_model::fence::{Action, EndOutcome, Path, Reply, Status, Verdict, ACK_WAIT_MS};
 
 use crate::sync::{thread, Arc, AtomicBool, Mutex, Ordering};
 use crate::trace::conform::Observed;
@@ -66,16 +64,16 @@ struct Shared {
 }
 
 impl Shared {
-    fn input(&mut self, at: u64, kind: FenceInputKind) {
+    fn input(&mut self, at: u64, kind: fence::InputKind) {
         self.clock = self.clock.max(at);
-        let input = FenceInput::new(self.clock, kind);
+        let input = fence::Input::new(self.clock, kind);
         self.events.push(Event::Input {
             session: "adapter".into(),
             input,
         });
     }
 
-    fn told(&mut self, output: FenceOutput) {
+    fn told(&mut self, output: fence::Output) {
         self.events.push(Event::Output {
             session: "adapter".into(),
             at: self.clock,
@@ -144,7 +142,7 @@ impl FenceAdapter {
         let mut s = self.lock();
         s.input(
             0,
-            FenceInputKind::WorkerStart {
+            fence::InputKind::WorkerStart {
                 worker: id.into(),
                 path,
                 task: task.into(),
@@ -175,18 +173,18 @@ impl FenceAdapter {
             return false;
         };
         if fault == Fault::Drop {
-            s.input(0, FenceInputKind::DropEvent);
-            s.told(FenceOutput::EventDropped {
+            s.input(0, fence::InputKind::DropEvent);
+            s.told(fence::Output::EventDropped {
                 token: ev.request.token,
                 req: ev.req,
             });
             return true;
         }
         let lose_ack = fault == Fault::LoseAck;
-        s.input(0, FenceInputKind::SupervisorStep { lose_ack });
+        s.input(0, fence::InputKind::SupervisorStep { lose_ack });
         let (token, req) = (normalize(&ev.request.token), normalize(&ev.req));
         if !valid_id(&token) || !valid_id(&req) {
-            s.told(FenceOutput::EventRejected {
+            s.told(fence::Output::EventRejected {
                 token: ev.request.token,
                 req: ev.req,
             });
@@ -216,7 +214,7 @@ impl FenceAdapter {
         } else {
             s.table.transition(&request, TableFlaws::default())
         };
-        s.told(FenceOutput::Applied {
+        s.told(fence::Output::Applied {
             worker: ev.worker.clone(),
             token: token.clone(),
             req: req.clone(),
@@ -226,12 +224,12 @@ impl FenceAdapter {
             reply: reply.clone(),
         });
         if lose_ack {
-            s.told(FenceOutput::AckLost { token, req });
+            s.told(fence::Output::AckLost { token, req });
         } else {
             let status = reply.status;
             s.mailbox
                 .insert((token.clone(), req.clone()), (ev.worker, reply));
-            s.told(FenceOutput::AckWritten { token, req, status });
+            s.told(fence::Output::AckWritten { token, req, status });
         }
         true
     }
@@ -301,7 +299,7 @@ impl Worker {
         let at = s.clock;
         s.input(
             at,
-            FenceInputKind::request(
+            fence::InputKind::request(
                 self.id.clone(),
                 action,
                 Some(token.into()),
@@ -312,7 +310,7 @@ impl Worker {
         let direct = self.path == Path::Direct && a.variant != FenceVariant::DirectThroughQueue;
         if direct {
             let reply = s.table.transition(&request, TableFlaws::default());
-            s.told(FenceOutput::Applied {
+            s.told(fence::Output::Applied {
                 worker: self.id.clone(),
                 token: token.into(),
                 req: req.into(),
@@ -328,7 +326,7 @@ impl Worker {
             req: req.into(),
             request: request.clone(),
         });
-        s.told(FenceOutput::EventQueued {
+        s.told(fence::Output::EventQueued {
             worker: self.id.clone(),
             token: token.into(),
             req: req.into(),
@@ -361,7 +359,7 @@ impl Worker {
             if let Some(v) = self.take_locked(&mut s, action, token, req) {
                 return v;
             }
-            s.input(deadline, FenceInputKind::Tick);
+            s.input(deadline, fence::InputKind::Tick);
             a.gave_up.store(true, Ordering::SeqCst);
             let resend = action.is_transition() || a.variant == FenceVariant::ResendRead;
             if attempt == 1 && resend {
@@ -373,12 +371,12 @@ impl Worker {
                     req: req.into(),
                     request,
                 });
-                s.told(FenceOutput::Resent {
+                s.told(fence::Output::Resent {
                     worker: self.id.clone(),
                     token: token.into(),
                     req: req.into(),
                 });
-                s.told(FenceOutput::EventQueued {
+                s.told(fence::Output::EventQueued {
                     worker: self.id.clone(),
                     token: token.into(),
                     req: req.into(),
@@ -415,7 +413,7 @@ impl Worker {
             _ => Some((normalize(token), normalize(req))).filter(|k| s.mailbox.contains_key(k)),
         }?;
         let (_, reply) = s.mailbox.remove(&key)?;
-        s.told(FenceOutput::AckConsumed {
+        s.told(fence::Output::AckConsumed {
             worker: self.id.clone(),
             token: key.0,
             req: key.1,
@@ -435,7 +433,7 @@ impl Worker {
         reply: Option<&Reply>,
     ) -> Verdict {
         let v = verdict(action, reply);
-        s.told(FenceOutput::Verdict {
+        s.told(fence::Output::Verdict {
             worker: self.id.clone(),
             action,
             token: token.into(),

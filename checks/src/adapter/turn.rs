@@ -1,5 +1,6 @@
 //! The turn manager over threads.
 
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Output, StopAnswer, TurnMachine};
 
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};

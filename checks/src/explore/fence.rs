@@ -5,11 +5,13 @@ use std::collections::BTreeMap;
 use std::hash::Hash;
 
 use serde::Serialize;
+use turnfence_model::fence;
 use turnfence_model::fence::table::normalize;
 use turnfence_model::fence::{
-    Action, EndOutcome, FenceInput, FenceInputKind, FenceMachine, FenceMonitor, FenceOutput,
-    FenceSnapshot, FenceState, Path, Reply, SnapshotRow, SnapshotTask, Status, TaskStatus, Verdict,
+    Action, EndOutcome, FenceMachine, FenceSnapshot, FenceState, Path, Reply, SnapshotRow,
+    SnapshotTask, Status, TaskStatus, Verdict,
 };
+use turnfence_model::prelude::*;
 
 use super::{finish, hasher, Coverage, Explorable};
 use crate::fuzz::fence_gen::FenceTarget;
@@ -76,17 +78,17 @@ pub const WORKERS: [(&str, Path, &str, &str); 3] = [
 ];
 
 /// The inputs that start the explorer's workers.
-pub fn start_inputs() -> Vec<FenceInput> {
+pub fn start_inputs() -> Vec<fence::Input> {
     WORKERS
         .iter()
         .map(|(worker, path, task, root)| {
-            let start = FenceInputKind::WorkerStart {
+            let start = fence::InputKind::WorkerStart {
                 worker: (*worker).into(),
                 path: *path,
                 task: (*task).into(),
                 root: (*root).into(),
             };
-            FenceInput::new(0, start)
+            fence::Input::new(0, start)
         })
         .collect()
 }
@@ -100,7 +102,7 @@ pub fn started(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
     m
 }
 
-fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
+fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
     let mut out = Vec::new();
     let sent: usize = s.workers.values().map(|w| w.used_reqs.len()).sum();
     if sent < b.requests {
@@ -108,7 +110,7 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         let fresh = format!("{:02x}", 0xa0 + sent);
         for (id, w) in s.workers.iter().filter(|(_, w)| w.waiting.is_none()) {
             let mut push =
-                |a, t, o| out.push(FenceInputKind::request(id.into(), a, t, req.clone(), o));
+                |a, t, o| out.push(fence::InputKind::request(id.into(), a, t, req.clone(), o));
             push(Action::Begin, Some(fresh.clone()), None);
             let own = w
                 .binding
@@ -132,14 +134,14 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
                 .iter()
                 .find(|(_, w)| w.path == Path::Pooled && w.waiting.is_none())
             {
-                out.push(FenceInputKind::request(
+                out.push(fence::InputKind::request(
                     id.clone(),
                     Action::Begin,
                     Some(fresh.clone()),
                     "../x".into(),
                     None,
                 ));
-                out.push(FenceInputKind::request(
+                out.push(fence::InputKind::request(
                     id.clone(),
                     Action::Invalid,
                     Some(fresh.clone()),
@@ -150,9 +152,9 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         }
     }
     if !s.queue.is_empty() {
-        out.push(FenceInputKind::SupervisorStep { lose_ack: false });
-        out.push(FenceInputKind::SupervisorStep { lose_ack: true });
-        out.push(FenceInputKind::DropEvent);
+        out.push(fence::InputKind::SupervisorStep { lose_ack: false });
+        out.push(fence::InputKind::SupervisorStep { lose_ack: true });
+        out.push(fence::InputKind::DropEvent);
     }
     let gen = s
         .table
@@ -160,7 +162,7 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         .get("root-a")
         .map_or(0, |r| r.owner_message_generation);
     if gen < b.owner_messages {
-        out.push(FenceInputKind::OwnerMessage {
+        out.push(fence::InputKind::OwnerMessage {
             root: "root-a".into(),
         });
     }
@@ -171,12 +173,12 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
         .get("root-a")
         .is_some_and(|(_, st)| *st == TaskStatus::Running)
     {
-        out.push(FenceInputKind::TaskDone {
+        out.push(fence::InputKind::TaskDone {
             task: "root-a".into(),
         });
     }
     if !s.tasks.contains_key("child") {
-        out.push(FenceInputKind::Enqueue {
+        out.push(fence::InputKind::Enqueue {
             task: "child".into(),
             root: "root-a".into(),
         });
@@ -193,23 +195,23 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<FenceInputKind> {
                 task: "restored".into(),
                 root: "root-a".into(),
             }];
-            out.push(FenceInputKind::Restore { fences, pending });
+            out.push(fence::InputKind::Restore { fences, pending });
         }
     }
     out
 }
 
 impl Explorable for FenceTarget {
-    type Monitor = FenceMonitor;
+    type Monitor = fence::Monitor;
     type Bounds = FenceBounds;
 
-    fn monitor() -> FenceMonitor {
-        let mut mon = FenceMonitor::new();
+    fn monitor() -> fence::Monitor {
+        let mut mon = fence::Monitor::default();
         let mut scratch = FenceMachine::new();
         for (worker, path, task, root) in WORKERS {
-            let start = FenceInput::new(
+            let start = fence::Input::new(
                 0,
-                FenceInputKind::WorkerStart {
+                fence::InputKind::WorkerStart {
                     worker: worker.into(),
                     path,
                     task: task.into(),
@@ -227,7 +229,11 @@ impl Explorable for FenceTarget {
         mon
     }
 
-    fn observe(mon: &mut FenceMonitor, input: &FenceInput, outputs: &[FenceOutput]) -> Vec<Broken> {
+    fn observe(
+        mon: &mut fence::Monitor,
+        input: &fence::Input,
+        outputs: &[fence::Output],
+    ) -> Vec<Broken> {
         mon.input(input);
         for o in outputs {
             mon.output(o);
@@ -239,16 +245,16 @@ impl Explorable for FenceTarget {
             .collect()
     }
 
-    fn reached_by(mon: &FenceMonitor) -> Vec<&'static str> {
+    fn reached_by(mon: &fence::Monitor) -> Vec<&'static str> {
         mon.reached().iter().map(|i| i.name()).collect()
     }
 
-    fn alphabet(m: &FenceMachine, bounds: &FenceBounds) -> Vec<FenceInput> {
+    fn alphabet(m: &FenceMachine, bounds: &FenceBounds) -> Vec<fence::Input> {
         let s = m.state();
         let now = s.now;
-        let mut out: Vec<FenceInput> = kinds(s, bounds)
+        let mut out: Vec<fence::Input> = kinds(s, bounds)
             .into_iter()
-            .map(|k| FenceInput::new(now, k))
+            .map(|k| fence::Input::new(now, k))
             .collect();
         // Time moves only to the next wait's end, the one point where something happens.
         let next = s
@@ -258,23 +264,27 @@ impl Explorable for FenceTarget {
             .map(|w| w.deadline_at)
             .min();
         if let Some(at) = next {
-            out.push(FenceInput::new(at, FenceInputKind::Tick));
+            out.push(fence::Input::new(at, fence::InputKind::Tick));
         }
         out
     }
 
-    fn fingerprint(m: &FenceMachine, mon: &FenceMonitor) -> u64 {
+    fn fingerprint(m: &FenceMachine, mon: &fence::Monitor) -> u64 {
         let mut h = hasher();
         m.state().hash(&mut h);
         mon.fingerprint(&mut h);
         finish(h)
     }
 
-    fn covered(before: &FenceMachine, input: &FenceInput, outputs: &[FenceOutput]) -> Vec<String> {
+    fn covered(
+        before: &FenceMachine,
+        input: &fence::Input,
+        outputs: &[fence::Output],
+    ) -> Vec<String> {
         let mut points = Vec::new();
         for o in outputs {
             match o {
-                FenceOutput::Applied {
+                fence::Output::Applied {
                     action,
                     reply,
                     token,
@@ -283,7 +293,7 @@ impl Explorable for FenceTarget {
                     let head = before.state().queue.front();
                     let (root, task, outcome) = match (&input.kind, head) {
                         (
-                            FenceInputKind::Request {
+                            fence::InputKind::Request {
                                 worker,
                                 outcome,
                                 root,
@@ -311,7 +321,7 @@ impl Explorable for FenceTarget {
                         case(before.state(), *action, token, &root, &task, outcome, reply)
                     ));
                 }
-                FenceOutput::Verdict { verdict, .. } => points.push(format!(
+                fence::Output::Verdict { verdict, .. } => points.push(format!(
                     "verdict/{}",
                     match verdict {
                         Verdict::Ok { .. } => "ok",

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::hash::Hash;
 
 use serde::Serialize;
+use turnfence_model::prelude::*;
 use turnfence_model::turn::state::{ChildState, Phase};
 use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Monitor, Output, TurnMachine};
 
@@ -228,7 +229,7 @@ impl Explorable for TurnTarget {
     type Bounds = TurnBounds;
 
     fn monitor() -> Monitor {
-        Monitor::new()
+        Monitor::default()
     }
 
     fn observe(mon: &mut Monitor, input: &Input, outputs: &[Output]) -> Vec<Broken> {

@@ -4,10 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use turnfence_model::fence;
 use turnfence_model::fence::{
-    self, Action, EndOutcome, FenceInput, FenceInputKind, FenceMachine, FenceOutput, FenceSnapshot,
-    FenceStep, Path, SnapshotRow, SnapshotTask, Status,
+    Action, EndOutcome, FenceMachine, FenceSnapshot, Path, SnapshotRow, SnapshotTask, Status,
 };
+use turnfence_model::prelude::*;
 use turnfence_model::Millis;
 
 use super::{Broken, FaultMix, Gen, Pairs, Target};
@@ -24,15 +25,15 @@ const WORKERS: [(&str, &str, &str); 4] = [
 
 impl Target for FenceTarget {
     type Machine = FenceMachine;
-    type Input = FenceInput;
-    type Output = FenceOutput;
-    fn tick(at: Millis) -> FenceInput {
-        FenceInput::new(at, FenceInputKind::Tick)
+    type Input = fence::Input;
+    type Output = fence::Output;
+    fn tick(at: Millis) -> fence::Input {
+        fence::Input::new(at, fence::InputKind::Tick)
     }
 
     const NAME: &'static str = "fence";
 
-    fn next_input(m: &FenceMachine, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> FenceInput {
+    fn next_input(m: &FenceMachine, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> fence::Input {
         let s = m.state();
         // Start the workers first, each direct or pooled.
         if let Some((w, task, root)) = WORKERS.iter().find(|(w, _, _)| !s.workers.contains_key(*w))
@@ -42,9 +43,9 @@ impl Target for FenceTarget {
             } else {
                 Path::Pooled
             };
-            return FenceInput::new(
+            return fence::Input::new(
                 *at,
-                FenceInputKind::WorkerStart {
+                fence::InputKind::WorkerStart {
                     worker: (*w).into(),
                     path,
                     task: (*task).into(),
@@ -71,24 +72,27 @@ impl Target for FenceTarget {
         ];
         let kind = match g.weighted(&weights) {
             0 => request(m, g),
-            1 => Some(FenceInputKind::SupervisorStep {
+            1 => Some(fence::InputKind::SupervisorStep {
                 lose_ack: g.chance(mix.ack_loss_pct),
             }),
-            2 => Some(FenceInputKind::DropEvent),
+            2 => Some(fence::InputKind::DropEvent),
             4 => g
                 .pick(&["root-a", "root-c"])
-                .map(|r| FenceInputKind::OwnerMessage { root: (*r).into() }),
+                .map(|r| fence::InputKind::OwnerMessage { root: (*r).into() }),
             5 => g
                 .pick(&["root-a", "root-c", "helper-a"])
-                .map(|t| FenceInputKind::TaskDone { task: (*t).into() }),
+                .map(|t| fence::InputKind::TaskDone { task: (*t).into() }),
             6 => enqueue(m, g),
             7 => restore(g),
-            _ => Some(FenceInputKind::Tick),
+            _ => Some(fence::InputKind::Tick),
         };
-        FenceInput::new(*at, kind.unwrap_or(FenceInputKind::Tick))
+        fence::Input::new(*at, kind.unwrap_or(fence::InputKind::Tick))
     }
 
-    fn step(m: &mut FenceMachine, input: &FenceInput) -> (Pairs<FenceInput, FenceOutput>, bool) {
+    fn step(
+        m: &mut FenceMachine,
+        input: &fence::Input,
+    ) -> (Pairs<fence::Input, fence::Output>, bool) {
         let mut steps = Vec::new();
         let ok = fence::step(m, input, &mut steps).is_ok();
         (
@@ -97,15 +101,15 @@ impl Target for FenceTarget {
         )
     }
 
-    fn judge(steps: &[(FenceInput, Vec<FenceOutput>)]) -> Vec<Broken> {
+    fn judge(steps: &[(fence::Input, Vec<fence::Output>)]) -> Vec<Broken> {
         fence::check_all(&as_steps(steps))
             .into_iter()
             .map(Broken::from)
             .collect()
     }
 
-    fn reached(steps: &[(FenceInput, Vec<FenceOutput>)]) -> Vec<&'static str> {
-        fence::invariants::reached(&as_steps(steps))
+    fn reached(steps: &[(fence::Input, Vec<fence::Output>)]) -> Vec<&'static str> {
+        fence::reached(&as_steps(steps))
             .into_iter()
             .map(|i| i.name())
             .collect()
@@ -149,17 +153,17 @@ impl Target for FenceTarget {
     }
 }
 
-fn as_steps(steps: &[(FenceInput, Vec<FenceOutput>)]) -> Vec<FenceStep> {
+fn as_steps(steps: &[(fence::Input, Vec<fence::Output>)]) -> Vec<fence::Step> {
     steps
         .iter()
-        .map(|(input, outputs)| FenceStep {
+        .map(|(input, outputs)| fence::Step {
             input: input.clone(),
             outputs: outputs.clone(),
         })
         .collect()
 }
 
-fn request(m: &FenceMachine, g: &mut Gen) -> Option<FenceInputKind> {
+fn request(m: &FenceMachine, g: &mut Gen) -> Option<fence::InputKind> {
     let s = m.state();
     let idle: Vec<&str> = s
         .workers
@@ -207,19 +211,21 @@ fn request(m: &FenceMachine, g: &mut Gen) -> Option<FenceInputKind> {
         (None, Action::End, Some(o)) if !bound && o != EndOutcome::Revision => return None,
         (t, _, _) => t,
     };
-    Some(FenceInputKind::request(worker, action, token, req, outcome))
+    Some(fence::InputKind::request(
+        worker, action, token, req, outcome,
+    ))
 }
 
-fn enqueue(m: &FenceMachine, g: &mut Gen) -> Option<FenceInputKind> {
+fn enqueue(m: &FenceMachine, g: &mut Gen) -> Option<fence::InputKind> {
     let n = m.state().tasks.len();
     let root = *g.pick(&["root-a", "root-c"])?;
-    Some(FenceInputKind::Enqueue {
+    Some(fence::InputKind::Enqueue {
         task: format!("child-{n}"),
         root: root.into(),
     })
 }
 
-fn restore(g: &mut Gen) -> Option<FenceInputKind> {
+fn restore(g: &mut Gen) -> Option<fence::InputKind> {
     let fences = if g.chance(30) {
         FenceSnapshot::Malformed("not a list".into())
     } else {
@@ -242,5 +248,5 @@ fn restore(g: &mut Gen) -> Option<FenceInputKind> {
             root: "root-b".into(),
         },
     ];
-    Some(FenceInputKind::Restore { fences, pending })
+    Some(fence::InputKind::Restore { fences, pending })
 }

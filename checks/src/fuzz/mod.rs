@@ -25,6 +25,7 @@ use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use turnfence_model::prelude::*;
 use turnfence_model::Millis;
 
 /// A case's fault mix: each case draws its own, so some cases lose half their acks and others
@@ -139,8 +140,8 @@ impl From<turnfence_model::turn::Violation> for Broken {
     }
 }
 
-impl From<turnfence_model::fence::FenceViolation> for Broken {
-    fn from(v: turnfence_model::fence::FenceViolation) -> Broken {
+impl From<turnfence_model::fence::Violation> for Broken {
+    fn from(v: turnfence_model::fence::Violation) -> Broken {
         Broken {
             invariant: v.invariant.name().to_owned(),
             step: v.step,

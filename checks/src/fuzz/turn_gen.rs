@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use turnfence_model::prelude::*;
 use turnfence_model::turn::state::{ChildState, Phase};
 use turnfence_model::turn::{
     self, Budget, ChildKind, Input, InputKind, Mode, Output, Step, TurnMachine,
@@ -123,7 +124,7 @@ impl Target for TurnTarget {
     }
 
     fn reached(steps: &[(Input, Vec<Output>)]) -> Vec<&'static str> {
-        turn::invariants::reached(&as_steps(steps))
+        turn::reached(&as_steps(steps))
             .into_iter()
             .map(|i| i.name())
             .collect()

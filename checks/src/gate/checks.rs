@@ -2,6 +2,7 @@
 //! clock, a count — held against a threshold, and passes only if the invariants it stands on
 //! found nothing in the scenario. None is a literal.
 
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{
     DropReason, InputKind, Invariant, Output, StopAnswer, Terminal, TurnId,
 };

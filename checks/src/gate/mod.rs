@@ -7,6 +7,7 @@ pub mod scenarios;
 
 use serde::Serialize;
 use serde_json::{json, Value};
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{
     self, ChildKind, InputKind, Invariant, Misuse, Output, Step, TurnMachine, Violation,
 };
@@ -300,7 +301,7 @@ impl GateRun {
                     "checks": checks,
                     "violations": s.violations,
                     "misuse": s.misuse.as_ref().map(|(i, m)| json!({ "input": i, "error": m.to_string() })),
-                    "invariants_reached": turn::invariants::reached(&s.steps)
+                    "invariants_reached": turn::reached(&s.steps)
                         .iter().map(|i| i.name()).collect::<Vec<_>>(),
                 })
             })
@@ -371,7 +372,7 @@ impl GateRun {
     pub fn reached(&self) -> std::collections::BTreeSet<Invariant> {
         self.scenarios
             .iter()
-            .flat_map(|s| turn::invariants::reached(&s.steps))
+            .flat_map(|s| turn::reached(&s.steps))
             .collect()
     }
 }

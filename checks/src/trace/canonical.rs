@@ -17,7 +17,7 @@ use std::marker::PhantomData;
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use turnfence_model::fence::FenceStep;
+use turnfence_model::fence;
 use turnfence_model::turn::Step;
 use turnfence_model::Millis;
 
@@ -220,7 +220,7 @@ pub fn write(session: &str, steps: &[Step]) -> String {
 }
 
 /// Writes a recorded fence run as canonical lines.
-pub fn write_fence(session: &str, steps: &[FenceStep]) -> String {
+pub fn write_fence(session: &str, steps: &[fence::Step]) -> String {
     write_steps(
         session,
         steps.iter().map(|s| (s.input.at, &s.input, &s.outputs[..])),

@@ -1,10 +1,9 @@
 //! The fence machine as a [`Spec`] for the conformance engine. Fence traces are ours, written
 //! whole: no hidden steps are supplied.
 
-use turnfence_model::fence::{
-    Action, FenceInput, FenceInputKind, FenceInvariant, FenceMachine, FenceMisuse, FenceMonitor,
-    FenceOutput,
-};
+use turnfence_model::fence;
+use turnfence_model::fence::{Action, FenceMachine};
+use turnfence_model::prelude::*;
 use turnfence_model::Millis;
 
 use super::conform::{Judged, Spec};
@@ -15,63 +14,67 @@ pub struct FenceSpec;
 
 impl Spec for FenceSpec {
     type Machine = FenceMachine;
-    type Input = FenceInput;
-    type Output = FenceOutput;
-    type Misuse = FenceMisuse;
+    type Input = fence::Input;
+    type Output = fence::Output;
+    type Misuse = fence::Misuse;
 
-    fn at(input: &FenceInput) -> Millis {
+    fn at(input: &fence::Input) -> Millis {
         input.at
     }
 
-    fn advance_to(m: &mut FenceMachine, at: Millis) -> Result<(), FenceMisuse> {
+    fn advance_to(m: &mut FenceMachine, at: Millis) -> Result<(), fence::Misuse> {
         m.advance_to(at)
     }
 
-    fn handle(m: &mut FenceMachine, input: &FenceInput) -> Result<(), FenceMisuse> {
+    fn handle(m: &mut FenceMachine, input: &fence::Input) -> Result<(), fence::Misuse> {
         m.handle(input)
     }
 
-    fn poll(m: &mut FenceMachine) -> Option<FenceOutput> {
+    fn poll(m: &mut FenceMachine) -> Option<fence::Output> {
         m.poll_output()
     }
 
-    fn tick(at: Millis) -> FenceInput {
-        FenceInput::new(at, FenceInputKind::Tick)
+    fn tick(at: Millis) -> fence::Input {
+        fence::Input::new(at, fence::InputKind::Tick)
     }
 
-    fn is_bare(input: &FenceInput) -> bool {
-        matches!(input.kind, FenceInputKind::Tick | FenceInputKind::DropEvent)
+    fn is_bare(input: &fence::Input) -> bool {
+        matches!(
+            input.kind,
+            fence::InputKind::Tick | fence::InputKind::DropEvent
+        )
     }
 
-    fn subject(output: &FenceOutput) -> Option<&str> {
+    fn subject(output: &fence::Output) -> Option<&str> {
         match output {
-            FenceOutput::EventQueued { worker, .. }
-            | FenceOutput::AckConsumed { worker, .. }
-            | FenceOutput::Resent { worker, .. }
-            | FenceOutput::Verdict { worker, .. }
-            | FenceOutput::SealBelieved { worker, .. } => Some(worker),
-            FenceOutput::OwnerMessageWritten { root, .. }
-            | FenceOutput::OwnerMessageRefused { root }
-            | FenceOutput::RowCleared { root } => Some(root),
-            FenceOutput::Admitted { task, .. } | FenceOutput::AdmissionBlocked { task, .. } => {
+            fence::Output::EventQueued { worker, .. }
+            | fence::Output::AckConsumed { worker, .. }
+            | fence::Output::Resent { worker, .. }
+            | fence::Output::Verdict { worker, .. }
+            | fence::Output::SealBelieved { worker, .. } => Some(worker),
+            fence::Output::OwnerMessageWritten { root, .. }
+            | fence::Output::OwnerMessageRefused { root }
+            | fence::Output::RowCleared { root } => Some(root),
+            fence::Output::Admitted { task, .. } | fence::Output::AdmissionBlocked { task, .. } => {
                 Some(task)
             }
-            FenceOutput::EventDropped { token, .. }
-            | FenceOutput::EventRejected { token, .. }
-            | FenceOutput::Applied { token, .. }
-            | FenceOutput::AckWritten { token, .. }
-            | FenceOutput::AckLost { token, .. } => Some(token),
-            FenceOutput::AcksPruned { .. } | FenceOutput::Restored { .. } => None,
+            fence::Output::EventDropped { token, .. }
+            | fence::Output::EventRejected { token, .. }
+            | fence::Output::Applied { token, .. }
+            | fence::Output::AckWritten { token, .. }
+            | fence::Output::AckLost { token, .. } => Some(token),
+            fence::Output::AcksPruned { .. } | fence::Output::Restored { .. } => None,
         }
     }
 
-    fn input_subject(input: &FenceInput) -> Option<&str> {
+    fn input_subject(input: &fence::Input) -> Option<&str> {
         match &input.kind {
-            FenceInputKind::WorkerStart { worker, .. } | FenceInputKind::Request { worker, .. } => {
-                Some(worker)
+            fence::InputKind::WorkerStart { worker, .. }
+            | fence::InputKind::Request { worker, .. } => Some(worker),
+            fence::InputKind::OwnerMessage { root } => Some(root),
+            fence::InputKind::TaskDone { task } | fence::InputKind::Enqueue { task, .. } => {
+                Some(task)
             }
-            FenceInputKind::OwnerMessage { root } => Some(root),
-            FenceInputKind::TaskDone { task } | FenceInputKind::Enqueue { task, .. } => Some(task),
             _ => None,
         }
     }
@@ -79,25 +82,25 @@ impl Spec for FenceSpec {
     /// A worker's loop with no token to send, after an end dropped its binding, is a loop that
     /// still holds the dead token (the trace shows which one it sent).
     fn refusal_cause(
-        outputs: &[&FenceOutput],
-        misuse: &FenceMisuse,
+        outputs: &[&fence::Output],
+        misuse: &fence::Misuse,
     ) -> Option<(&'static str, String)> {
-        let FenceMisuse::NoToken { worker } = misuse else {
+        let fence::Misuse::NoToken { worker } = misuse else {
             return None;
         };
         let ended = outputs.iter().any(|o| {
-            matches!(o, FenceOutput::Verdict { worker: w, action: Action::End, .. } if w == worker)
+            matches!(o, fence::Output::Verdict { worker: w, action: Action::End, .. } if w == worker)
         });
         ended.then(|| {
             (
-                FenceInvariant::DeadTokenHarmless.name(),
+                fence::Invariant::DeadTokenHarmless.name(),
                 format!("worker {worker}'s loop sends a token its end already dropped"),
             )
         })
     }
 
-    fn judge(steps: &[(&FenceInput, Vec<&FenceOutput>)]) -> Vec<Judged> {
-        let mut monitor = FenceMonitor::new();
+    fn judge(steps: &[(&fence::Input, Vec<&fence::Output>)]) -> Vec<Judged> {
+        let mut monitor = fence::Monitor::default();
         for (input, outputs) in steps {
             monitor.input(input);
             for o in outputs {

@@ -2,6 +2,7 @@
 //! leave out that the model can explain), the refusals that are evidence of a broken invariant,
 //! and its invariants.
 
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{
     ChildKind, Input, InputKind, Invariant, Misuse, Monitor, NotStartedReason, Output, Terminal,
     TurnMachine,
@@ -249,7 +250,7 @@ impl Spec for TurnSpec {
     }
 
     fn judge(steps: &[(&Input, Vec<&Output>)]) -> Vec<Judged> {
-        let mut monitor = Monitor::new();
+        let mut monitor = Monitor::default();
         for (input, outputs) in steps {
             monitor.input(input);
             for o in outputs {

@@ -8,7 +8,9 @@ use std::fmt::Write;
 use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds, Explored};
 use turnfence_checks::fuzz::fence_gen::FenceTarget;
 use turnfence_checks::fuzz::turn_gen::TurnTarget;
-use turnfence_model::fence::{FenceInvariant, FenceMachine};
+use turnfence_model::fence;
+use turnfence_model::fence::FenceMachine;
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, TurnMachine};
 
 fn line<I>(out: &mut String, name: &str, e: &Explored<I>) {
@@ -126,7 +128,7 @@ fn deep_exhaustive_exploration_at_the_ci_bounds() {
         unreached.is_empty(),
         "turn invariants never put to the test: {unreached:?}"
     );
-    let unreached: Vec<&str> = FenceInvariant::ALL
+    let unreached: Vec<&str> = fence::Invariant::ALL
         .iter()
         .map(|i| i.name())
         .filter(|n| !fence_reached.contains(n))

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 use proptest::sample::select;
 use turnfence_checks::trace::canonical::write_fence;
+use turnfence_model::fence;
 use turnfence_model::fence::{
-    self, invariants, Action, EndOutcome, FenceFlaw, FenceInput, FenceInputKind, FenceInvariant,
-    FenceMachine, FenceSnapshot, FenceStep, Path as Route, SnapshotRow, SnapshotTask, Status,
+    Action, EndOutcome, FenceMachine, FenceSnapshot, Path as Route, SnapshotRow, SnapshotTask,
+    Status,
 };
+use turnfence_model::prelude::*;
 
 fn fence_fixtures(dir: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -33,7 +35,7 @@ fn read(path: &Path) -> String {
 }
 
 /// The inputs of a canonical fence trace.
-fn inputs_of(path: &Path) -> Vec<FenceInput> {
+fn inputs_of(path: &Path) -> Vec<fence::Input> {
     read(path)
         .lines()
         .skip(1)
@@ -46,7 +48,7 @@ fn inputs_of(path: &Path) -> Vec<FenceInput> {
         .collect()
 }
 
-fn record(machine: &mut FenceMachine, inputs: &[FenceInput]) -> Vec<FenceStep> {
+fn record(machine: &mut FenceMachine, inputs: &[fence::Input]) -> Vec<fence::Step> {
     let mut steps = Vec::new();
     for i in inputs {
         let _ = fence::step(machine, i, &mut steps);
@@ -65,7 +67,7 @@ fn meta_invariant(path: &Path) -> Option<String> {
 fn every_fence_invariant_and_historical_bug_has_a_rejected_fixture() {
     let rejected = fence_fixtures("rejected");
     let named: BTreeSet<String> = rejected.iter().filter_map(|p| meta_invariant(p)).collect();
-    for i in FenceInvariant::ALL {
+    for i in fence::Invariant::ALL {
         assert!(
             named.contains(i.name()),
             "no rejected fixture for {}",
@@ -96,10 +98,10 @@ fn the_fence_model_keeps_every_invariant_on_the_fixtures_and_reaches_them_all() 
         let violations = fence::check_all(&steps);
         assert!(violations.is_empty(), "{}: {violations:#?}", path.display());
         if path.to_string_lossy().contains("accepted") {
-            reached.extend(invariants::reached(&steps));
+            reached.extend(fence::reached(&steps));
         }
     }
-    let missing: Vec<&str> = FenceInvariant::ALL
+    let missing: Vec<&str> = fence::Invariant::ALL
         .iter()
         .filter(|i| !reached.contains(i))
         .map(|i| i.name())
@@ -110,13 +112,13 @@ fn the_fence_model_keeps_every_invariant_on_the_fixtures_and_reaches_them_all() 
 /// Each planted flaw, run on the fixtures' inputs, breaks the invariant it names.
 #[test]
 fn every_fence_flaw_is_caught_naming_its_invariant() {
-    let all: Vec<Vec<FenceInput>> = fence_fixtures("accepted")
+    let all: Vec<Vec<fence::Input>> = fence_fixtures("accepted")
         .into_iter()
         .chain(fence_fixtures("rejected"))
         .map(|p| inputs_of(&p))
         .collect();
     let mut table = String::new();
-    for flaw in FenceFlaw::ALL {
+    for flaw in fence::Flaw::ALL {
         let mut broken = BTreeSet::new();
         for inputs in &all {
             let steps = record(&mut FenceMachine::with_flaw(flaw), inputs);
@@ -160,7 +162,7 @@ fn id(options: &'static [&'static str]) -> impl Strategy<Value = String> {
     select(options).prop_map(str::to_owned)
 }
 
-fn fence_kind() -> impl Strategy<Value = FenceInputKind> {
+fn fence_kind() -> impl Strategy<Value = fence::InputKind> {
     let request = (
         id(&["w0", "w1", "w2"]),
         prop_oneof![
@@ -179,15 +181,17 @@ fn fence_kind() -> impl Strategy<Value = FenceInputKind> {
         prop::option::of(0u64..3),
     )
         .prop_map(
-            |(worker, action, token, req, outcome, expected_generation)| FenceInputKind::Request {
-                worker,
-                action,
-                token,
-                req,
-                outcome,
-                expected_generation,
-                root: None,
-                task: None,
+            |(worker, action, token, req, outcome, expected_generation)| {
+                fence::InputKind::Request {
+                    worker,
+                    action,
+                    token,
+                    req,
+                    outcome,
+                    expected_generation,
+                    root: None,
+                    task: None,
+                }
             },
         );
     let start = (
@@ -196,17 +200,19 @@ fn fence_kind() -> impl Strategy<Value = FenceInputKind> {
         id(&["r0", "r1", "t9"]),
         id(&["r0", "r1"]),
     )
-        .prop_map(|(worker, direct, task, root)| FenceInputKind::WorkerStart {
-            worker,
-            path: if direct { Route::Direct } else { Route::Pooled },
-            task,
-            root,
-        });
+        .prop_map(
+            |(worker, direct, task, root)| fence::InputKind::WorkerStart {
+                worker,
+                path: if direct { Route::Direct } else { Route::Pooled },
+                task,
+                root,
+            },
+        );
     let restore = (
         any::<bool>(),
         prop::collection::vec((id(&["c0", "c1"]), id(&["r0", "r1"])), 0..3),
     )
-        .prop_map(|(malformed, pending)| FenceInputKind::Restore {
+        .prop_map(|(malformed, pending)| fence::InputKind::Restore {
             fences: if malformed {
                 FenceSnapshot::Malformed("x".into())
             } else {
@@ -223,17 +229,17 @@ fn fence_kind() -> impl Strategy<Value = FenceInputKind> {
     prop_oneof![
         2 => start,
         6 => request,
-        4 => any::<bool>().prop_map(|lose_ack| FenceInputKind::SupervisorStep { lose_ack }),
-        1 => Just(FenceInputKind::DropEvent),
-        3 => Just(FenceInputKind::Tick),
-        2 => id(&["r0", "r1"]).prop_map(|root| FenceInputKind::OwnerMessage { root }),
-        1 => id(&["r0", "r1", "t9"]).prop_map(|task| FenceInputKind::TaskDone { task }),
-        2 => (id(&["c0", "c1", "c2"]), id(&["r0", "r1"])).prop_map(|(task, root)| FenceInputKind::Enqueue { task, root }),
+        4 => any::<bool>().prop_map(|lose_ack| fence::InputKind::SupervisorStep { lose_ack }),
+        1 => Just(fence::InputKind::DropEvent),
+        3 => Just(fence::InputKind::Tick),
+        2 => id(&["r0", "r1"]).prop_map(|root| fence::InputKind::OwnerMessage { root }),
+        1 => id(&["r0", "r1", "t9"]).prop_map(|task| fence::InputKind::TaskDone { task }),
+        2 => (id(&["c0", "c1", "c2"]), id(&["r0", "r1"])).prop_map(|(task, root)| fence::InputKind::Enqueue { task, root }),
         1 => restore,
     ]
 }
 
-fn fence_inputs() -> impl Strategy<Value = Vec<FenceInput>> {
+fn fence_inputs() -> impl Strategy<Value = Vec<fence::Input>> {
     prop::collection::vec(
         (prop_oneof![0u64..50, 9_000u64..11_000], fence_kind()),
         1..120,
@@ -244,7 +250,7 @@ fn fence_inputs() -> impl Strategy<Value = Vec<FenceInput>> {
             .into_iter()
             .map(|(dt, kind)| {
                 at += dt;
-                FenceInput::new(at, kind)
+                fence::Input::new(at, kind)
             })
             .collect()
     })
@@ -265,7 +271,7 @@ fn the_fence_machine_never_panics_and_keeps_every_invariant() {
                 prop_assert_eq!(m.state(), ticked.state(), "misuse {} changed state", misuse);
             }
             let json = serde_json::to_string(input).unwrap();
-            prop_assert_eq!(&serde_json::from_str::<FenceInput>(&json).unwrap(), input);
+            prop_assert_eq!(&serde_json::from_str::<fence::Input>(&json).unwrap(), input);
         }
         let violations = fence::check_all(&steps);
         prop_assert!(violations.is_empty(), "{:#?}", violations);

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use turnfence_checks::gate;
 use turnfence_checks::trace::{self, Dialect};
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, TurnMachine};
 
 fn fixtures(dir: &str) -> Vec<PathBuf> {

@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use turnfence_checks::gate;
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{Flaw, TurnMachine};
 
 /// The gate check each flaw must fail (at least), by the scenario that exercises the rule.

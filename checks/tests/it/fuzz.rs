@@ -13,7 +13,9 @@ use turnfence_checks::fuzz::report::{self, Report};
 use turnfence_checks::fuzz::strategy::CaseStrategy;
 use turnfence_checks::fuzz::turn_gen::TurnTarget;
 use turnfence_checks::fuzz::{self, Case, Found, Target};
-use turnfence_model::fence::{FenceFlaw, FenceMachine};
+use turnfence_model::fence;
+use turnfence_model::fence::FenceMachine;
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{Flaw, TurnMachine};
 
 /// Steps per generated case.
@@ -254,7 +256,7 @@ fn every_planted_flaw_is_found_shrunk_and_reported() {
             &mut reports,
         );
     }
-    for flaw in FenceFlaw::ALL {
+    for flaw in fence::Flaw::ALL {
         let make: Rc<dyn Fn() -> FenceMachine> = Rc::new(move || FenceMachine::with_flaw(flaw));
         catch::<FenceTarget>(
             &flaw_name(flaw),

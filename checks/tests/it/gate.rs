@@ -1,6 +1,7 @@
 //! The gate on the correct model: every check passes, on values the model computed.
 
 use turnfence_checks::gate;
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, TurnMachine};
 
 #[test]

@@ -3,6 +3,7 @@
 
 use proptest::prelude::*;
 use proptest::sample::select;
+use turnfence_model::prelude::*;
 use turnfence_model::turn::{
     check_all, Budget, ChildKind, Input, InputKind, Mode, Step, TurnMachine,
 };

@@ -9,13 +9,15 @@ use turnfence_checks::explore::fence::{started, FenceBounds};
 use turnfence_checks::explore::Explorable;
 use turnfence_checks::fuzz::fence_gen::FenceTarget;
 use turnfence_checks::fuzz::Target;
-use turnfence_model::fence::{FenceInput, FenceMachine, FenceMonitor};
+use turnfence_model::fence;
+use turnfence_model::fence::FenceMachine;
+use turnfence_model::prelude::*;
 
 /// One explored state.
 #[derive(Clone, Debug)]
 pub struct PeerState {
     pub machine: FenceMachine,
-    pub monitor: FenceMonitor,
+    pub monitor: fence::Monitor,
 }
 
 impl Hash for PeerState {
@@ -41,7 +43,7 @@ pub struct PeerModel {
 
 impl Model for PeerModel {
     type State = PeerState;
-    type Action = FenceInput;
+    type Action = fence::Input;
 
     fn init_states(&self) -> Vec<PeerState> {
         vec![PeerState {
@@ -50,7 +52,7 @@ impl Model for PeerModel {
         }]
     }
 
-    fn actions(&self, state: &PeerState, actions: &mut Vec<FenceInput>) {
+    fn actions(&self, state: &PeerState, actions: &mut Vec<fence::Input>) {
         actions.extend(FenceTarget::alphabet(&state.machine, &self.bounds));
     }
 
@@ -60,7 +62,7 @@ impl Model for PeerModel {
         vec![Property::<Self>::always("explored", |_, _| true)]
     }
 
-    fn next_state(&self, last: &PeerState, action: FenceInput) -> Option<PeerState> {
+    fn next_state(&self, last: &PeerState, action: fence::Input) -> Option<PeerState> {
         let mut next = last.clone();
         let (steps, ok) = FenceTarget::step(&mut next.machine, &action);
         if !ok {

@@ -3,11 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::invariants::FenceInvariant;
+use super::invariants::Invariant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FenceFlaw {
+pub enum Flaw {
     /// (1) One ack per token: a timed-out inspect's late `active` is read as the next end's answer.
     AckPerToken,
     /// (2) No re-adoption: after a lost begin ack, every re-begin is refused `already active`.
@@ -39,40 +39,40 @@ pub enum FenceFlaw {
     RestoreIgnoresFences,
 }
 
-impl FenceFlaw {
-    pub const ALL: [FenceFlaw; 14] = [
-        FenceFlaw::AckPerToken,
-        FenceFlaw::NoReadoption,
-        FenceFlaw::EndKeepsBinding,
-        FenceFlaw::ResendRead,
-        FenceFlaw::ReadoptKeepsToken,
-        FenceFlaw::DeadOwnerTakeover,
-        FenceFlaw::SameTokenAnswersActive,
-        FenceFlaw::BlindSeal,
-        FenceFlaw::ReleasedIsSeal,
-        FenceFlaw::ReqNotValidated,
-        FenceFlaw::DirectUsesTransport,
-        FenceFlaw::GapAsRefusal,
-        FenceFlaw::AdmitUnderFence,
-        FenceFlaw::RestoreIgnoresFences,
+impl Flaw {
+    pub const ALL: [Flaw; 14] = [
+        Flaw::AckPerToken,
+        Flaw::NoReadoption,
+        Flaw::EndKeepsBinding,
+        Flaw::ResendRead,
+        Flaw::ReadoptKeepsToken,
+        Flaw::DeadOwnerTakeover,
+        Flaw::SameTokenAnswersActive,
+        Flaw::BlindSeal,
+        Flaw::ReleasedIsSeal,
+        Flaw::ReqNotValidated,
+        Flaw::DirectUsesTransport,
+        Flaw::GapAsRefusal,
+        Flaw::AdmitUnderFence,
+        Flaw::RestoreIgnoresFences,
     ];
 
     /// The invariant the flaw breaks.
-    pub fn breaks(self) -> FenceInvariant {
-        use FenceInvariant as I;
+    pub fn breaks(self) -> Invariant {
+        use Invariant as I;
         match self {
-            FenceFlaw::AckPerToken => I::AckIdentity,
-            FenceFlaw::NoReadoption | FenceFlaw::DeadOwnerTakeover => I::ForeignBeginRefused,
-            FenceFlaw::EndKeepsBinding | FenceFlaw::ReadoptKeepsToken => I::DeadTokenHarmless,
-            FenceFlaw::ResendRead => I::ResendBounded,
-            FenceFlaw::SameTokenAnswersActive => I::SealedNeverReadopted,
-            FenceFlaw::BlindSeal => I::CompareAndSeal,
-            FenceFlaw::ReleasedIsSeal => I::OnlySealedIsSeal,
-            FenceFlaw::ReqNotValidated => I::IdsValidated,
-            FenceFlaw::DirectUsesTransport => I::DirectPathSilent,
-            FenceFlaw::GapAsRefusal => I::GapIsUnknown,
-            FenceFlaw::AdmitUnderFence => I::FencedRootAdmitsNothing,
-            FenceFlaw::RestoreIgnoresFences => I::RestoreFailsClosed,
+            Flaw::AckPerToken => I::AckIdentity,
+            Flaw::NoReadoption | Flaw::DeadOwnerTakeover => I::ForeignBeginRefused,
+            Flaw::EndKeepsBinding | Flaw::ReadoptKeepsToken => I::DeadTokenHarmless,
+            Flaw::ResendRead => I::ResendBounded,
+            Flaw::SameTokenAnswersActive => I::SealedNeverReadopted,
+            Flaw::BlindSeal => I::CompareAndSeal,
+            Flaw::ReleasedIsSeal => I::OnlySealedIsSeal,
+            Flaw::ReqNotValidated => I::IdsValidated,
+            Flaw::DirectUsesTransport => I::DirectPathSilent,
+            Flaw::GapAsRefusal => I::GapIsUnknown,
+            Flaw::AdmitUnderFence => I::FencedRootAdmitsNothing,
+            Flaw::RestoreIgnoresFences => I::RestoreFailsClosed,
         }
     }
 }

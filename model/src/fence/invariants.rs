@@ -1,7 +1,7 @@
 //! The twelve fence invariants of SPEC §3.5, as a monitor over the fence machine's inputs and
 //! outputs. Like the turn monitor, it never looks inside a machine: it keeps its own account of
 //! the rows from the replies it sees. Each invariant is paired with a `sometimes`
-//! ([`FenceInvariant::reached`]).
+//! ([`Invariant::reached`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,11 +9,13 @@ use serde::{Deserialize, Serialize};
 
 use super::table::{normalize, valid_id};
 use super::types::*;
+use super::FenceMachine;
 use crate::Millis;
+use crate::Monitor as _;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum FenceInvariant {
+pub enum Invariant {
     SealedNeverReadopted,
     ForeignBeginRefused,
     DeadTokenHarmless,
@@ -28,82 +30,65 @@ pub enum FenceInvariant {
     RestoreFailsClosed,
 }
 
-impl FenceInvariant {
-    pub const ALL: [FenceInvariant; 12] = [
-        FenceInvariant::SealedNeverReadopted,
-        FenceInvariant::ForeignBeginRefused,
-        FenceInvariant::DeadTokenHarmless,
-        FenceInvariant::CompareAndSeal,
-        FenceInvariant::AckIdentity,
-        FenceInvariant::ResendBounded,
-        FenceInvariant::GapIsUnknown,
-        FenceInvariant::OnlySealedIsSeal,
-        FenceInvariant::FencedRootAdmitsNothing,
-        FenceInvariant::IdsValidated,
-        FenceInvariant::DirectPathSilent,
-        FenceInvariant::RestoreFailsClosed,
+impl crate::Invariant for Invariant {
+    const ALL: &'static [Invariant] = &[
+        Invariant::SealedNeverReadopted,
+        Invariant::ForeignBeginRefused,
+        Invariant::DeadTokenHarmless,
+        Invariant::CompareAndSeal,
+        Invariant::AckIdentity,
+        Invariant::ResendBounded,
+        Invariant::GapIsUnknown,
+        Invariant::OnlySealedIsSeal,
+        Invariant::FencedRootAdmitsNothing,
+        Invariant::IdsValidated,
+        Invariant::DirectPathSilent,
+        Invariant::RestoreFailsClosed,
     ];
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
-            FenceInvariant::SealedNeverReadopted => "sealed_never_readopted",
-            FenceInvariant::ForeignBeginRefused => "foreign_begin_refused",
-            FenceInvariant::DeadTokenHarmless => "dead_token_harmless",
-            FenceInvariant::CompareAndSeal => "compare_and_seal",
-            FenceInvariant::AckIdentity => "ack_identity",
-            FenceInvariant::ResendBounded => "resend_bounded",
-            FenceInvariant::GapIsUnknown => "gap_is_unknown",
-            FenceInvariant::OnlySealedIsSeal => "only_sealed_is_seal",
-            FenceInvariant::FencedRootAdmitsNothing => "fenced_root_admits_nothing",
-            FenceInvariant::IdsValidated => "ids_validated",
-            FenceInvariant::DirectPathSilent => "direct_path_silent",
-            FenceInvariant::RestoreFailsClosed => "restore_fails_closed",
+            Invariant::SealedNeverReadopted => "sealed_never_readopted",
+            Invariant::ForeignBeginRefused => "foreign_begin_refused",
+            Invariant::DeadTokenHarmless => "dead_token_harmless",
+            Invariant::CompareAndSeal => "compare_and_seal",
+            Invariant::AckIdentity => "ack_identity",
+            Invariant::ResendBounded => "resend_bounded",
+            Invariant::GapIsUnknown => "gap_is_unknown",
+            Invariant::OnlySealedIsSeal => "only_sealed_is_seal",
+            Invariant::FencedRootAdmitsNothing => "fenced_root_admits_nothing",
+            Invariant::IdsValidated => "ids_validated",
+            Invariant::DirectPathSilent => "direct_path_silent",
+            Invariant::RestoreFailsClosed => "restore_fails_closed",
         }
     }
 
-    pub fn from_name(name: &str) -> Option<FenceInvariant> {
-        FenceInvariant::ALL.into_iter().find(|i| i.name() == name)
-    }
-
     /// What a run must show for the invariant to have been put to the test.
-    pub fn reached(self) -> &'static str {
+    fn reached(self) -> &'static str {
         match self {
-            FenceInvariant::SealedNeverReadopted => "a begin met a sealed row",
-            FenceInvariant::ForeignBeginRefused => {
-                "a foreign begin was refused, or a begin re-adopted"
-            }
-            FenceInvariant::DeadTokenHarmless => "a dead token was answered row_absent",
-            FenceInvariant::CompareAndSeal => "an end released on a generation mismatch",
-            FenceInvariant::AckIdentity => "a waiter consumed an ack",
-            FenceInvariant::ResendBounded => "a transition was re-sent",
-            FenceInvariant::GapIsUnknown => "a request ended unknown",
-            FenceInvariant::OnlySealedIsSeal => "a worker came to hold its root sealed",
-            FenceInvariant::FencedRootAdmitsNothing => "an admission was blocked",
-            FenceInvariant::IdsValidated => "an event with bad ids was rejected",
-            FenceInvariant::DirectPathSilent => "a direct turn applied a transition",
-            FenceInvariant::RestoreFailsClosed => {
+            Invariant::SealedNeverReadopted => "a begin met a sealed row",
+            Invariant::ForeignBeginRefused => "a foreign begin was refused, or a begin re-adopted",
+            Invariant::DeadTokenHarmless => "a dead token was answered row_absent",
+            Invariant::CompareAndSeal => "an end released on a generation mismatch",
+            Invariant::AckIdentity => "a waiter consumed an ack",
+            Invariant::ResendBounded => "a transition was re-sent",
+            Invariant::GapIsUnknown => "a request ended unknown",
+            Invariant::OnlySealedIsSeal => "a worker came to hold its root sealed",
+            Invariant::FencedRootAdmitsNothing => "an admission was blocked",
+            Invariant::IdsValidated => "an event with bad ids was rejected",
+            Invariant::DirectPathSilent => "a direct turn applied a transition",
+            Invariant::RestoreFailsClosed => {
                 "a restore cancelled a fenced descendant or failed closed"
             }
         }
     }
 }
 
-/// A broken fence invariant.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FenceViolation {
-    pub invariant: FenceInvariant,
-    pub step: usize,
-    pub at: Millis,
-    pub ids: Vec<String>,
-    pub message: String,
-}
+/// A broken invariant of this machine.
+pub type Violation = crate::Violation<Invariant>;
 
 /// One input and the outputs it caused.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct FenceStep {
-    pub input: FenceInput,
-    pub outputs: Vec<FenceOutput>,
-}
+pub type Step = crate::Step<Input, Output>;
 
 #[derive(Clone, Debug, PartialEq, Hash)]
 struct RowSeen {
@@ -144,8 +129,8 @@ struct Asked {
 }
 
 #[derive(Clone, Debug, Default)]
-pub struct FenceMonitor {
-    only: Option<FenceInvariant>,
+pub struct Monitor {
+    only: Option<Invariant>,
     step: usize,
     now: Millis,
     rows: BTreeMap<RootId, RowSeen>,
@@ -157,22 +142,43 @@ pub struct FenceMonitor {
     /// The last reply applied per (token, req): what an ack carries.
     replies: BTreeMap<(Token, Req), (Action, Reply)>,
     restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
-    violations: Vec<FenceViolation>,
-    reached: BTreeSet<FenceInvariant>,
+    violations: Vec<Violation>,
+    reached: BTreeSet<Invariant>,
 }
 
 fn key(token: &str, req: &str) -> (Token, Req) {
     (normalize(token), normalize(req))
 }
 
-impl FenceMonitor {
-    pub fn new() -> FenceMonitor {
-        FenceMonitor::default()
+impl crate::Monitor<FenceMachine> for Monitor {
+    fn only(invariant: Invariant) -> Monitor {
+        Monitor {
+            only: Some(invariant),
+            ..Monitor::default()
+        }
     }
 
-    /// Hashes what the monitor remembers that can decide a future verdict (not its step count,
-    /// findings or reachability): with the machine's state, one explorer state.
-    pub fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+    fn input(&mut self, input: &Input) {
+        self.on_input(input);
+    }
+
+    fn output(&mut self, output: &Output) {
+        self.on_output(output);
+    }
+
+    fn end_step(&mut self) {
+        self.on_end_step();
+    }
+
+    fn take_violations(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.violations)
+    }
+
+    fn reached(&self) -> &BTreeSet<Invariant> {
+        &self.reached
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
         self.now.hash(h);
         self.rows.hash(h);
@@ -183,38 +189,14 @@ impl FenceMonitor {
         self.replies.hash(h);
         self.restore.hash(h);
     }
+}
 
-    pub fn only(invariant: FenceInvariant) -> FenceMonitor {
-        FenceMonitor {
-            only: Some(invariant),
-            ..FenceMonitor::default()
-        }
-    }
-
-    pub fn reached(&self) -> &BTreeSet<FenceInvariant> {
-        &self.reached
-    }
-
-    pub fn take_violations(&mut self) -> Vec<FenceViolation> {
-        std::mem::take(&mut self.violations)
-    }
-
-    pub fn check(mut self, steps: &[FenceStep]) -> Vec<FenceViolation> {
-        for s in steps {
-            self.input(&s.input);
-            for o in &s.outputs {
-                self.output(o);
-            }
-            self.end_step();
-        }
-        self.violations
-    }
-
-    fn violate(&mut self, invariant: FenceInvariant, ids: &[&str], message: String) {
+impl Monitor {
+    fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
         if self.only.is_some_and(|o| o != invariant) {
             return;
         }
-        self.violations.push(FenceViolation {
+        self.violations.push(Violation {
             invariant,
             step: self.step,
             at: self.now,
@@ -223,14 +205,14 @@ impl FenceMonitor {
         });
     }
 
-    fn reach(&mut self, i: FenceInvariant) {
+    fn reach(&mut self, i: Invariant) {
         self.reached.insert(i);
     }
 
-    pub fn input(&mut self, input: &FenceInput) {
+    fn on_input(&mut self, input: &Input) {
         self.now = self.now.max(input.at);
         match &input.kind {
-            FenceInputKind::WorkerStart {
+            InputKind::WorkerStart {
                 worker,
                 path,
                 task,
@@ -246,7 +228,7 @@ impl FenceMonitor {
                     },
                 );
             }
-            FenceInputKind::Request {
+            InputKind::Request {
                 worker,
                 token,
                 req,
@@ -265,7 +247,7 @@ impl FenceMonitor {
                 };
                 w.pending_ask = Some((normalize(req), asked));
             }
-            FenceInputKind::Restore { fences, pending } => {
+            InputKind::Restore { fences, pending } => {
                 let roots = match fences {
                     FenceSnapshot::Rows(rows) if rows.iter().all(|r| !r.root.is_empty()) => Some(
                         rows.iter()
@@ -281,17 +263,17 @@ impl FenceMonitor {
         }
     }
 
-    pub fn output(&mut self, output: &FenceOutput) {
+    fn on_output(&mut self, output: &Output) {
         match output {
-            FenceOutput::EventQueued {
+            Output::EventQueued {
                 worker,
                 token,
                 req,
                 action,
                 attempt: _,
             } => self.on_queued(worker, token, req, *action),
-            FenceOutput::EventRejected { .. } => self.reach(FenceInvariant::IdsValidated),
-            FenceOutput::Applied {
+            Output::EventRejected { .. } => self.reach(Invariant::IdsValidated),
+            Output::Applied {
                 token,
                 req,
                 action,
@@ -300,23 +282,23 @@ impl FenceMonitor {
                 expected_generation,
                 ..
             } => self.on_applied(worker, token, req, *action, *expected_generation, reply),
-            FenceOutput::AckWritten { token, req, .. } => self.on_ack_written(token, req),
-            FenceOutput::AckConsumed { worker, token, req } => self.on_consumed(worker, token, req),
-            FenceOutput::Resent { .. } => self.reach(FenceInvariant::ResendBounded),
-            FenceOutput::Verdict {
+            Output::AckWritten { token, req, .. } => self.on_ack_written(token, req),
+            Output::AckConsumed { worker, token, req } => self.on_consumed(worker, token, req),
+            Output::Resent { .. } => self.reach(Invariant::ResendBounded),
+            Output::Verdict {
                 worker,
                 action,
                 token,
                 req,
                 verdict,
             } => self.on_verdict(worker, *action, token, req, verdict),
-            FenceOutput::SealBelieved {
+            Output::SealBelieved {
                 worker,
                 root,
                 token,
                 ..
             } => self.on_seal_believed(worker, root, token),
-            FenceOutput::OwnerMessageWritten {
+            Output::OwnerMessageWritten {
                 root,
                 generation: Some(g),
             } => {
@@ -324,16 +306,16 @@ impl FenceMonitor {
                     r.generation = *g;
                 }
             }
-            FenceOutput::RowCleared { root } => {
+            Output::RowCleared { root } => {
                 if let Some(r) = self.rows.remove(root) {
                     self.dead.insert(r.token);
                 }
             }
-            FenceOutput::Admitted { task, root } => {
+            Output::Admitted { task, root } => {
                 if let Some(r) = self.rows.get(root) {
                     let status = if r.sealed { "sealed" } else { "active" };
                     self.violate(
-                        FenceInvariant::FencedRootAdmitsNothing,
+                        Invariant::FencedRootAdmitsNothing,
                         &[task, root],
                         format!(
                             "task {task} was admitted under root {root} whose fence is {status}"
@@ -341,10 +323,8 @@ impl FenceMonitor {
                     );
                 }
             }
-            FenceOutput::AdmissionBlocked { .. } => {
-                self.reach(FenceInvariant::FencedRootAdmitsNothing)
-            }
-            FenceOutput::Restored {
+            Output::AdmissionBlocked { .. } => self.reach(Invariant::FencedRootAdmitsNothing),
+            Output::Restored {
                 restored,
                 cancelled,
                 ..
@@ -382,7 +362,7 @@ impl FenceMonitor {
         let count = *count;
         if direct {
             self.violate(
-                FenceInvariant::DirectPathSilent,
+                Invariant::DirectPathSilent,
                 &[worker, token, req],
                 format!("direct worker {worker} put a {action:?} event on the supervisor's queue"),
             );
@@ -390,14 +370,14 @@ impl FenceMonitor {
         let bound = if action.is_transition() { 2 } else { 1 };
         if count > bound {
             self.violate(
-                FenceInvariant::ResendBounded,
+                Invariant::ResendBounded,
                 &[worker, token, req],
                 format!("{action:?} request {req} was sent {count} times (at most {bound})"),
             );
         }
         if stale {
             self.violate(
-                FenceInvariant::DeadTokenHarmless,
+                Invariant::DeadTokenHarmless,
                 &[worker, token],
                 format!("worker {worker} keeps using token {token}, which owns no row"),
             );
@@ -415,21 +395,21 @@ impl FenceMonitor {
     ) {
         let direct = self.workers.get(worker).is_some_and(|w| w.direct);
         if direct {
-            self.reach(FenceInvariant::DirectPathSilent);
+            self.reach(Invariant::DirectPathSilent);
             self.sent_with(worker, token);
             let stale = self.workers.get(worker).is_some_and(|x| {
                 x.loop_token && action == Action::Inspect && x.gone.contains(&normalize(token))
             });
             if stale {
                 self.violate(
-                    FenceInvariant::DeadTokenHarmless,
+                    Invariant::DeadTokenHarmless,
                     &[worker, token],
                     format!("worker {worker} keeps using token {token}, which owns no row"),
                 );
             }
         } else if !(valid_id(token) && valid_id(req)) {
             self.violate(
-                FenceInvariant::IdsValidated,
+                Invariant::IdsValidated,
                 &[token, req],
                 format!("an event with token {token:?} and req {req:?} reached a transition"),
             );
@@ -509,13 +489,13 @@ impl FenceMonitor {
         let row = self.rows.get(root).cloned();
         match (&row, reply.ok, reply.status) {
             (Some(r), true, Status::Active) if r.sealed => self.violate(
-                FenceInvariant::SealedNeverReadopted,
+                Invariant::SealedNeverReadopted,
                 &[root, token],
                 format!("a begin with token {token} succeeded as active on sealed root {root}"),
             ),
             (Some(r), true, Status::Active) if r.task != *requester && r.token != token => self
                 .violate(
-                    FenceInvariant::ForeignBeginRefused,
+                    Invariant::ForeignBeginRefused,
                     &[root, requester],
                     format!(
                         "task {requester} took over root {root}, owned by {}",
@@ -523,14 +503,12 @@ impl FenceMonitor {
                     ),
                 ),
             (Some(r), false, Status::Active) if r.task == *requester && !r.sealed => self.violate(
-                FenceInvariant::ForeignBeginRefused,
+                Invariant::ForeignBeginRefused,
                 &[root, requester],
                 format!("the root's own task {requester} was refused as foreign"),
             ),
-            (Some(_), false, Status::Active) => self.reach(FenceInvariant::ForeignBeginRefused),
-            (Some(r), _, Status::Sealed) if r.sealed => {
-                self.reach(FenceInvariant::SealedNeverReadopted)
-            }
+            (Some(_), false, Status::Active) => self.reach(Invariant::ForeignBeginRefused),
+            (Some(r), _, Status::Sealed) if r.sealed => self.reach(Invariant::SealedNeverReadopted),
             _ => {}
         }
         if reply.ok && reply.status == Status::Active {
@@ -548,7 +526,7 @@ impl FenceMonitor {
                 if r.token != token && r.task == *requester {
                     // Re-adoption: from here on the old token is dead, whatever the table kept.
                     self.dead.insert(r.token.clone());
-                    self.reach(FenceInvariant::ForeignBeginRefused);
+                    self.reach(Invariant::ForeignBeginRefused);
                 }
             }
             // The owner: a new row's requester; a re-send (same token) keeps the row's; a begin
@@ -584,10 +562,10 @@ impl FenceMonitor {
             .map(|(root, _)| root.clone());
         if self.dead.contains(token) {
             if reply.row_absent {
-                self.reach(FenceInvariant::DeadTokenHarmless);
+                self.reach(Invariant::DeadTokenHarmless);
             } else if action == Action::End {
                 self.violate(
-                    FenceInvariant::DeadTokenHarmless,
+                    Invariant::DeadTokenHarmless,
                     &[token],
                     format!(
                         "an end with dead token {token} changed a row ({:?})",
@@ -612,7 +590,7 @@ impl FenceMonitor {
                 if blind || stale {
                     let sent = expected.map_or_else(|| "none".to_owned(), |e| e.to_string());
                     self.violate(
-                        FenceInvariant::CompareAndSeal,
+                        Invariant::CompareAndSeal,
                         &[root.as_deref().unwrap_or("?"), token],
                         format!("the row sealed at generation {generation} though the end carried {sent}"),
                     );
@@ -623,7 +601,7 @@ impl FenceMonitor {
             }
             Status::Released if !reply.row_absent => {
                 if reply.generation_mismatch {
-                    self.reach(FenceInvariant::CompareAndSeal);
+                    self.reach(Invariant::CompareAndSeal);
                 }
                 if let Some(root) = root {
                     if let Some(r) = self.rows.remove(&root) {
@@ -638,7 +616,7 @@ impl FenceMonitor {
     fn on_ack_written(&mut self, token: &str, req: &str) {
         if !(valid_id(token) && valid_id(req)) {
             self.violate(
-                FenceInvariant::IdsValidated,
+                Invariant::IdsValidated,
                 &[token, req],
                 format!("an ack was written for token {token:?} and req {req:?}"),
             );
@@ -646,7 +624,7 @@ impl FenceMonitor {
     }
 
     fn on_consumed(&mut self, worker: &str, token: &str, req: &str) {
-        self.reach(FenceInvariant::AckIdentity);
+        self.reach(Invariant::AckIdentity);
         if let Some((action, reply)) = self.replies.get(&key(token, req)).cloned() {
             self.track_binding(worker, &normalize(token), action, &reply);
         }
@@ -659,14 +637,14 @@ impl FenceMonitor {
         let waited = w.waiting.clone().unwrap_or_default();
         if direct {
             self.violate(
-                FenceInvariant::DirectPathSilent,
+                Invariant::DirectPathSilent,
                 &[worker, token, req],
                 format!("direct worker {worker} read an ack from the mailbox"),
             );
         }
         if !own {
             self.violate(
-                FenceInvariant::AckIdentity,
+                Invariant::AckIdentity,
                 &[worker, token, req],
                 format!(
                     "worker {worker} waiting on {}.{} read the ack {token}.{req}",
@@ -695,7 +673,7 @@ impl FenceMonitor {
                 if action == Action::End {
                     w.unanswered_end = true;
                 }
-                self.reach(FenceInvariant::GapIsUnknown);
+                self.reach(Invariant::GapIsUnknown);
             }
             Verdict::Ok { status } | Verdict::Refused { status } => {
                 if *status == Status::Sealed {
@@ -707,7 +685,7 @@ impl FenceMonitor {
                 }
                 if !answered {
                     self.violate(
-                        FenceInvariant::GapIsUnknown,
+                        Invariant::GapIsUnknown,
                         &[worker, token, req],
                         format!("{action:?} request {req} ended {verdict:?} without an answer"),
                     );
@@ -717,7 +695,7 @@ impl FenceMonitor {
     }
 
     fn on_seal_believed(&mut self, worker: &str, root: &str, token: &str) {
-        self.reach(FenceInvariant::OnlySealedIsSeal);
+        self.reach(Invariant::OnlySealedIsSeal);
         let Some(w) = self.workers.get_mut(worker) else {
             return;
         };
@@ -725,7 +703,7 @@ impl FenceMonitor {
         w.refused_sealed_after_gap = false;
         if !earned {
             self.violate(
-                FenceInvariant::OnlySealedIsSeal,
+                Invariant::OnlySealedIsSeal,
                 &[worker, root, token],
                 format!(
                     "worker {worker} holds root {root} sealed without a sealed reply for {token}"
@@ -741,10 +719,10 @@ impl FenceMonitor {
         };
         match roots {
             None => {
-                self.reach(FenceInvariant::RestoreFailsClosed);
+                self.reach(Invariant::RestoreFailsClosed);
                 if !restored.is_empty() {
                     self.violate(
-                        FenceInvariant::RestoreFailsClosed,
+                        Invariant::RestoreFailsClosed,
                         &[],
                         format!("a malformed snapshot restored {}", restored.join(", ")),
                     );
@@ -752,12 +730,12 @@ impl FenceMonitor {
             }
             Some(roots) => {
                 if !cancelled.is_empty() {
-                    self.reach(FenceInvariant::RestoreFailsClosed);
+                    self.reach(Invariant::RestoreFailsClosed);
                 }
                 for t in pending.iter().filter(|t| roots.contains(&t.root)) {
                     if restored.contains(&t.task) {
                         self.violate(
-                            FenceInvariant::RestoreFailsClosed,
+                            Invariant::RestoreFailsClosed,
                             &[&t.task, &t.root],
                             format!(
                                 "task {} of fenced root {} came back pending",
@@ -770,34 +748,16 @@ impl FenceMonitor {
         }
     }
 
-    pub fn end_step(&mut self) {
+    fn on_end_step(&mut self) {
         self.step += 1;
     }
-}
-
-/// Runs every fence invariant over a recorded run.
-pub fn check_all(steps: &[FenceStep]) -> Vec<FenceViolation> {
-    FenceMonitor::new().check(steps)
-}
-
-/// The fence invariants a recorded run put to the test.
-pub fn reached(steps: &[FenceStep]) -> BTreeSet<FenceInvariant> {
-    let mut m = FenceMonitor::new();
-    for s in steps {
-        m.input(&s.input);
-        for o in &s.outputs {
-            m.output(o);
-        }
-        m.end_step();
-    }
-    m.reached
 }
 
 macro_rules! named {
     ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
         $(#[$doc])*
-        pub fn $name(steps: &[FenceStep]) -> Vec<FenceViolation> {
-            FenceMonitor::only(FenceInvariant::$inv).check(steps)
+        pub fn $name(steps: &[Step]) -> Vec<Violation> {
+            Monitor::only(Invariant::$inv).check(steps)
         }
     )*};
 }

@@ -1,6 +1,6 @@
 //! The fence machine: the table, the worker↔supervisor transport (event queue, ack mailbox,
 //! waits, one re-send) and each worker's loop layer (bindings and verdicts), driven by
-//! [`FenceInput`]s. Faults are inputs: a dropped event, a lost ack, a supervisor that does not
+//! [`Input`]s. Faults are inputs: a dropped event, a lost ack, a supervisor that does not
 //! step (stalls) while time passes, a re-send applied twice.
 //!
 //! A worker's wait:
@@ -16,11 +16,12 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
-use super::misuse::FenceMisuse;
+use super::misuse::Misuse;
 use super::table::{normalize, valid_id, OwnerMessage, Request, Table, TableFlaws};
 use super::types::*;
 #[cfg(feature = "flaws")]
-use super::FenceFlaw;
+use super::Flaw;
+use super::{Invariant, Monitor};
 use crate::Millis;
 
 /// Each wait for an ack is this long, by name (never lengthened to ride out a stalled supervisor).
@@ -38,7 +39,7 @@ pub const MAX_TASKS: usize = 1 << 16;
 macro_rules! flawed {
     ($self:ident, $flaw:ident) => {{
         #[cfg(feature = "flaws")]
-        let on = $self.flaw == Some(FenceFlaw::$flaw);
+        let on = $self.flaw == Some(Flaw::$flaw);
         #[cfg(not(feature = "flaws"))]
         let on = false;
         on
@@ -120,9 +121,70 @@ pub struct FenceState {
 #[derive(Clone, Debug, Default)]
 pub struct FenceMachine {
     state: FenceState,
-    outputs: VecDeque<FenceOutput>,
+    outputs: VecDeque<Output>,
     #[cfg(feature = "flaws")]
-    flaw: Option<FenceFlaw>,
+    flaw: Option<Flaw>,
+}
+
+impl crate::Machine for FenceMachine {
+    type Input = Input;
+    type Output = Output;
+    type Misuse = Misuse;
+    type Invariant = Invariant;
+    type Monitor = Monitor;
+
+    const NAME: &'static str = "fence";
+
+    fn at(input: &Input) -> Millis {
+        input.at
+    }
+
+    fn tick(at: Millis) -> Input {
+        Input::new(at, InputKind::Tick)
+    }
+
+    fn is_tick(input: &Input) -> bool {
+        matches!(input.kind, InputKind::Tick)
+    }
+
+    /// Waits that ran out by `at` are re-sent or end `unknown`.
+    fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
+        if at < self.state.now {
+            return Err(Misuse::TimeWentBackwards {
+                expected_at_least: self.state.now,
+                got: at,
+            });
+        }
+        self.state.now = at;
+        self.expire_waits();
+        Ok(())
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
+        self.advance_to(input.at)?;
+        self.validate(&input.kind)?;
+        self.apply(&input.kind);
+        Ok(())
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// The end of the earliest wait: there it is re-sent or ends `unknown`.
+    fn poll_timeout(&self) -> Option<Millis> {
+        self.state
+            .workers
+            .values()
+            .filter_map(|w| w.waiting.as_ref())
+            .map(|w| w.deadline_at)
+            .min()
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.state.hash(h);
+    }
 }
 
 impl FenceMachine {
@@ -131,7 +193,7 @@ impl FenceMachine {
     }
 
     #[cfg(feature = "flaws")]
-    pub fn with_flaw(flaw: FenceFlaw) -> FenceMachine {
+    pub fn with_flaw(flaw: Flaw) -> FenceMachine {
         FenceMachine {
             flaw: Some(flaw),
             ..FenceMachine::default()
@@ -142,12 +204,7 @@ impl FenceMachine {
         &self.state
     }
 
-    #[must_use]
-    pub fn poll_output(&mut self) -> Option<FenceOutput> {
-        self.outputs.pop_front()
-    }
-
-    fn emit(&mut self, o: FenceOutput) {
+    fn emit(&mut self, o: Output) {
         self.outputs.push_back(o);
     }
 
@@ -160,40 +217,19 @@ impl FenceMachine {
         }
     }
 
-    /// Moves virtual time to `at`; waits that ran out are re-sent or end `unknown`.
-    pub fn advance_to(&mut self, at: Millis) -> Result<(), FenceMisuse> {
-        if at < self.state.now {
-            return Err(FenceMisuse::TimeWentBackwards {
-                expected_at_least: self.state.now,
-                got: at,
-            });
-        }
-        self.state.now = at;
-        self.expire_waits();
-        Ok(())
-    }
-
-    /// Takes one input. On `Err` the input was the caller's mistake: time moved, nothing else.
-    pub fn handle(&mut self, input: &FenceInput) -> Result<(), FenceMisuse> {
-        self.advance_to(input.at)?;
-        self.validate(&input.kind)?;
-        self.apply(&input.kind);
-        Ok(())
-    }
-
-    fn validate(&self, kind: &FenceInputKind) -> Result<(), FenceMisuse> {
+    fn validate(&self, kind: &InputKind) -> Result<(), Misuse> {
         let s = &self.state;
         match kind {
-            FenceInputKind::WorkerStart { worker, .. } => {
+            InputKind::WorkerStart { worker, .. } => {
                 if s.workers.contains_key(worker) {
-                    return Err(FenceMisuse::DuplicateWorker {
+                    return Err(Misuse::DuplicateWorker {
                         worker: worker.clone(),
                     });
                 }
                 limit("workers", s.workers.len(), MAX_WORKERS)?;
                 limit("tasks", s.tasks.len(), MAX_TASKS)
             }
-            FenceInputKind::Request {
+            InputKind::Request {
                 worker,
                 action,
                 token,
@@ -201,19 +237,16 @@ impl FenceMachine {
                 req,
                 ..
             } => {
-                let w = s
-                    .workers
-                    .get(worker)
-                    .ok_or_else(|| FenceMisuse::UnknownWorker {
-                        worker: worker.clone(),
-                    })?;
+                let w = s.workers.get(worker).ok_or_else(|| Misuse::UnknownWorker {
+                    worker: worker.clone(),
+                })?;
                 if w.waiting.is_some() {
-                    return Err(FenceMisuse::WorkerBusy {
+                    return Err(Misuse::WorkerBusy {
                         worker: worker.clone(),
                     });
                 }
                 if w.used_reqs.contains(&normalize(req)) {
-                    return Err(FenceMisuse::ReqReused {
+                    return Err(Misuse::ReqReused {
                         worker: worker.clone(),
                         req: req.clone(),
                     });
@@ -224,27 +257,25 @@ impl FenceMachine {
                     MAX_REQUESTS_PER_WORKER,
                 )?;
                 if token.is_none() && loop_token(w, *action, *outcome).is_none() {
-                    return Err(FenceMisuse::NoToken {
+                    return Err(Misuse::NoToken {
                         worker: worker.clone(),
                     });
                 }
                 limit("queued events", s.queue.len(), MAX_QUEUED)
             }
-            FenceInputKind::SupervisorStep { .. } | FenceInputKind::DropEvent
-                if s.queue.is_empty() =>
-            {
-                Err(FenceMisuse::NothingQueued)
+            InputKind::SupervisorStep { .. } | InputKind::DropEvent if s.queue.is_empty() => {
+                Err(Misuse::NothingQueued)
             }
-            FenceInputKind::Enqueue { task, .. } => {
+            InputKind::Enqueue { task, .. } => {
                 if s.tasks.contains_key(task) {
-                    return Err(FenceMisuse::DuplicateTask { task: task.clone() });
+                    return Err(Misuse::DuplicateTask { task: task.clone() });
                 }
                 limit("tasks", s.tasks.len(), MAX_TASKS)
             }
-            FenceInputKind::Restore { pending, .. } => {
+            InputKind::Restore { pending, .. } => {
                 let mut seen = std::collections::BTreeSet::new();
                 if let Some(t) = pending.iter().find(|t| !seen.insert(&t.task)) {
-                    return Err(FenceMisuse::DuplicateTask {
+                    return Err(Misuse::DuplicateTask {
                         task: t.task.clone(),
                     });
                 }
@@ -258,9 +289,9 @@ impl FenceMachine {
         }
     }
 
-    fn apply(&mut self, kind: &FenceInputKind) {
+    fn apply(&mut self, kind: &InputKind) {
         match kind {
-            FenceInputKind::WorkerStart {
+            InputKind::WorkerStart {
                 worker,
                 path,
                 task,
@@ -283,7 +314,7 @@ impl FenceMachine {
                     .tasks
                     .insert(task.clone(), (root.clone(), TaskStatus::Running));
             }
-            FenceInputKind::Request {
+            InputKind::Request {
                 worker,
                 action,
                 token,
@@ -309,20 +340,20 @@ impl FenceMachine {
                 );
                 self.send(worker, request, req);
             }
-            FenceInputKind::SupervisorStep { lose_ack } => self.supervisor_step(*lose_ack),
-            FenceInputKind::DropEvent => {
+            InputKind::SupervisorStep { lose_ack } => self.supervisor_step(*lose_ack),
+            InputKind::DropEvent => {
                 if let Some(e) = self.state.queue.pop_front() {
-                    self.emit(FenceOutput::EventDropped {
+                    self.emit(Output::EventDropped {
                         token: e.request.token,
                         req: e.req,
                     });
                 }
             }
-            FenceInputKind::Tick => {}
-            FenceInputKind::OwnerMessage { root } => self.owner_message(root),
-            FenceInputKind::TaskDone { task } => self.task_done(task),
-            FenceInputKind::Enqueue { task, root } => self.enqueue(task, root),
-            FenceInputKind::Restore { fences, pending } => self.restore(fences, pending),
+            InputKind::Tick => {}
+            InputKind::OwnerMessage { root } => self.owner_message(root),
+            InputKind::TaskDone { task } => self.task_done(task),
+            InputKind::Enqueue { task, root } => self.enqueue(task, root),
+            InputKind::Restore { fences, pending } => self.restore(fences, pending),
         }
     }
 
@@ -365,7 +396,7 @@ impl FenceMachine {
         let path = self.state.workers[worker].path;
         if path == Path::Direct && !flawed!(self, DirectUsesTransport) {
             let reply = self.state.table.transition(&request, self.table_flaws());
-            self.emit(FenceOutput::Applied {
+            self.emit(Output::Applied {
                 worker: worker.to_owned(),
                 token: request.token.clone(),
                 req: req.to_owned(),
@@ -383,7 +414,7 @@ impl FenceMachine {
             req: req.to_owned(),
             request: request.clone(),
         });
-        self.emit(FenceOutput::EventQueued {
+        self.emit(Output::EventQueued {
             worker: worker.to_owned(),
             token: token.clone(),
             req: req.to_owned(),
@@ -426,7 +457,7 @@ impl FenceMachine {
         let Some(ack) = self.state.mailbox.remove(&key) else {
             return;
         };
-        self.emit(FenceOutput::AckConsumed {
+        self.emit(Output::AckConsumed {
             worker: worker.to_owned(),
             token: ack.token.clone(),
             req: ack.req.clone(),
@@ -444,7 +475,7 @@ impl FenceMachine {
         let (token, req) = (normalize(&event.request.token), normalize(&event.req));
         let req_ok = valid_id(&req) || flawed!(self, ReqNotValidated);
         if !valid_id(&token) || !req_ok {
-            self.emit(FenceOutput::EventRejected {
+            self.emit(Output::EventRejected {
                 token: event.request.token.clone(),
                 req: event.req.clone(),
             });
@@ -455,7 +486,7 @@ impl FenceMachine {
             ..event.request.clone()
         };
         let reply = self.state.table.transition(&request, self.table_flaws());
-        self.emit(FenceOutput::Applied {
+        self.emit(Output::Applied {
             worker: event.worker.clone(),
             token: token.clone(),
             req: req.clone(),
@@ -466,7 +497,7 @@ impl FenceMachine {
         });
         self.prune_acks();
         if lose_ack {
-            self.emit(FenceOutput::AckLost { token, req });
+            self.emit(Output::AckLost { token, req });
             return;
         }
         let key = self.ack_key(&token, &req);
@@ -479,7 +510,7 @@ impl FenceMachine {
                 written_at: self.state.now,
             },
         );
-        self.emit(FenceOutput::AckWritten {
+        self.emit(Output::AckWritten {
             token,
             req,
             status: reply.status,
@@ -518,7 +549,7 @@ impl FenceMachine {
         }
         let count = before - self.state.mailbox.len();
         if count > 0 {
-            self.emit(FenceOutput::AcksPruned {
+            self.emit(Output::AcksPruned {
                 count: count as u32,
             });
         }
@@ -562,12 +593,12 @@ impl FenceMachine {
             req: wait.req.clone(),
             request: wait.request.clone(),
         });
-        self.emit(FenceOutput::Resent {
+        self.emit(Output::Resent {
             worker: worker.to_owned(),
             token: wait.token.clone(),
             req: wait.req.clone(),
         });
-        self.emit(FenceOutput::EventQueued {
+        self.emit(Output::EventQueued {
             worker: worker.to_owned(),
             token: wait.token.clone(),
             req: wait.req.clone(),
@@ -598,7 +629,7 @@ impl FenceMachine {
             Some(r) if r.ok && accepted.contains(&r.status) => Verdict::Ok { status: r.status },
             Some(r) => Verdict::Refused { status: r.status },
         };
-        self.emit(FenceOutput::Verdict {
+        self.emit(Output::Verdict {
             worker: worker.to_owned(),
             action: request.action,
             token: request.token.clone(),
@@ -671,7 +702,7 @@ impl FenceMachine {
             _ => {}
         }
         if let Some(token) = sealed {
-            self.emit(FenceOutput::SealBelieved {
+            self.emit(Output::SealBelieved {
                 worker: worker.to_owned(),
                 root,
                 token,
@@ -681,10 +712,10 @@ impl FenceMachine {
 
     fn owner_message(&mut self, root: &str) {
         match self.state.table.owner_message(root) {
-            OwnerMessage::Refused => self.emit(FenceOutput::OwnerMessageRefused {
+            OwnerMessage::Refused => self.emit(Output::OwnerMessageRefused {
                 root: root.to_owned(),
             }),
-            OwnerMessage::Written { generation } => self.emit(FenceOutput::OwnerMessageWritten {
+            OwnerMessage::Written { generation } => self.emit(Output::OwnerMessageWritten {
                 root: root.to_owned(),
                 generation,
             }),
@@ -696,7 +727,7 @@ impl FenceMachine {
             *status = TaskStatus::Done;
         }
         if self.state.table.task_done(task) {
-            self.emit(FenceOutput::RowCleared {
+            self.emit(Output::RowCleared {
                 root: task.to_owned(),
             });
         }
@@ -706,7 +737,7 @@ impl FenceMachine {
         let blocked = self.state.table.blocks(root);
         match blocked {
             Some(status) if !flawed!(self, AdmitUnderFence) => {
-                self.emit(FenceOutput::AdmissionBlocked {
+                self.emit(Output::AdmissionBlocked {
                     task: task.to_owned(),
                     root: root.to_owned(),
                     status,
@@ -716,7 +747,7 @@ impl FenceMachine {
                 self.state
                     .tasks
                     .insert(task.to_owned(), (root.to_owned(), TaskStatus::Pending));
-                self.emit(FenceOutput::Admitted {
+                self.emit(Output::Admitted {
                     task: task.to_owned(),
                     root: root.to_owned(),
                 });
@@ -757,7 +788,7 @@ impl FenceMachine {
                 .tasks
                 .insert(t.task.clone(), (t.root.clone(), status));
         }
-        self.emit(FenceOutput::Restored {
+        self.emit(Output::Restored {
             restored,
             cancelled,
             fail_closed: fenced.is_none(),
@@ -776,9 +807,9 @@ fn loop_token(w: &Worker, action: Action, outcome: Option<EndOutcome>) -> Option
     }
 }
 
-fn limit(what: &'static str, len: usize, limit: usize) -> Result<(), FenceMisuse> {
+fn limit(what: &'static str, len: usize, limit: usize) -> Result<(), Misuse> {
     if len >= limit {
-        Err(FenceMisuse::LimitReached { what, limit })
+        Err(Misuse::LimitReached { what, limit })
     } else {
         Ok(())
     }

@@ -9,7 +9,7 @@ use crate::Millis;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "misuse", rename_all = "snake_case")]
-pub enum FenceMisuse {
+pub enum Misuse {
     TimeWentBackwards {
         expected_at_least: Millis,
         got: Millis,
@@ -44,34 +44,34 @@ pub enum FenceMisuse {
     },
 }
 
-impl fmt::Display for FenceMisuse {
+impl fmt::Display for Misuse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FenceMisuse::TimeWentBackwards {
+            Misuse::TimeWentBackwards {
                 expected_at_least,
                 got,
             } => write!(
                 f,
                 "time went backwards: expected at >= {expected_at_least}, got {got}"
             ),
-            FenceMisuse::UnknownWorker { worker } => write!(f, "unknown worker {worker:?}"),
-            FenceMisuse::DuplicateWorker { worker } => {
+            Misuse::UnknownWorker { worker } => write!(f, "unknown worker {worker:?}"),
+            Misuse::DuplicateWorker { worker } => {
                 write!(f, "worker {worker:?} already started")
             }
-            FenceMisuse::DuplicateTask { task } => write!(f, "task {task:?} already exists"),
-            FenceMisuse::WorkerBusy { worker } => {
+            Misuse::DuplicateTask { task } => write!(f, "task {task:?} already exists"),
+            Misuse::WorkerBusy { worker } => {
                 write!(f, "worker {worker:?} is still waiting for its last request")
             }
-            FenceMisuse::NothingQueued => write!(f, "the supervisor's queue is empty"),
-            FenceMisuse::ReqReused { worker, req } => {
+            Misuse::NothingQueued => write!(f, "the supervisor's queue is empty"),
+            Misuse::ReqReused { worker, req } => {
                 write!(f, "worker {worker:?} already used req {req:?}")
             }
-            FenceMisuse::NoToken { worker } => write!(f, "worker {worker:?} has no token to send"),
-            FenceMisuse::LimitReached { what, limit } => {
+            Misuse::NoToken { worker } => write!(f, "worker {worker:?} has no token to send"),
+            Misuse::LimitReached { what, limit } => {
                 write!(f, "limit reached: at most {limit} {what}")
             }
         }
     }
 }
 
-impl std::error::Error for FenceMisuse {}
+impl std::error::Error for Misuse {}

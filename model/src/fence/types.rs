@@ -142,19 +142,19 @@ pub struct SnapshotTask {
 /// One thing that happens to the fence system, at virtual time `at`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct FenceInput {
+pub struct Input {
     pub at: Millis,
     #[serde(flatten)]
-    pub kind: FenceInputKind,
+    pub kind: InputKind,
 }
 
-impl FenceInput {
-    pub fn new(at: Millis, kind: FenceInputKind) -> FenceInput {
-        FenceInput { at, kind }
+impl Input {
+    pub fn new(at: Millis, kind: InputKind) -> Input {
+        Input { at, kind }
     }
 }
 
-impl FenceInputKind {
+impl InputKind {
     /// A worker's plain request: no expected generation, root or task.
     pub fn request(
         worker: WorkerId,
@@ -162,8 +162,8 @@ impl FenceInputKind {
         token: Option<Token>,
         req: Req,
         outcome: Option<EndOutcome>,
-    ) -> FenceInputKind {
-        FenceInputKind::Request {
+    ) -> InputKind {
+        InputKind::Request {
             worker,
             action,
             token,
@@ -184,7 +184,7 @@ fn is_false(b: &bool) -> bool {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "input", rename_all = "snake_case", deny_unknown_fields)]
-pub enum FenceInputKind {
+pub enum InputKind {
     /// A worker starts a task of a root, in the supervisor's process (`direct`) or in a pool.
     WorkerStart {
         worker: WorkerId,
@@ -238,7 +238,7 @@ pub enum FenceInputKind {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "output", rename_all = "snake_case", deny_unknown_fields)]
-pub enum FenceOutput {
+pub enum Output {
     /// A pooled worker put a fence event on the supervisor's queue (`attempt` 2 is the re-send).
     EventQueued {
         worker: WorkerId,

@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use super::machine::RESUME_TTL_MS;
 use super::types::*;
+use super::TurnMachine;
 use crate::Millis;
+use crate::Monitor as _;
 
 /// The turn invariants. Their names are fixed (SPEC §2.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -33,8 +35,8 @@ pub enum Invariant {
     QuiescentTurnsTerminal,
 }
 
-impl Invariant {
-    pub const ALL: [Invariant; 11] = [
+impl crate::Invariant for Invariant {
+    const ALL: &'static [Invariant] = &[
         Invariant::OneTerminalState,
         Invariant::IdempotentStop,
         Invariant::NoLateDelivery,
@@ -48,7 +50,7 @@ impl Invariant {
         Invariant::QuiescentTurnsTerminal,
     ];
 
-    pub fn name(self) -> &'static str {
+    fn name(self) -> &'static str {
         match self {
             Invariant::OneTerminalState => "one_terminal_state",
             Invariant::IdempotentStop => "idempotent_stop",
@@ -65,7 +67,7 @@ impl Invariant {
     }
 
     /// What a run must show for this invariant to have been put to the test (its `sometimes`).
-    pub fn reached(self) -> &'static str {
+    fn reached(self) -> &'static str {
         match self {
             Invariant::OneTerminalState => "a turn reached a terminal state",
             Invariant::IdempotentStop => "a stop was answered for a turn already stopping or ended",
@@ -82,30 +84,13 @@ impl Invariant {
             Invariant::QuiescentTurnsTerminal => "a turn past its deadline ended",
         }
     }
-
-    pub fn from_name(name: &str) -> Option<Invariant> {
-        Invariant::ALL.into_iter().find(|i| i.name() == name)
-    }
 }
 
-/// A broken invariant: which, when, about what, and why, in one sentence.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Violation {
-    pub invariant: Invariant,
-    /// The index of the input whose step broke it (0-based), or the number of steps at `finish`.
-    pub step: usize,
-    pub at: Millis,
-    /// The ids involved: turn, child, generation, seq, request id, as the case needs.
-    pub ids: Vec<String>,
-    pub message: String,
-}
+/// A broken invariant of this machine.
+pub type Violation = crate::Violation<Invariant>;
 
-/// One input and the outputs it caused, as recorded from a machine or read from a trace.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Step {
-    pub input: Input,
-    pub outputs: Vec<Output>,
-}
+/// One input and the outputs it caused.
+pub type Step = crate::Step<Input, Output>;
 
 #[derive(Clone, Debug, PartialEq, Hash)]
 enum ChildObs {
@@ -190,15 +175,39 @@ pub struct Monitor {
     reached: BTreeSet<Invariant>,
 }
 
-impl Monitor {
-    pub fn new() -> Monitor {
-        Monitor::default()
+impl crate::Monitor<TurnMachine> for Monitor {
+    fn only(invariant: Invariant) -> Monitor {
+        Monitor {
+            only: Some(invariant),
+            ..Monitor::default()
+        }
     }
 
-    /// Hashes what the monitor remembers that can decide a future verdict — not its step count,
-    /// its findings or its reachability — so that two runs reaching the same machine state and
-    /// the same memory are one state for an explorer. Call between steps.
-    pub fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+    fn input(&mut self, input: &Input) {
+        self.on_input(input);
+    }
+
+    fn output(&mut self, output: &Output) {
+        self.on_output(output);
+    }
+
+    fn end_step(&mut self) {
+        self.on_end_step();
+    }
+
+    fn finish(&mut self) {
+        self.on_finish();
+    }
+
+    fn take_violations(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.violations)
+    }
+
+    fn reached(&self) -> &BTreeSet<Invariant> {
+        &self.reached
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
         self.now.hash(h);
         self.active_generation.hash(h);
@@ -210,38 +219,9 @@ impl Monitor {
         self.replayed.hash(h);
         self.reported.hash(h);
     }
+}
 
-    /// A monitor that reports one invariant only.
-    pub fn only(invariant: Invariant) -> Monitor {
-        Monitor {
-            only: Some(invariant),
-            ..Monitor::default()
-        }
-    }
-
-    /// The invariants this run put to the test so far.
-    pub fn reached(&self) -> &BTreeSet<Invariant> {
-        &self.reached
-    }
-
-    /// Takes the violations found so far.
-    pub fn take_violations(&mut self) -> Vec<Violation> {
-        std::mem::take(&mut self.violations)
-    }
-
-    /// Runs the monitor over a whole recorded run.
-    pub fn check(mut self, steps: &[Step]) -> Vec<Violation> {
-        for step in steps {
-            self.input(&step.input);
-            for output in &step.outputs {
-                self.output(output);
-            }
-            self.end_step();
-        }
-        self.finish();
-        self.violations
-    }
-
+impl Monitor {
     fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
         if self.only.is_some_and(|o| o != invariant) {
             return;
@@ -260,7 +240,7 @@ impl Monitor {
     }
 
     /// An input happened.
-    pub fn input(&mut self, input: &Input) {
+    fn on_input(&mut self, input: &Input) {
         self.now = self.now.max(input.at);
         self.expect = StepExpect::default();
         match &input.kind {
@@ -424,7 +404,7 @@ impl Monitor {
     }
 
     /// An output of the current step happened.
-    pub fn output(&mut self, output: &Output) {
+    fn on_output(&mut self, output: &Output) {
         match output {
             Output::TurnRefused { turn, .. } => {
                 if self.expect.accept.as_deref() == Some(turn) {
@@ -842,7 +822,7 @@ impl Monitor {
     }
 
     /// The current input's outputs are all in: check what the input demanded of them.
-    pub fn end_step(&mut self) {
+    fn on_end_step(&mut self) {
         let expect = std::mem::take(&mut self.expect);
         if let Some((turn, request_id)) = &expect.stop {
             if !expect.answered && self.turns.contains_key(turn) {
@@ -949,7 +929,7 @@ impl Monitor {
     }
 
     /// The run is over.
-    pub fn finish(&mut self) {
+    fn on_finish(&mut self) {
         let now = self.now;
         let mut stuck = Vec::new();
         for (id, t) in &self.turns {
@@ -967,24 +947,6 @@ impl Monitor {
             );
         }
     }
-}
-
-/// Runs every invariant over a recorded run.
-pub fn check_all(steps: &[Step]) -> Vec<Violation> {
-    Monitor::new().check(steps)
-}
-
-/// The invariants a recorded run put to the test.
-pub fn reached(steps: &[Step]) -> BTreeSet<Invariant> {
-    let mut m = Monitor::new();
-    for step in steps {
-        m.input(&step.input);
-        for output in &step.outputs {
-            m.output(output);
-        }
-        m.end_step();
-    }
-    m.reached
 }
 
 macro_rules! named {

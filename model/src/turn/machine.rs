@@ -12,6 +12,7 @@ use super::state::{Child, ChildState, Frame, Phase, Session, Stored, Turn};
 use super::types::*;
 #[cfg(feature = "flaws")]
 use super::Flaw;
+use super::{Invariant, Monitor};
 use crate::Millis;
 
 /// At most this many turns per session.
@@ -48,6 +49,70 @@ macro_rules! flawed {
     }};
 }
 
+impl crate::Machine for TurnMachine {
+    type Input = Input;
+    type Output = Output;
+    type Misuse = Misuse;
+    type Invariant = Invariant;
+    type Monitor = Monitor;
+
+    const NAME: &'static str = "turn";
+
+    fn at(input: &Input) -> Millis {
+        input.at
+    }
+
+    fn tick(at: Millis) -> Input {
+        Input::new(at, InputKind::Tick)
+    }
+
+    fn is_tick(input: &Input) -> bool {
+        matches!(input.kind, InputKind::Tick)
+    }
+
+    /// Deadlines due by `at` fire.
+    fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
+        if at < self.session.now {
+            return Err(Misuse::TimeWentBackwards {
+                expected_at_least: self.session.now,
+                got: at,
+            });
+        }
+        self.session.now = at;
+        self.fire_deadlines();
+        Ok(())
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
+        self.advance_to(input.at)?;
+        self.validate(&input.kind)?;
+        self.apply(&input.kind);
+        Ok(())
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// The next deadline of a turn not yet ended: a running turn's fires there; a stopping
+    /// turn's is where the invariants judge whether it ended in time
+    /// (`quiescent_turns_terminal`).
+    fn poll_timeout(&self) -> Option<Millis> {
+        let s = &self.session;
+        s.turns
+            .iter()
+            .filter(|t| !t.phase.is_terminal())
+            .filter_map(|t| t.deadline_at)
+            .filter(|d| *d > s.now)
+            .min()
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.session.hash(h);
+    }
+}
+
 impl TurnMachine {
     pub fn new() -> TurnMachine {
         TurnMachine::default()
@@ -64,36 +129,6 @@ impl TurnMachine {
 
     pub fn session(&self) -> &Session {
         &self.session
-    }
-
-    /// The next thing the system did, oldest first.
-    #[must_use]
-    pub fn poll_output(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
-    }
-
-    /// Takes one input. On `Err` the input was refused as a caller's mistake: time still moved to
-    /// `at` (and deadlines due by then fired, since time passing is nobody's mistake), nothing else
-    /// changed.
-    pub fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
-        self.advance_to(input.at)?;
-        self.validate(&input.kind)?;
-        self.apply(&input.kind);
-        Ok(())
-    }
-
-    /// Moves virtual time to `at`; deadlines due by then fire. `handle` does this first; a
-    /// recorder that wants what time passing caused as a step of its own calls it before.
-    pub fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
-        if at < self.session.now {
-            return Err(Misuse::TimeWentBackwards {
-                expected_at_least: self.session.now,
-                got: at,
-            });
-        }
-        self.session.now = at;
-        self.fire_deadlines();
-        Ok(())
     }
 
     fn emit(&mut self, output: Output) {

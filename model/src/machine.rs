@@ -1,0 +1,245 @@
+//! The one interface every machine implements and every checker drives.
+//!
+//! A [`Machine`] is sans-IO, in the shape quinn-proto and str0m give their protocol state: it is
+//! [`handle`](Machine::handle)d inputs (each carrying its virtual time), hands back what it did
+//! through [`poll_output`](Machine::poll_output), and says through
+//! [`poll_timeout`](Machine::poll_timeout) when something next happens without an input. Its
+//! [`Monitor`] judges the named [`Invariant`]s over what happened — inputs and the outputs each
+//! one caused, as [`Step`]s — and reports a broken one as a [`Violation`]. Conformance checking,
+//! random runs, exhaustive exploration and the concurrency adapters all drive this trait and
+//! nothing else of a machine (stateright's single `Model` is the example), so a new machine is
+//! written once and checked every way.
+
+use std::collections::BTreeSet;
+use std::fmt::{Debug, Display};
+use std::hash::{Hash, Hasher};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::Millis;
+
+/// A pure state machine: inputs in, outputs out, time as data.
+pub trait Machine: Clone + Debug + Default {
+    /// One thing that happens to the system, at a virtual time.
+    type Input: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
+    /// One thing the system does.
+    type Output: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
+    /// A caller's mistake: the input is refused, nothing changes but the clock.
+    type Misuse: Clone + Debug + Display + PartialEq;
+    /// The machine's named invariants.
+    type Invariant: Invariant;
+    /// The monitor that judges them over what happened.
+    type Monitor: Monitor<Self>;
+
+    /// What the machine is called (`turn`, `fence`): in reports and on the command line.
+    const NAME: &'static str;
+
+    /// When an input happens.
+    fn at(input: &Self::Input) -> Millis;
+
+    /// Time passing to `at`, as an input.
+    fn tick(at: Millis) -> Self::Input;
+
+    /// Whether an input is only time passing.
+    fn is_tick(input: &Self::Input) -> bool;
+
+    /// Moves virtual time to `at`; what falls due by then happens. [`handle`](Machine::handle)
+    /// does this first; a recorder that wants what time passing caused as a step of its own
+    /// calls it before.
+    fn advance_to(&mut self, at: Millis) -> Result<(), Self::Misuse>;
+
+    /// Takes one input. On `Err` it was the caller's mistake: time moved to its `at` (what fell
+    /// due by then happened — time passing is nobody's mistake), nothing else changed.
+    fn handle(&mut self, input: &Self::Input) -> Result<(), Self::Misuse>;
+
+    /// The next thing the system did, oldest first.
+    #[must_use]
+    fn poll_output(&mut self) -> Option<Self::Output>;
+
+    /// The next instant at which something happens (or may be judged) without an input: a
+    /// deadline, a wait's end. `None` when nothing is due.
+    fn poll_timeout(&self) -> Option<Millis>;
+
+    /// Hashes the machine's state (not its unread outputs): with the monitor's
+    /// [`fingerprint`](Monitor::fingerprint), one state for an explorer.
+    fn fingerprint<H: Hasher>(&self, h: &mut H);
+}
+
+/// A named invariant: an `always` property with its paired `sometimes` ([`reached`](Invariant::reached)).
+pub trait Invariant:
+    Copy + Debug + Eq + Ord + Hash + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+    /// Every invariant of the machine, in a fixed order.
+    const ALL: &'static [Self];
+
+    /// The invariant's fixed name (`one_terminal_state`, `ack_identity`, …).
+    fn name(self) -> &'static str;
+
+    /// What a run must show for this invariant to have been put to the test.
+    fn reached(self) -> &'static str;
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|i| i.name() == name)
+    }
+}
+
+/// One input and the outputs it caused, as recorded from a machine or read from a trace.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound(
+    serialize = "I: Serialize, O: Serialize",
+    deserialize = "I: DeserializeOwned, O: DeserializeOwned"
+))]
+pub struct Step<I, O> {
+    pub input: I,
+    pub outputs: Vec<O>,
+}
+
+/// A broken invariant: which, when, about what, and why, in one sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(bound(serialize = "V: Serialize", deserialize = "V: DeserializeOwned"))]
+pub struct Violation<V> {
+    pub invariant: V,
+    /// The index of the step that broke it (0-based), or the number of steps at `finish`.
+    pub step: usize,
+    pub at: Millis,
+    /// The ids involved, as the case needs (turn, child, seq, token, req, …).
+    pub ids: Vec<String>,
+    pub message: String,
+}
+
+impl<V: Invariant> Violation<V> {
+    /// The invariant's name.
+    pub fn name(&self) -> &'static str {
+        self.invariant.name()
+    }
+}
+
+/// The invariants of a machine as a monitor over what happened. It never looks inside a
+/// machine, so it judges the model, a flawed model and a real system's trace alike.
+///
+/// Feed it [`input`](Monitor::input), then that input's outputs, then
+/// [`end_step`](Monitor::end_step); call [`finish`](Monitor::finish) when the run is over.
+pub trait Monitor<M: Machine>: Clone + Debug + Default {
+    /// A monitor that reports one invariant only.
+    fn only(invariant: M::Invariant) -> Self;
+
+    /// An input happened.
+    fn input(&mut self, input: &M::Input);
+
+    /// The current input caused this output.
+    fn output(&mut self, output: &M::Output);
+
+    /// The current input's outputs are all in.
+    fn end_step(&mut self);
+
+    /// The run is over: report what is still standing.
+    fn finish(&mut self) {}
+
+    /// Takes the violations found so far.
+    fn take_violations(&mut self) -> Vec<Violation<M::Invariant>>;
+
+    /// The invariants the run put to the test so far (their `sometimes`).
+    fn reached(&self) -> &BTreeSet<M::Invariant>;
+
+    /// Hashes what the monitor remembers that can decide a future verdict — not its step count,
+    /// its findings or its reachability. Call between steps.
+    fn fingerprint<H: Hasher>(&self, h: &mut H);
+
+    /// Observes one whole step; returns what it found broken.
+    fn observe(&mut self, step: &Step<M::Input, M::Output>) -> Vec<Violation<M::Invariant>> {
+        self.observe_parts(&step.input, &step.outputs)
+    }
+
+    /// [`observe`](Monitor::observe), for an input and outputs held apart.
+    fn observe_parts<'a>(
+        &mut self,
+        input: &M::Input,
+        outputs: impl IntoIterator<Item = &'a M::Output>,
+    ) -> Vec<Violation<M::Invariant>>
+    where
+        M::Output: 'a,
+    {
+        self.input(input);
+        for output in outputs {
+            self.output(output);
+        }
+        self.end_step();
+        self.take_violations()
+    }
+
+    /// Runs the monitor over a whole recorded run.
+    fn check(mut self, steps: &[Step<M::Input, M::Output>]) -> Vec<Violation<M::Invariant>> {
+        let mut found = Vec::new();
+        for step in steps {
+            found.extend(self.observe(step));
+        }
+        self.finish();
+        found.extend(self.take_violations());
+        found
+    }
+}
+
+/// Every invariant of a machine over a recorded run.
+pub fn check_all<M: Machine>(steps: &[Step<M::Input, M::Output>]) -> Vec<Violation<M::Invariant>> {
+    M::Monitor::default().check(steps)
+}
+
+/// The invariants a recorded run put to the test (without `finish`).
+pub fn reached<M: Machine>(steps: &[Step<M::Input, M::Output>]) -> BTreeSet<M::Invariant> {
+    let mut monitor = M::Monitor::default();
+    for step in steps {
+        monitor.observe(step);
+    }
+    monitor.reached().clone()
+}
+
+/// Drains a machine's outputs.
+pub fn drain<M: Machine>(machine: &mut M) -> Vec<M::Output> {
+    std::iter::from_fn(|| machine.poll_output()).collect()
+}
+
+/// Takes one input, appending its step. What time passing caused (deadlines firing, waits
+/// running out) is recorded as a tick step of its own before the input, so every step's outputs
+/// are caused by its input alone. On a misuse nothing is appended but that tick step.
+pub fn step<M: Machine>(
+    machine: &mut M,
+    input: &M::Input,
+    steps: &mut Vec<Step<M::Input, M::Output>>,
+) -> Result<(), M::Misuse> {
+    machine.advance_to(M::at(input))?;
+    let ticked = drain(machine);
+    // A tick is time passing: what it caused is its own step, not a step before it.
+    let mut caused = Vec::new();
+    if M::is_tick(input) {
+        caused = ticked;
+    } else if !ticked.is_empty() {
+        steps.push(Step {
+            input: M::tick(M::at(input)),
+            outputs: ticked,
+        });
+    }
+    machine.handle(input)?;
+    caused.extend(drain(machine));
+    steps.push(Step {
+        input: input.clone(),
+        outputs: caused,
+    });
+    Ok(())
+}
+
+/// Runs inputs through a machine, recording each step. Stops at the first misuse, returning the
+/// steps so far and the index of the refused input with its error.
+#[allow(clippy::type_complexity)]
+pub fn run<M: Machine>(
+    machine: &mut M,
+    inputs: &[M::Input],
+) -> (Vec<Step<M::Input, M::Output>>, Option<(usize, M::Misuse)>) {
+    let mut steps = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        if let Err(misuse) = step(machine, input, &mut steps) {
+            return (steps, Some((i, misuse)));
+        }
+    }
+    (steps, None)
+}
