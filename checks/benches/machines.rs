@@ -4,26 +4,24 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use turnfence_checks::explore::{self, turn::TurnBounds};
-use turnfence_checks::fuzz::fence_gen::FenceTarget;
-use turnfence_checks::fuzz::turn_gen::TurnTarget;
-use turnfence_checks::fuzz::{self, Target};
+use turnfence_checks::fuzz::{self, Fuzz};
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
 
 /// Inputs of 50 generated cases, replayed on a fresh machine each: the machine's own cost.
-fn steps<T: Target>(c: &mut Criterion, make: &dyn Fn() -> T::Machine) {
-    let cases: Vec<Vec<T::Input>> = (0..50)
-        .map(|i| fuzz::generate::<T>(fuzz::case_seed(1, i), 200, make).inputs)
+fn steps<M: Fuzz>(c: &mut Criterion, make: &dyn Fn() -> M) {
+    let cases: Vec<Vec<M::Input>> = (0..50)
+        .map(|i| fuzz::generate::<M>(fuzz::case_seed(1, i), 200, make).inputs)
         .collect();
     let n: usize = cases.iter().map(Vec::len).sum();
-    let mut g = c.benchmark_group(format!("{}_machine", T::NAME));
+    let mut g = c.benchmark_group(format!("{}_machine", M::NAME));
     g.throughput(Throughput::Elements(n as u64));
     g.bench_function("steps", |b| {
         b.iter(|| {
             for case in &cases {
                 let mut m = make();
                 for input in case {
-                    let _ = T::step(&mut m, input);
+                    let _ = fuzz::take(&mut m, input);
                 }
             }
         })
@@ -32,8 +30,8 @@ fn steps<T: Target>(c: &mut Criterion, make: &dyn Fn() -> T::Machine) {
 }
 
 fn machines(c: &mut Criterion) {
-    steps::<TurnTarget>(c, &TurnMachine::new);
-    steps::<FenceTarget>(c, &FenceMachine::new);
+    steps::<TurnMachine>(c, &TurnMachine::new);
+    steps::<FenceMachine>(c, &FenceMachine::new);
 }
 
 fn explorer(c: &mut Criterion) {
@@ -42,15 +40,20 @@ fn explorer(c: &mut Criterion) {
         .find(|(n, _)| *n == "children")
         .map(|(_, b)| b)
         .unwrap();
-    let states =
-        explore::explore::<TurnTarget>(&TurnMachine::new, &bounds, 10_000, None, &mut |_, _, _| {})
-            .states;
+    let states = explore::explore::<TurnMachine>(
+        &TurnMachine::new,
+        &bounds,
+        10_000,
+        None,
+        &mut |_, _, _| {},
+    )
+    .states;
     let mut g = c.benchmark_group("explorer");
     g.throughput(Throughput::Elements(states as u64));
     g.sample_size(10);
     g.bench_function("turn_children_bounds", |b| {
         b.iter(|| {
-            explore::explore::<TurnTarget>(
+            explore::explore::<TurnMachine>(
                 &TurnMachine::new,
                 &bounds,
                 10_000,

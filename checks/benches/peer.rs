@@ -8,8 +8,7 @@ use std::time::Instant;
 
 use stateright::{Checker, Model};
 use turnfence_checks::explore;
-use turnfence_checks::explore::fence::{started, FenceBounds};
-use turnfence_checks::fuzz::fence_gen::FenceTarget;
+use turnfence_checks::explore::fence::FenceBounds;
 use turnfence_model::fence::FenceMachine;
 
 #[path = "../tests/support/peer_model.rs"]
@@ -23,8 +22,8 @@ fn main() {
         .expect("the queue bounds");
     #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
     let t = Instant::now();
-    let ours = explore::explore::<FenceTarget>(
-        &|| started(&FenceMachine::new),
+    let ours = explore::explore::<FenceMachine>(
+        &FenceMachine::new,
         &bounds,
         10_000,
         None,

@@ -24,7 +24,7 @@ mod machine;
 pub mod turn;
 
 pub use machine::{
-    check_all, drain, reached, run, step, Invariant, Machine, Monitor, Step, Violation,
+    check_all, drain, reached, run, step, Invariant, Machine, Monitor, Ran, Step, StepOf, Violation,
 };
 
 #[cfg(feature = "flaws")]

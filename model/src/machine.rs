@@ -32,8 +32,16 @@ pub trait Machine: Clone + Debug + Default {
     /// The monitor that judges them over what happened.
     type Monitor: Monitor<Self>;
 
+    /// The machine's planted flaws (`flaws` feature only), each breaking one named invariant.
+    #[cfg(feature = "flaws")]
+    type Flaw: Copy + Debug + Serialize + DeserializeOwned + 'static;
+
     /// What the machine is called (`turn`, `fence`): in reports and on the command line.
     const NAME: &'static str;
+
+    /// A machine with one rule broken on purpose.
+    #[cfg(feature = "flaws")]
+    fn with_flaw(flaw: Self::Flaw) -> Self;
 
     /// When an input happens.
     fn at(input: &Self::Input) -> Millis;
@@ -95,6 +103,9 @@ pub struct Step<I, O> {
     pub outputs: Vec<O>,
 }
 
+/// A step of machine `M`.
+pub type StepOf<M> = Step<<M as Machine>::Input, <M as Machine>::Output>;
+
 /// A broken invariant: which, when, about what, and why, in one sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(bound(serialize = "V: Serialize", deserialize = "V: DeserializeOwned"))]
@@ -147,7 +158,7 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
     fn fingerprint<H: Hasher>(&self, h: &mut H);
 
     /// Observes one whole step; returns what it found broken.
-    fn observe(&mut self, step: &Step<M::Input, M::Output>) -> Vec<Violation<M::Invariant>> {
+    fn observe(&mut self, step: &StepOf<M>) -> Vec<Violation<M::Invariant>> {
         self.observe_parts(&step.input, &step.outputs)
     }
 
@@ -169,7 +180,7 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
     }
 
     /// Runs the monitor over a whole recorded run.
-    fn check(mut self, steps: &[Step<M::Input, M::Output>]) -> Vec<Violation<M::Invariant>> {
+    fn check(mut self, steps: &[StepOf<M>]) -> Vec<Violation<M::Invariant>> {
         let mut found = Vec::new();
         for step in steps {
             found.extend(self.observe(step));
@@ -181,12 +192,12 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
 }
 
 /// Every invariant of a machine over a recorded run.
-pub fn check_all<M: Machine>(steps: &[Step<M::Input, M::Output>]) -> Vec<Violation<M::Invariant>> {
+pub fn check_all<M: Machine>(steps: &[StepOf<M>]) -> Vec<Violation<M::Invariant>> {
     M::Monitor::default().check(steps)
 }
 
 /// The invariants a recorded run put to the test (without `finish`).
-pub fn reached<M: Machine>(steps: &[Step<M::Input, M::Output>]) -> BTreeSet<M::Invariant> {
+pub fn reached<M: Machine>(steps: &[StepOf<M>]) -> BTreeSet<M::Invariant> {
     let mut monitor = M::Monitor::default();
     for step in steps {
         monitor.observe(step);
@@ -205,7 +216,7 @@ pub fn drain<M: Machine>(machine: &mut M) -> Vec<M::Output> {
 pub fn step<M: Machine>(
     machine: &mut M,
     input: &M::Input,
-    steps: &mut Vec<Step<M::Input, M::Output>>,
+    steps: &mut Vec<StepOf<M>>,
 ) -> Result<(), M::Misuse> {
     machine.advance_to(M::at(input))?;
     let ticked = drain(machine);
@@ -228,13 +239,13 @@ pub fn step<M: Machine>(
     Ok(())
 }
 
+/// What [`run`] recorded: the steps, and the index of the refused input with its error if one
+/// was refused.
+pub type Ran<M> = (Vec<StepOf<M>>, Option<(usize, <M as Machine>::Misuse)>);
+
 /// Runs inputs through a machine, recording each step. Stops at the first misuse, returning the
 /// steps so far and the index of the refused input with its error.
-#[allow(clippy::type_complexity)]
-pub fn run<M: Machine>(
-    machine: &mut M,
-    inputs: &[M::Input],
-) -> (Vec<Step<M::Input, M::Output>>, Option<(usize, M::Misuse)>) {
+pub fn run<M: Machine>(machine: &mut M, inputs: &[M::Input]) -> Ran<M> {
     let mut steps = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter().enumerate() {
         if let Err(misuse) = step(machine, input, &mut steps) {

@@ -2,7 +2,6 @@
 //! every transition case of the table (T0–E3) and every loop verdict.
 
 use std::collections::BTreeMap;
-use std::hash::Hash;
 
 use serde::Serialize;
 use turnfence_model::fence;
@@ -13,9 +12,7 @@ use turnfence_model::fence::{
 };
 use turnfence_model::prelude::*;
 
-use super::{finish, hasher, Coverage, Explorable};
-use crate::fuzz::fence_gen::FenceTarget;
-use crate::fuzz::{Broken, Target};
+use super::{Coverage, Explore};
 
 /// How far the fence explorer goes.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -91,15 +88,6 @@ pub fn start_inputs() -> Vec<fence::Input> {
             fence::Input::new(0, start)
         })
         .collect()
-}
-
-/// A fence machine with the explorer's workers started.
-pub fn started(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
-    let mut m = make();
-    for start in start_inputs() {
-        let _ = FenceTarget::step(&mut m, &start);
-    }
-    m
 }
 
 fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
@@ -201,86 +189,42 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
     out
 }
 
-impl Explorable for FenceTarget {
-    type Monitor = fence::Monitor;
+impl Explore for FenceMachine {
     type Bounds = FenceBounds;
 
-    fn monitor() -> fence::Monitor {
-        let mut mon = fence::Monitor::default();
-        let mut scratch = FenceMachine::new();
-        for (worker, path, task, root) in WORKERS {
-            let start = fence::Input::new(
-                0,
-                fence::InputKind::WorkerStart {
-                    worker: worker.into(),
-                    path,
-                    task: task.into(),
-                    root: root.into(),
-                },
-            );
-            for (i, o) in FenceTarget::step(&mut scratch, &start).0 {
-                mon.input(&i);
-                for x in &o {
-                    mon.output(x);
-                }
-                mon.end_step();
-            }
-        }
-        mon
+    fn ci_bounds() -> Vec<(&'static str, FenceBounds)> {
+        FenceBounds::ci()
     }
 
-    fn observe(
-        mon: &mut fence::Monitor,
-        input: &fence::Input,
-        outputs: &[fence::Output],
-    ) -> Vec<Broken> {
-        mon.input(input);
-        for o in outputs {
-            mon.output(o);
-        }
-        mon.end_step();
-        mon.take_violations()
-            .into_iter()
-            .map(Broken::from)
-            .collect()
+    fn hunt_bounds() -> FenceBounds {
+        FenceBounds::hunt()
     }
 
-    fn reached_by(mon: &fence::Monitor) -> Vec<&'static str> {
-        mon.reached().iter().map(|i| i.name()).collect()
+    /// The explorer's workers start first.
+    fn prelude() -> Vec<fence::Input> {
+        start_inputs()
     }
 
-    fn alphabet(m: &FenceMachine, bounds: &FenceBounds) -> Vec<fence::Input> {
-        let s = m.state();
+    fn alphabet(&self, bounds: &FenceBounds) -> Vec<fence::Input> {
+        let s = self.state();
         let now = s.now;
         let mut out: Vec<fence::Input> = kinds(s, bounds)
             .into_iter()
             .map(|k| fence::Input::new(now, k))
             .collect();
         // Time moves only to the next wait's end, the one point where something happens.
-        let next = s
-            .workers
-            .values()
-            .filter_map(|w| w.waiting.as_ref())
-            .map(|w| w.deadline_at)
-            .min();
-        if let Some(at) = next {
+        if let Some(at) = self.poll_timeout() {
             out.push(fence::Input::new(at, fence::InputKind::Tick));
         }
         out
     }
 
-    fn fingerprint(m: &FenceMachine, mon: &fence::Monitor) -> u64 {
-        let mut h = hasher();
-        m.state().hash(&mut h);
-        mon.fingerprint(&mut h);
-        finish(h)
+    fn coverage() -> Coverage {
+        coverage()
     }
 
-    fn covered(
-        before: &FenceMachine,
-        input: &fence::Input,
-        outputs: &[fence::Output],
-    ) -> Vec<String> {
+    fn covered(&self, input: &fence::Input, outputs: &[fence::Output]) -> Vec<String> {
+        let before = self;
         let mut points = Vec::new();
         for o in outputs {
             match o {

@@ -10,37 +10,58 @@ pub mod turn;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hasher};
 
-use crate::fuzz::{Broken, Target};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use turnfence_model::{Machine, Monitor};
 
-/// A machine the explorer can walk.
-pub trait Explorable: Target {
-    type Monitor: Clone;
-    type Bounds: Clone;
+use crate::fuzz::take;
+use turnfence_model::Violation;
 
-    fn monitor() -> Self::Monitor;
+/// What exploration needs of a machine beyond the [`Machine`] trait: bounds, an alphabet and
+/// coverage points.
+pub trait Explore: Machine {
+    /// How far an exploration goes (named, serializable: `--bounds` takes them as JSON).
+    type Bounds: Clone + Serialize + DeserializeOwned;
 
-    /// Feeds one recorded step to the monitor; returns what it found broken.
-    fn observe(
-        mon: &mut Self::Monitor,
-        input: &Self::Input,
-        outputs: &[Self::Output],
-    ) -> Vec<Broken>;
+    /// The bound sets CI explores exhaustively; coverage is their union.
+    fn ci_bounds() -> Vec<(&'static str, Self::Bounds)>;
 
-    /// The invariants the monitor has seen put to the test.
-    fn reached_by(mon: &Self::Monitor) -> Vec<&'static str>;
+    /// Larger bounds for hunting a flaw (not exhaustive: it stops at the first violation).
+    fn hunt_bounds() -> Self::Bounds;
+
+    /// The inputs every exploration starts with, from a fresh machine (none by default).
+    fn prelude() -> Vec<Self::Input> {
+        Vec::new()
+    }
 
     /// Every input to try from this state, within the bounds.
-    fn alphabet(m: &Self::Machine, bounds: &Self::Bounds) -> Vec<Self::Input>;
+    fn alphabet(&self, bounds: &Self::Bounds) -> Vec<Self::Input>;
 
-    /// A fingerprint of the machine's state and the monitor's memory.
-    fn fingerprint(m: &Self::Machine, mon: &Self::Monitor) -> u64;
+    /// The coverage points one taken input reached (its outputs included), from the state before.
+    fn covered(&self, input: &Self::Input, outputs: &[Self::Output]) -> Vec<String>;
 
-    /// The coverage points one taken input reached (its outputs included).
-    fn covered(
-        before: &Self::Machine,
-        input: &Self::Input,
-        outputs: &[Self::Output],
-    ) -> Vec<String>;
+    /// The points the bounds must reach between them, and the ones impossible, with reasons.
+    fn coverage() -> Coverage;
+}
+
+/// The machine after its [`Explore::prelude`], and a monitor that saw it: where exploration starts.
+pub fn start<M: Explore>(make: &dyn Fn() -> M) -> (M, M::Monitor) {
+    let mut machine = make();
+    let mut monitor = M::Monitor::default();
+    for input in M::prelude() {
+        for step in take(&mut machine, &input).0 {
+            monitor.observe(&step);
+        }
+    }
+    (machine, monitor)
+}
+
+/// A fingerprint of a machine's state and its monitor's memory: one explorer state.
+pub fn fingerprint<M: Machine>(machine: &M, monitor: &M::Monitor) -> u64 {
+    let mut h = hasher();
+    machine.fingerprint(&mut h);
+    monitor.fingerprint(&mut h);
+    h.finish()
 }
 
 /// Hashes into a `u64` with a fixed key (the same on every run and machine).
@@ -50,50 +71,51 @@ pub fn hasher() -> DefaultHasher {
 
 /// What an exploration found.
 #[derive(Clone, Debug)]
-pub struct Explored<I> {
+pub struct Explored<I, V> {
     pub states: usize,
     pub transitions: usize,
     pub depth: usize,
     /// The exploration stopped at the depth bound with states left to expand.
     pub truncated: bool,
     pub coverage: BTreeSet<String>,
-    pub reached: BTreeSet<&'static str>,
+    pub reached: BTreeSet<V>,
     /// The first violation, with the inputs that lead to it (a shortest such path).
-    pub counterexample: Option<(Vec<I>, Broken)>,
+    pub counterexample: Option<(Vec<I>, Violation<V>)>,
     /// When truncated: a path to a state left unexpanded at the depth bound (what keeps growing).
     pub deepest: Vec<I>,
 }
 
-struct Node<M, Mon, I> {
+struct Node<M: Machine> {
     machine: M,
-    monitor: Mon,
+    monitor: M::Monitor,
     index: usize,
     depth: usize,
-    _input: std::marker::PhantomData<I>,
 }
 
-/// Explores breadth-first from a machine made by `make`, up to `max_depth` inputs. Stops at the
-/// first violation of `target` (any invariant if `None`). `progress` is called once per depth.
-pub fn explore<T: Explorable>(
-    make: &dyn Fn() -> T::Machine,
-    bounds: &T::Bounds,
+/// What an exploration of machine `M` found.
+pub type ExploredBy<M> = Explored<<M as Machine>::Input, <M as Machine>::Invariant>;
+
+/// Explores breadth-first from a machine made by `make` (after its [`Explore::prelude`]), up to
+/// `max_depth` inputs. Stops at the first violation of `target` (any invariant if `None`);
+/// `progress` is called once per depth. Counterexample paths start after the prelude.
+pub fn explore<M: Explore>(
+    make: &dyn Fn() -> M,
+    bounds: &M::Bounds,
     max_depth: usize,
-    target: Option<&str>,
+    target: Option<M::Invariant>,
     progress: &mut dyn FnMut(usize, usize, usize),
-) -> Explored<T::Input> {
-    let start = make();
-    let monitor = T::monitor();
+) -> ExploredBy<M> {
+    let (start, monitor) = start(make);
     let mut seen: HashMap<u64, ()> = HashMap::new();
-    seen.insert(T::fingerprint(&start, &monitor), ());
+    seen.insert(fingerprint(&start, &monitor), ());
     // For each visited state: its parent and the input that led to it.
-    let mut parents: Vec<(usize, Option<T::Input>)> = vec![(0, None)];
+    let mut parents: Vec<(usize, Option<M::Input>)> = vec![(0, None)];
     let mut frontier = VecDeque::new();
-    frontier.push_back(Node::<T::Machine, T::Monitor, T::Input> {
+    frontier.push_back(Node {
         machine: start,
         monitor,
         index: 0,
         depth: 0,
-        _input: std::marker::PhantomData,
     });
     let mut result = Explored {
         states: 1,
@@ -119,23 +141,23 @@ pub fn explore<T: Explorable>(
             result.truncated = true;
             continue;
         }
-        for input in T::alphabet(&node.machine, bounds) {
+        for input in node.machine.alphabet(bounds) {
             let mut m = node.machine.clone();
-            let (steps, ok) = T::step(&mut m, &input);
+            let (steps, ok) = take(&mut m, &input);
             if !ok {
                 continue;
             }
             result.transitions += 1;
             let mut mon = node.monitor.clone();
             let mut broken = Vec::new();
-            for (i, o) in &steps {
-                broken.extend(T::observe(&mut mon, i, o));
+            for step in &steps {
+                broken.extend(mon.observe(step));
             }
-            let outputs: Vec<T::Output> = steps.iter().flat_map(|(_, o)| o.clone()).collect();
+            let outputs: Vec<M::Output> = steps.into_iter().flat_map(|s| s.outputs).collect();
             result
                 .coverage
-                .extend(T::covered(&node.machine, &input, &outputs));
-            result.reached.extend(T::reached_by(&mon));
+                .extend(node.machine.covered(&input, &outputs));
+            result.reached.extend(mon.reached().iter().copied());
             if let Some(b) = broken
                 .into_iter()
                 .find(|b| target.is_none_or(|t| b.invariant == t))
@@ -145,8 +167,7 @@ pub fn explore<T: Explorable>(
                 result.counterexample = Some((path, b));
                 return result;
             }
-            let fp = T::fingerprint(&m, &mon);
-            if seen.insert(fp, ()).is_none() {
+            if seen.insert(fingerprint(&m, &mon), ()).is_none() {
                 parents.push((node.index, Some(input)));
                 result.states += 1;
                 frontier.push_back(Node {
@@ -154,7 +175,6 @@ pub fn explore<T: Explorable>(
                     monitor: mon,
                     index: parents.len() - 1,
                     depth: node.depth + 1,
-                    _input: std::marker::PhantomData,
                 });
             }
         }
@@ -199,9 +219,4 @@ impl Coverage {
             .collect();
         (missing, wrong)
     }
-}
-
-/// Finishes a hasher.
-pub fn finish(h: DefaultHasher) -> u64 {
-    h.finish()
 }

@@ -2,16 +2,13 @@
 //! every (phase of the named turn, input kind) pair, and every session-level input kind.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::hash::Hash;
 
 use serde::Serialize;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::state::{ChildState, Phase};
-use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Monitor, Output, TurnMachine};
+use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Output, TurnMachine};
 
-use super::{finish, hasher, Coverage, Explorable};
-use crate::fuzz::turn_gen::TurnTarget;
-use crate::fuzz::Broken;
+use super::{Coverage, Explore};
 
 /// How far the turn explorer goes.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -56,18 +53,10 @@ impl TurnBounds {
     }
 }
 
-/// The times an input may happen at: now, or the next deadline still ahead.
+/// The times an input may happen at: now, or the next instant something happens without one.
 fn times(m: &TurnMachine) -> Vec<u64> {
-    let s = m.session();
-    let next = s
-        .turns
-        .iter()
-        .filter(|t| !t.phase.is_terminal())
-        .filter_map(|t| t.deadline_at)
-        .filter(|d| *d > s.now)
-        .min();
-    let mut at = vec![s.now];
-    at.extend(next);
+    let mut at = vec![m.session().now];
+    at.extend(m.poll_timeout());
     at
 }
 
@@ -224,34 +213,21 @@ fn kinds(m: &TurnMachine, b: &TurnBounds) -> Vec<InputKind> {
     out
 }
 
-impl Explorable for TurnTarget {
-    type Monitor = Monitor;
+impl Explore for TurnMachine {
     type Bounds = TurnBounds;
 
-    fn monitor() -> Monitor {
-        Monitor::default()
+    fn ci_bounds() -> Vec<(&'static str, TurnBounds)> {
+        TurnBounds::ci()
     }
 
-    fn observe(mon: &mut Monitor, input: &Input, outputs: &[Output]) -> Vec<Broken> {
-        mon.input(input);
-        for o in outputs {
-            mon.output(o);
-        }
-        mon.end_step();
-        mon.take_violations()
-            .into_iter()
-            .map(Broken::from)
-            .collect()
+    fn hunt_bounds() -> TurnBounds {
+        TurnBounds::hunt()
     }
 
-    fn reached_by(mon: &Monitor) -> Vec<&'static str> {
-        mon.reached().iter().map(|i| i.name()).collect()
-    }
-
-    fn alphabet(m: &TurnMachine, bounds: &TurnBounds) -> Vec<Input> {
-        let at = times(m);
+    fn alphabet(&self, bounds: &TurnBounds) -> Vec<Input> {
+        let at = times(self);
         let mut out = Vec::new();
-        for kind in kinds(m, bounds) {
+        for kind in kinds(self, bounds) {
             for t in &at {
                 out.push(Input::new(*t, kind.clone()));
             }
@@ -262,23 +238,20 @@ impl Explorable for TurnTarget {
         out
     }
 
-    fn fingerprint(m: &TurnMachine, mon: &Monitor) -> u64 {
-        let mut h = hasher();
-        m.session().hash(&mut h);
-        mon.fingerprint(&mut h);
-        finish(h)
-    }
-
-    fn covered(before: &TurnMachine, input: &Input, _: &[Output]) -> Vec<String> {
+    fn covered(&self, input: &Input, _: &[Output]) -> Vec<String> {
         let kind = input_kind(input);
         let point = match input.turn() {
-            Some(t) => match before.session().turn(t) {
+            Some(t) => match self.session().turn(t) {
                 Some(turn) => format!("{}/{kind}", phase_name(&turn.phase)),
                 None => format!("new/{kind}"),
             },
             None => format!("session/{kind}"),
         };
         vec![point]
+    }
+
+    fn coverage() -> Coverage {
+        coverage()
     }
 }
 

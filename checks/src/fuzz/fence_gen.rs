@@ -8,13 +8,9 @@ use turnfence_model::fence;
 use turnfence_model::fence::{
     Action, EndOutcome, FenceMachine, FenceSnapshot, Path, SnapshotRow, SnapshotTask, Status,
 };
-use turnfence_model::prelude::*;
 use turnfence_model::Millis;
 
-use super::{Broken, FaultMix, Gen, Pairs, Target};
-
-/// The fence machine as a fuzzing target.
-pub struct FenceTarget;
+use super::{FaultMix, Fuzz, Gen};
 
 const WORKERS: [(&str, &str, &str); 4] = [
     ("w0", "root-a", "root-a"),
@@ -23,17 +19,9 @@ const WORKERS: [(&str, &str, &str); 4] = [
     ("w3", "root-c", "root-c"),
 ];
 
-impl Target for FenceTarget {
-    type Machine = FenceMachine;
-    type Input = fence::Input;
-    type Output = fence::Output;
-    fn tick(at: Millis) -> fence::Input {
-        fence::Input::new(at, fence::InputKind::Tick)
-    }
-
-    const NAME: &'static str = "fence";
-
-    fn next_input(m: &FenceMachine, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> fence::Input {
+impl Fuzz for FenceMachine {
+    fn next_input(&self, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> fence::Input {
+        let m = self;
         let s = m.state();
         // Start the workers first, each direct or pooled.
         if let Some((w, task, root)) = WORKERS.iter().find(|(w, _, _)| !s.workers.contains_key(*w))
@@ -89,33 +77,8 @@ impl Target for FenceTarget {
         fence::Input::new(*at, kind.unwrap_or(fence::InputKind::Tick))
     }
 
-    fn step(
-        m: &mut FenceMachine,
-        input: &fence::Input,
-    ) -> (Pairs<fence::Input, fence::Output>, bool) {
-        let mut steps = Vec::new();
-        let ok = fence::step(m, input, &mut steps).is_ok();
-        (
-            steps.into_iter().map(|s| (s.input, s.outputs)).collect(),
-            ok,
-        )
-    }
-
-    fn judge(steps: &[(fence::Input, Vec<fence::Output>)]) -> Vec<Broken> {
-        fence::check_all(&as_steps(steps))
-            .into_iter()
-            .map(Broken::from)
-            .collect()
-    }
-
-    fn reached(steps: &[(fence::Input, Vec<fence::Output>)]) -> Vec<&'static str> {
-        fence::reached(&as_steps(steps))
-            .into_iter()
-            .map(|i| i.name())
-            .collect()
-    }
-
-    fn summary(m: &FenceMachine) -> BTreeMap<String, String> {
+    fn summary(&self) -> BTreeMap<String, String> {
+        let m = self;
         let s = m.state();
         let mut out = BTreeMap::new();
         for (root, row) in &s.table.rows {
@@ -151,16 +114,6 @@ impl Target for FenceTarget {
         }
         out
     }
-}
-
-fn as_steps(steps: &[(fence::Input, Vec<fence::Output>)]) -> Vec<fence::Step> {
-    steps
-        .iter()
-        .map(|(input, outputs)| fence::Step {
-            input: input.clone(),
-            outputs: outputs.clone(),
-        })
-        .collect()
 }
 
 fn request(m: &FenceMachine, g: &mut Gen) -> Option<fence::InputKind> {

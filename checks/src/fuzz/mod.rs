@@ -18,15 +18,13 @@ pub mod report;
 pub mod strategy;
 pub mod turn_gen;
 
-use std::collections::BTreeMap;
-use std::fmt::Debug;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use turnfence_model::prelude::*;
-use turnfence_model::Millis;
+use turnfence_model::{Machine, Millis, Monitor, Step, StepOf, Violation};
 
 /// A case's fault mix: each case draws its own, so some cases lose half their acks and others
 /// none (swarm testing). Percentages are per eligible step.
@@ -118,84 +116,29 @@ impl Gen {
     }
 }
 
-/// An invariant violation, as either machine's monitor reports it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Broken {
-    pub invariant: String,
-    pub step: usize,
-    pub at: Millis,
-    pub ids: Vec<String>,
-    pub message: String,
+/// What fuzzing needs of a machine beyond the [`Machine`] trait: a generator and a summary.
+pub trait Fuzz: Machine {
+    /// The next input, chosen against the machine's state; `at` is the case's clock.
+    fn next_input(&self, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> Self::Input;
+
+    /// A flat summary of the state, for the per-step changes of a report.
+    fn summary(&self) -> BTreeMap<String, String>;
 }
 
-impl From<turnfence_model::turn::Violation> for Broken {
-    fn from(v: turnfence_model::turn::Violation) -> Broken {
-        Broken {
-            invariant: v.invariant.name().to_owned(),
-            step: v.step,
-            at: v.at,
-            ids: v.ids,
-            message: v.message,
-        }
-    }
-}
+/// A broken invariant of machine `M`.
+pub type Broken<M> = Violation<<M as Machine>::Invariant>;
 
-impl From<turnfence_model::fence::Violation> for Broken {
-    fn from(v: turnfence_model::fence::Violation) -> Broken {
-        Broken {
-            invariant: v.invariant.name().to_owned(),
-            step: v.step,
-            at: v.at,
-            ids: v.ids,
-            message: v.message,
-        }
-    }
-}
-
-/// One recorded step: the input and what it caused.
+/// One recorded step of a report: the step, and how the machine's state changed
+/// (`key: before → after`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(bound(
     serialize = "I: Serialize, O: Serialize",
     deserialize = "I: DeserializeOwned, O: DeserializeOwned"
 ))]
 pub struct Recorded<I, O> {
-    pub input: I,
-    pub outputs: Vec<O>,
-    /// How the machine's state changed (`key: before → after`).
+    #[serde(flatten)]
+    pub step: Step<I, O>,
     pub changes: Vec<String>,
-}
-
-/// Recorded steps of a machine: each input and the outputs it caused.
-pub type Pairs<I, O> = Vec<(I, Vec<O>)>;
-
-/// What fuzzing needs of a machine.
-pub trait Target {
-    type Machine: Clone;
-    type Input: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
-    type Output: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
-
-    /// `turn` or `fence`.
-    const NAME: &'static str;
-
-    /// Time passing to `at`, as an input.
-    fn tick(at: Millis) -> Self::Input;
-
-    /// The next input, chosen against the machine's state.
-    fn next_input(m: &Self::Machine, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> Self::Input;
-
-    /// Takes one input, recording what time passing caused as its own step. The flag says
-    /// whether the input was taken (`false`: misuse; a time-passing step may still be there).
-    fn step(m: &mut Self::Machine, input: &Self::Input)
-        -> (Pairs<Self::Input, Self::Output>, bool);
-
-    /// Every invariant over a recorded run.
-    fn judge(steps: &[(Self::Input, Vec<Self::Output>)]) -> Vec<Broken>;
-
-    /// The invariants a recorded run put to the test.
-    fn reached(steps: &[(Self::Input, Vec<Self::Output>)]) -> Vec<&'static str>;
-
-    /// A flat summary of the state, for the per-step changes of a report.
-    fn summary(m: &Self::Machine) -> BTreeMap<String, String>;
 }
 
 /// A generated case.
@@ -208,21 +151,25 @@ pub struct Case<I> {
     pub generated: usize,
 }
 
+/// Takes one input, as [`turnfence_model::step`] records it; `false` if it was misuse (a
+/// time-passing step may still be there).
+pub fn take<M: Machine>(m: &mut M, input: &M::Input) -> (Vec<StepOf<M>>, bool) {
+    let mut steps = Vec::new();
+    let ok = turnfence_model::step(m, input, &mut steps).is_ok();
+    (steps, ok)
+}
+
 /// Generates a case of `steps` inputs from `seed`, driving a machine made by `make` to know what
 /// is meaningful next.
-pub fn generate<T: Target>(
-    seed: u64,
-    steps: usize,
-    make: &dyn Fn() -> T::Machine,
-) -> Case<T::Input> {
+pub fn generate<M: Fuzz>(seed: u64, steps: usize, make: &dyn Fn() -> M) -> Case<M::Input> {
     let mut g = Gen::new(seed);
     let mix = g.mix();
     let mut m = make();
     let mut at = 0;
     let mut inputs = Vec::with_capacity(steps);
     for _ in 0..steps {
-        let input = T::next_input(&m, &mut g, &mix, &mut at);
-        if T::step(&mut m, &input).1 {
+        let input = m.next_input(&mut g, &mix, &mut at);
+        if take(&mut m, &input).1 {
             inputs.push(input);
         }
     }
@@ -236,47 +183,46 @@ pub fn generate<T: Target>(
 }
 
 /// A run of inputs: the steps recorded (misuse skipped) and their state changes.
-pub struct Run<T: Target> {
-    pub steps: Vec<Recorded<T::Input, T::Output>>,
+pub struct Run<M: Machine> {
+    pub steps: Vec<Recorded<M::Input, M::Output>>,
     /// The inputs the machine took (the misused ones dropped).
-    pub taken: Vec<T::Input>,
+    pub taken: Vec<M::Input>,
 }
 
 /// Replays inputs on a fresh machine, skipping misuse, recording state changes.
-pub fn replay<T: Target>(inputs: &[T::Input], make: &dyn Fn() -> T::Machine) -> Run<T> {
+pub fn replay<M: Fuzz>(inputs: &[M::Input], make: &dyn Fn() -> M) -> Run<M> {
     let mut m = make();
     let mut steps = Vec::new();
     let mut taken = Vec::new();
-    let mut before = T::summary(&m);
+    let mut before = m.summary();
     for input in inputs {
         let before_machine = m.clone();
-        let (recorded, ok) = T::step(&mut m, input);
+        let (recorded, ok) = take(&mut m, input);
         if !ok {
             // Refused, but time still passed: keep what that caused, as the tick it was.
-            if let Some((tick, _)) = recorded.first() {
-                taken.push(tick.clone());
+            if let Some(tick) = recorded.first() {
+                taken.push(tick.input.clone());
             } else {
                 continue;
             }
         } else {
             taken.push(input.clone());
         }
-        let after = T::summary(&m);
+        let after = m.summary();
         // With a time-passing step first, split the changes: what the tick did, then the input.
         let mid = (recorded.len() == 2).then(|| {
             let mut ticked = before_machine.clone();
-            let _ = T::step(&mut ticked, &recorded[0].0);
-            T::summary(&ticked)
+            let _ = take(&mut ticked, &recorded[0].input);
+            ticked.summary()
         });
         let mut from = before;
-        for (i, (input, outputs)) in recorded.into_iter().enumerate() {
+        for (i, step) in recorded.into_iter().enumerate() {
             let to = match (&mid, i) {
                 (Some(mid), 0) => mid.clone(),
                 _ => after.clone(),
             };
             steps.push(Recorded {
-                input,
-                outputs,
+                step,
                 changes: diff(&from, &to),
             });
             from = to;
@@ -303,14 +249,28 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
     changes
 }
 
+/// Every invariant of a machine over recorded steps.
+pub fn judge<'a, M: Machine>(
+    steps: impl IntoIterator<Item = &'a StepOf<M>>,
+) -> (Vec<Broken<M>>, BTreeSet<M::Invariant>)
+where
+    M::Input: 'a,
+    M::Output: 'a,
+{
+    let mut monitor = M::Monitor::default();
+    let mut broken = Vec::new();
+    for step in steps {
+        broken.extend(monitor.observe(step));
+    }
+    monitor.finish();
+    broken.extend(monitor.take_violations());
+    (broken, monitor.reached().clone())
+}
+
 /// The violations of a run, narrowed to one invariant if given.
-pub fn violations<T: Target>(run: &Run<T>, only: Option<&str>) -> Vec<Broken> {
-    let pairs: Vec<(T::Input, Vec<T::Output>)> = run
-        .steps
-        .iter()
-        .map(|s| (s.input.clone(), s.outputs.clone()))
-        .collect();
-    T::judge(&pairs)
+pub fn violations<M: Machine>(run: &Run<M>, only: Option<M::Invariant>) -> Vec<Broken<M>> {
+    judge::<M>(run.steps.iter().map(|r| &r.step))
+        .0
         .into_iter()
         .filter(|b| only.is_none_or(|o| b.invariant == o))
         .collect()
@@ -318,13 +278,13 @@ pub fn violations<T: Target>(run: &Run<T>, only: Option<&str>) -> Vec<Broken> {
 
 /// Shrinks a failing input sequence: removes chunks, then single inputs, as long as the run
 /// still breaks `invariant` (any invariant if `None`). Deterministic.
-pub fn shrink<T: Target>(
-    inputs: Vec<T::Input>,
-    invariant: Option<&str>,
-    make: &dyn Fn() -> T::Machine,
-) -> Vec<T::Input> {
-    let fails = |xs: &[T::Input]| !violations::<T>(&replay::<T>(xs, make), invariant).is_empty();
-    let mut current = replay::<T>(&inputs, make).taken;
+pub fn shrink<M: Fuzz>(
+    inputs: Vec<M::Input>,
+    invariant: Option<M::Invariant>,
+    make: &dyn Fn() -> M,
+) -> Vec<M::Input> {
+    let fails = |xs: &[M::Input]| !violations::<M>(&replay::<M>(xs, make), invariant).is_empty();
+    let mut current = replay::<M>(&inputs, make).taken;
     if !fails(&current) {
         return current;
     }
@@ -337,7 +297,7 @@ pub fn shrink<T: Target>(
             let mut candidate = current[..i].to_vec();
             candidate.extend_from_slice(&current[end..]);
             if fails(&candidate) {
-                current = replay::<T>(&candidate, make).taken;
+                current = replay::<M>(&candidate, make).taken;
                 removed_any = true;
             } else {
                 i += chunk;
@@ -353,38 +313,36 @@ pub fn shrink<T: Target>(
 }
 
 /// What one fuzzing case found.
-pub struct Found<T: Target> {
-    pub case: Case<T::Input>,
-    pub shrunk: Vec<T::Input>,
-    pub broken: Broken,
+pub struct Found<M: Machine> {
+    pub case: Case<M::Input>,
+    pub shrunk: Vec<M::Input>,
+    pub broken: Broken<M>,
 }
 
-/// Runs one case; on a violation (of `invariant`, or of any), shrinks it.
-pub fn run_case<T: Target>(
+/// Runs one case; on a violation (of `invariant`, or of any), shrinks it. Without one, the
+/// invariants the case put to the test.
+pub fn run_case<M: Fuzz>(
     seed: u64,
     steps: usize,
-    invariant: Option<&str>,
-    make: &dyn Fn() -> T::Machine,
-) -> Result<Vec<&'static str>, Box<Found<T>>> {
-    let case = generate::<T>(seed, steps, make);
-    let run = replay::<T>(&case.inputs, make);
-    let broken = violations::<T>(&run, invariant);
-    if broken.is_empty() {
-        let pairs: Vec<(T::Input, Vec<T::Output>)> = run
-            .steps
-            .into_iter()
-            .map(|s| (s.input, s.outputs))
-            .collect();
-        return Ok(T::reached(&pairs));
-    }
-    let target = invariant
-        .map(str::to_owned)
-        .unwrap_or_else(|| broken[0].invariant.clone());
-    let shrunk = shrink::<T>(case.inputs.clone(), Some(&target), make);
-    let broken = violations::<T>(&replay::<T>(&shrunk, make), Some(&target))
+    invariant: Option<M::Invariant>,
+    make: &dyn Fn() -> M,
+) -> Result<BTreeSet<M::Invariant>, Box<Found<M>>> {
+    let case = generate::<M>(seed, steps, make);
+    let run = replay::<M>(&case.inputs, make);
+    let (all, reached) = judge::<M>(run.steps.iter().map(|r| &r.step));
+    let broken: Vec<Broken<M>> = all
+        .into_iter()
+        .filter(|b| invariant.is_none_or(|o| b.invariant == o))
+        .collect();
+    let Some(first) = broken.first() else {
+        return Ok(reached);
+    };
+    let target = invariant.unwrap_or(first.invariant);
+    let shrunk = shrink::<M>(case.inputs.clone(), Some(target), make);
+    let broken = violations::<M>(&replay::<M>(&shrunk, make), Some(target))
         .into_iter()
         .next()
-        .unwrap_or_else(|| broken[0].clone());
+        .unwrap_or_else(|| first.clone());
     Err(Box::new(Found {
         case,
         shrunk,
@@ -403,25 +361,21 @@ pub fn case_seed(seed: u64, i: u64) -> u64 {
 
 /// What replaying a report shows.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Replayed {
+pub struct Replayed<V> {
     /// The invariants broken by the report's recorded run, as the monitor judges it now.
-    pub broken: Vec<Broken>,
+    pub broken: Vec<Violation<V>>,
     /// Re-run on the machine as built now: `Some(None)` when it gives the recorded outputs at
     /// every step, `Some(Some(i))` when it differs from step `i`; `None` when not re-run.
     pub rerun: Option<Option<usize>>,
 }
 
 /// Re-runs a report's inputs on a machine made by `make` and judges its recorded run.
-pub fn replay_report<T: Target>(
-    report: &report::Report<T::Input, T::Output>,
-    make: Option<&dyn Fn() -> T::Machine>,
-) -> Replayed {
-    let recorded: Vec<(T::Input, Vec<T::Output>)> = report
-        .steps
-        .iter()
-        .map(|s| (s.input.clone(), s.outputs.clone()))
-        .collect();
-    let broken = T::judge(&recorded);
+pub fn replay_report<M: Machine>(
+    report: &report::Report<M>,
+    make: Option<&dyn Fn() -> M>,
+) -> Replayed<M::Invariant> {
+    let recorded: Vec<&StepOf<M>> = report.steps.iter().map(|r| &r.step).collect();
+    let broken = judge::<M>(recorded.iter().copied()).0;
     let Some(make) = make else {
         return Replayed {
             broken,
@@ -429,24 +383,21 @@ pub fn replay_report<T: Target>(
         };
     };
     let mut m = make();
-    let mut again: Vec<(T::Input, Vec<T::Output>)> = Vec::new();
-    let mut i = 0;
-    while i < recorded.len() {
-        let (steps, ok) = T::step(&mut m, &recorded[i].0);
+    let mut again: Vec<StepOf<M>> = Vec::new();
+    for step in &recorded {
+        let (steps, ok) = take(&mut m, &step.input);
         if !ok && steps.is_empty() {
-            again.push((recorded[i].0.clone(), Vec::new()));
+            again.push(Step {
+                input: step.input.clone(),
+                outputs: Vec::new(),
+            });
         }
         again.extend(steps);
-        i += 1;
     }
     let differs_at = recorded
         .iter()
-        .zip(
-            again
-                .iter()
-                .chain(std::iter::repeat(&(recorded[0].0.clone(), Vec::new()))),
-        )
-        .position(|(a, b)| a.1 != b.1);
+        .enumerate()
+        .position(|(i, a)| again.get(i).map_or(&[][..], |b| &b.outputs[..]) != &a.outputs[..]);
     Replayed {
         broken,
         rerun: Some(differs_at),

@@ -4,55 +4,69 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use turnfence_model::Millis;
+use turnfence_model::{Machine, Millis};
 
-use super::{Broken, FaultMix, Found, Recorded, Target};
+use super::{Broken, FaultMix, Found, Fuzz, Recorded};
 
 /// A counterexample, as written to `<invariant>-<seed>.json`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(bound(
-    serialize = "I: Serialize, O: Serialize",
-    deserialize = "I: DeserializeOwned, O: DeserializeOwned"
-))]
-pub struct Report<I, O> {
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(bound(serialize = "", deserialize = ""))]
+pub struct Report<M: Machine> {
     pub machine: String,
     pub seed: u64,
     /// The planted flaw the run had switched on, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flaw: Option<String>,
     pub mix: FaultMix,
-    pub violated: Broken,
+    pub violated: Broken<M>,
     pub generated_inputs: usize,
     pub shrunk_inputs: usize,
-    pub steps: Vec<Recorded<I, O>>,
+    pub steps: Vec<Recorded<M::Input, M::Output>>,
 }
 
-impl<I: Serialize + DeserializeOwned + Clone, O: Serialize + DeserializeOwned + Clone>
-    Report<I, O>
-{
+impl<M: Machine> PartialEq for Report<M> {
+    fn eq(&self, other: &Report<M>) -> bool {
+        (
+            &self.machine,
+            self.seed,
+            &self.flaw,
+            &self.mix,
+            &self.violated,
+            self.generated_inputs,
+            self.shrunk_inputs,
+            &self.steps,
+        ) == (
+            &other.machine,
+            other.seed,
+            &other.flaw,
+            &other.mix,
+            &other.violated,
+            other.generated_inputs,
+            other.shrunk_inputs,
+            &other.steps,
+        )
+    }
+}
+
+impl<M: Machine> Report<M> {
     /// The inputs of the shrunk run, in order (time-passing steps included).
-    pub fn inputs(&self) -> Vec<I> {
-        self.steps.iter().map(|s| s.input.clone()).collect()
+    pub fn inputs(&self) -> Vec<M::Input> {
+        self.steps.iter().map(|s| s.step.input.clone()).collect()
     }
 
     /// The file stem: `<invariant>-<seed>`.
     pub fn stem(&self) -> String {
-        format!("{}-{}", self.violated.invariant, self.seed)
+        format!("{}-{}", self.violated.name(), self.seed)
     }
 }
 
 /// Builds the report of a shrunk counterexample.
-pub fn build<T: Target>(
-    found: &Found<T>,
-    flaw: Option<&str>,
-    make: &dyn Fn() -> T::Machine,
-) -> Report<T::Input, T::Output> {
-    let run = super::replay::<T>(&found.shrunk, make);
+pub fn build<M: Fuzz>(found: &Found<M>, flaw: Option<&str>, make: &dyn Fn() -> M) -> Report<M> {
+    let run = super::replay::<M>(&found.shrunk, make);
     Report {
-        machine: T::NAME.to_owned(),
+        machine: M::NAME.to_owned(),
         seed: found.case.seed,
         flaw: flaw.map(str::to_owned),
         mix: found.case.mix.clone(),
@@ -77,11 +91,7 @@ pub const DIR: &str = "target/turnfence/counterexamples";
 
 /// Writes `<dir>/<invariant>-<seed>.json` and `.md`; returns the JSON path. The Markdown names
 /// the JSON as `DIR/<file>`, so the same report reads the same wherever it was written.
-pub fn write<I, O>(report: &Report<I, O>, dir: &Path) -> std::io::Result<PathBuf>
-where
-    I: Serialize + DeserializeOwned + Clone,
-    O: Serialize + DeserializeOwned + Clone,
-{
+pub fn write<M: Machine>(report: &Report<M>, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let name = format!("{}.json", report.stem());
     let json = dir.join(&name);
@@ -92,7 +102,7 @@ where
 }
 
 /// The report's JSON text.
-pub fn to_json<I: Serialize, O: Serialize>(report: &Report<I, O>) -> String {
+pub fn to_json<M: Machine>(report: &Report<M>) -> String {
     serde_json::to_string_pretty(report).unwrap_or_default() + "\n"
 }
 
@@ -139,12 +149,13 @@ fn at_of(v: &Value) -> Millis {
 }
 
 /// The Markdown report.
-pub fn markdown<I: Serialize, O: Serialize>(r: &Report<I, O>, json: &Path) -> String {
+pub fn markdown<M: Machine>(r: &Report<M>, json: &Path) -> String {
     let b = &r.violated;
     let mut out = String::new();
     out.push_str(&format!(
         "# Counterexample: `{}` ({} machine)\n\n",
-        b.invariant, r.machine
+        b.name(),
+        r.machine
     ));
     out.push_str(&format!(
         "At step {} ({} ms): {}. Ids: {}.\n\n",
@@ -177,8 +188,8 @@ pub fn markdown<I: Serialize, O: Serialize>(r: &Report<I, O>, json: &Path) -> St
         replay_command(json, r.flaw.is_some())
     ));
     for (i, s) in r.steps.iter().enumerate() {
-        let input = value(&s.input);
-        let outputs: Vec<String> = s.outputs.iter().map(|o| describe(&value(o))).collect();
+        let input = value(&s.step.input);
+        let outputs: Vec<String> = s.step.outputs.iter().map(|o| describe(&value(o))).collect();
         let mark = if i == b.step { " ⚠" } else { "" };
         out.push_str(&format!(
             "| {i}{mark} | {} | {} | {} | {} |\n",
@@ -258,7 +269,7 @@ fn mermaid_text(s: &str) -> String {
         .replace('#', "no. ")
 }
 
-fn mermaid<I: Serialize, O: Serialize>(r: &Report<I, O>) -> String {
+fn mermaid<M: Machine>(r: &Report<M>) -> String {
     let mut lines = Vec::new();
     let mut actors: Vec<String> = Vec::new();
     let note = |a: &str, actors: &mut Vec<String>| {
@@ -267,7 +278,7 @@ fn mermaid<I: Serialize, O: Serialize>(r: &Report<I, O>) -> String {
         }
     };
     for (i, s) in r.steps.iter().enumerate() {
-        let input = value(&s.input);
+        let input = value(&s.step.input);
         let (from, to) = input_arrow(&r.machine, &input);
         note(&from, &mut actors);
         note(&to, &mut actors);
@@ -275,7 +286,7 @@ fn mermaid<I: Serialize, O: Serialize>(r: &Report<I, O>) -> String {
             "  {from}->>{to}: {}",
             mermaid_text(&describe(&input))
         ));
-        for o in &s.outputs {
+        for o in &s.step.outputs {
             let o = value(o);
             let (from, to) = output_arrow(&r.machine, &o);
             note(&from, &mut actors);
@@ -286,7 +297,7 @@ fn mermaid<I: Serialize, O: Serialize>(r: &Report<I, O>) -> String {
             let first = actors.first().cloned().unwrap_or_else(|| "Clock".into());
             lines.push(format!(
                 "  Note over {first}: {} broken here",
-                r.violated.invariant
+                r.violated.name()
             ));
         }
     }

@@ -9,27 +9,27 @@ use proptest::prelude::Rng;
 use proptest::strategy::{NewTree, Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 
-use super::{generate, Case, Target};
+use super::{generate, Case, Fuzz};
 
 /// Cases of `steps` inputs for a machine made by `make` (possibly with a flaw).
-pub struct CaseStrategy<T: Target> {
+pub struct CaseStrategy<M: Fuzz> {
     pub steps: usize,
-    pub make: Rc<dyn Fn() -> T::Machine>,
+    pub make: Rc<dyn Fn() -> M>,
 }
 
-impl<T: Target> fmt::Debug for CaseStrategy<T> {
+impl<M: Fuzz> fmt::Debug for CaseStrategy<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "CaseStrategy<{}>({} steps)", T::NAME, self.steps)
+        write!(f, "CaseStrategy<{}>({} steps)", M::NAME, self.steps)
     }
 }
 
-impl<T: Target> Strategy for CaseStrategy<T> {
-    type Tree = CaseTree<T>;
-    type Value = Case<T::Input>;
+impl<M: Fuzz> Strategy for CaseStrategy<M> {
+    type Tree = CaseTree<M>;
+    type Value = Case<M::Input>;
 
     fn new_tree(&self, runner: &mut TestRunner) -> NewTree<Self> {
         let seed = runner.rng().next_u64();
-        let case = generate::<T>(seed, self.steps, self.make.as_ref());
+        let case = generate::<M>(seed, self.steps, self.make.as_ref());
         let chunk = case.inputs.len().div_ceil(2).max(1);
         Ok(CaseTree {
             base: case,
@@ -41,16 +41,16 @@ impl<T: Target> Strategy for CaseStrategy<T> {
 }
 
 /// A case and how far its shrinking has come.
-pub struct CaseTree<T: Target> {
-    base: Case<T::Input>,
+pub struct CaseTree<M: Fuzz> {
+    base: Case<M::Input>,
     /// The smaller case being tried, if any.
-    pending: Option<Case<T::Input>>,
+    pending: Option<Case<M::Input>>,
     /// The next run of inputs to try removing: `[i, i + chunk)`.
     i: usize,
     chunk: usize,
 }
 
-impl<T: Target> fmt::Debug for CaseTree<T> {
+impl<M: Fuzz> fmt::Debug for CaseTree<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -61,10 +61,10 @@ impl<T: Target> fmt::Debug for CaseTree<T> {
     }
 }
 
-impl<T: Target> ValueTree for CaseTree<T> {
-    type Value = Case<T::Input>;
+impl<M: Fuzz> ValueTree for CaseTree<M> {
+    type Value = Case<M::Input>;
 
-    fn current(&self) -> Case<T::Input> {
+    fn current(&self) -> Case<M::Input> {
         self.pending.clone().unwrap_or_else(|| self.base.clone())
     }
 

@@ -5,17 +5,11 @@
 
 use std::collections::BTreeMap;
 
-use turnfence_model::prelude::*;
 use turnfence_model::turn::state::{ChildState, Phase};
-use turnfence_model::turn::{
-    self, Budget, ChildKind, Input, InputKind, Mode, Output, Step, TurnMachine,
-};
+use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, TurnMachine};
 use turnfence_model::Millis;
 
-use super::{Broken, FaultMix, Gen, Pairs, Target};
-
-/// The turn machine as a fuzzing target.
-pub struct TurnTarget;
+use super::{FaultMix, Fuzz, Gen};
 
 /// The kinds of step, by weight (adjusted by the fault mix).
 #[derive(Clone, Copy)]
@@ -69,17 +63,9 @@ fn weights(m: &TurnMachine, mix: &FaultMix) -> [u32; 12] {
     ]
 }
 
-impl Target for TurnTarget {
-    type Machine = TurnMachine;
-    type Input = Input;
-    type Output = Output;
-    fn tick(at: Millis) -> Input {
-        Input::new(at, InputKind::Tick)
-    }
-
-    const NAME: &'static str = "turn";
-
-    fn next_input(m: &TurnMachine, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> Input {
+impl Fuzz for TurnMachine {
+    fn next_input(&self, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> Input {
+        let m = self;
         *at += if g.chance(mix.stall_pct) {
             g.range(20, 200)
         } else {
@@ -107,30 +93,8 @@ impl Target for TurnTarget {
         Input::new(*at, kind.unwrap_or(InputKind::Tick))
     }
 
-    fn step(m: &mut TurnMachine, input: &Input) -> (Pairs<Input, Output>, bool) {
-        let mut steps = Vec::new();
-        let ok = turn::step(m, input, &mut steps).is_ok();
-        (
-            steps.into_iter().map(|s| (s.input, s.outputs)).collect(),
-            ok,
-        )
-    }
-
-    fn judge(steps: &[(Input, Vec<Output>)]) -> Vec<Broken> {
-        turn::check_all(&as_steps(steps))
-            .into_iter()
-            .map(Broken::from)
-            .collect()
-    }
-
-    fn reached(steps: &[(Input, Vec<Output>)]) -> Vec<&'static str> {
-        turn::reached(&as_steps(steps))
-            .into_iter()
-            .map(|i| i.name())
-            .collect()
-    }
-
-    fn summary(m: &TurnMachine) -> BTreeMap<String, String> {
+    fn summary(&self) -> BTreeMap<String, String> {
+        let m = self;
         let s = m.session();
         let mut out = BTreeMap::new();
         if let Some(g) = s.active_generation {
@@ -159,16 +123,6 @@ impl Target for TurnTarget {
         );
         out
     }
-}
-
-fn as_steps(steps: &[(Input, Vec<Output>)]) -> Vec<Step> {
-    steps
-        .iter()
-        .map(|(input, outputs)| Step {
-            input: input.clone(),
-            outputs: outputs.clone(),
-        })
-        .collect()
 }
 
 fn phase(p: &Phase) -> String {

@@ -21,7 +21,7 @@ use turnfence_model::fence;
 use turnfence_model::turn::Step;
 use turnfence_model::Millis;
 
-use super::conform::{Observed, Spec};
+use super::conform::{Conform, Observed};
 use super::{Event, InputError, Reader, Sessions};
 
 /// The session a line without `session` belongs to.
@@ -123,7 +123,7 @@ fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Resu
 }
 
 /// One canonical line as an event.
-pub fn read_line<S: Spec>(text: &str, line: usize) -> Result<Event<S>, InputError> {
+pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError> {
     // The line's kind, from its keys. A key's `"name":` cannot occur inside a JSON string (its
     // quotes would be escaped), so when exactly one of the four shows, it is the line's key, or
     // the line is malformed and the typed parse says so. Otherwise the keys are read properly.
@@ -194,7 +194,7 @@ impl<S> Default for CanonicalReader<S> {
     }
 }
 
-impl<S: Spec> Reader<S> for CanonicalReader<S> {
+impl<S: Conform> Reader<S> for CanonicalReader<S> {
     type Record = Event<S>;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Event<S>)>, InputError> {

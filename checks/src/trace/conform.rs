@@ -8,37 +8,18 @@
 //! one it contradicts. The invariants judge that.
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
 use std::mem::Discriminant;
 
-use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
-use turnfence_model::Millis;
+use turnfence_model::{Invariant, Machine, Millis, Monitor};
 
 use super::{Finding, FindingKind, InputError};
 
-/// An invariant violation as a machine's monitor reports it, before it gets a line.
-pub struct Judged {
-    pub step: usize,
-    pub name: &'static str,
-    pub ids: Vec<String>,
-    pub message: String,
-}
-
-/// What the conformance engine needs to know of a machine.
-pub trait Spec {
-    type Machine: Default;
-    type Input: Clone + fmt::Debug + PartialEq + DeserializeOwned + Serialize;
-    type Output: Clone + fmt::Debug + PartialEq + DeserializeOwned + Serialize;
-    type Misuse: fmt::Display;
-
-    fn at(input: &Self::Input) -> Millis;
-    fn advance_to(m: &mut Self::Machine, at: Millis) -> Result<(), Self::Misuse>;
-    fn handle(m: &mut Self::Machine, input: &Self::Input) -> Result<(), Self::Misuse>;
-    fn poll(m: &mut Self::Machine) -> Option<Self::Output>;
-    /// Time passing, as an input.
-    fn tick(at: Millis) -> Self::Input;
+/// What the conformance engine needs of a machine beyond the [`Machine`] trait: which inputs
+/// carry no fields, what an output is about, the hidden steps a log may leave out, and the
+/// refusals that are evidence of a broken invariant.
+pub trait Conform: Machine {
     /// An input kind without fields (its line may carry no other keys).
     fn is_bare(input: &Self::Input) -> bool;
     /// What an output is about (a turn, a worker, a root): matching never crosses subjects.
@@ -46,17 +27,17 @@ pub trait Spec {
     fn input_subject(input: &Self::Input) -> Option<&str>;
 
     /// Hidden inputs that make a refused input acceptable.
-    fn explain_input(_: &Self::Machine, _: &Self::Input, _: &Self::Misuse) -> Vec<Self::Input> {
+    fn explain_input(&self, _: &Self::Input, _: &Self::Misuse) -> Vec<Self::Input> {
         Vec::new()
     }
 
     /// Hidden inputs that would make the machine produce an observed output.
-    fn explain_output(_: &Self::Machine, _: &Self::Output, _: Millis) -> Vec<Self::Input> {
+    fn explain_output(&self, _: &Self::Output, _: Millis) -> Vec<Self::Input> {
         Vec::new()
     }
 
-    /// A refusal that is evidence of a broken invariant: its name and why.
-    fn refusal_cause(_: &[&Self::Output], _: &Self::Misuse) -> Option<(&'static str, String)> {
+    /// A refusal that is evidence of a broken invariant: the invariant and why.
+    fn refusal_cause(_: &[&Self::Output], _: &Self::Misuse) -> Option<(Self::Invariant, String)> {
         None
     }
 
@@ -64,9 +45,6 @@ pub trait Spec {
     fn counterpart(_: &[&Self::Output], _: &Self::Output) -> String {
         String::new()
     }
-
-    /// The invariants over an effective trace.
-    fn judge(steps: &[(&Self::Input, Vec<&Self::Output>)]) -> Vec<Judged>;
 }
 
 /// An output the trace observed. `wildcards` names fields the log does not record: they match
@@ -104,10 +82,10 @@ struct EffOutput<O> {
 }
 
 #[derive(Clone, Debug)]
-struct EffStep<S: Spec> {
-    input: S::Input,
+struct EffStep<M: Machine> {
+    input: M::Input,
     line: usize,
-    outputs: Vec<EffOutput<S::Output>>,
+    outputs: Vec<EffOutput<M::Output>>,
 }
 
 fn value_of(output: &impl Serialize) -> Value {
@@ -143,11 +121,11 @@ fn same_identity(pattern: &Value, actual: &Value) -> bool {
 }
 
 /// The conformance state of one session.
-pub struct SessionCheck<S: Spec> {
+pub struct SessionCheck<M: Conform> {
     pub session: String,
-    machine: S::Machine,
-    steps: Vec<EffStep<S>>,
-    pending: HashMap<Discriminant<S::Output>, VecDeque<(usize, usize)>>,
+    machine: M,
+    steps: Vec<EffStep<M>>,
+    pending: HashMap<Discriminant<M::Output>, VecDeque<(usize, usize)>>,
     findings: Vec<Finding>,
     /// Output kinds the log records completely: one the machine produced that the trace does not
     /// show is missing, not merely unlogged.
@@ -156,11 +134,11 @@ pub struct SessionCheck<S: Spec> {
     last_at: Millis,
 }
 
-impl<S: Spec> SessionCheck<S> {
-    pub fn new(session: &str, complete: &[String]) -> SessionCheck<S> {
+impl<M: Conform> SessionCheck<M> {
+    pub fn new(session: &str, complete: &[String]) -> SessionCheck<M> {
         SessionCheck {
             session: session.to_owned(),
-            machine: S::Machine::default(),
+            machine: M::default(),
             steps: Vec::new(),
             pending: HashMap::new(),
             findings: Vec::new(),
@@ -185,15 +163,15 @@ impl<S: Spec> SessionCheck<S> {
     }
 
     /// The machine as it stands: dialects read it to resolve ids the log leaves out.
-    pub fn machine(&self) -> &S::Machine {
+    pub fn machine(&self) -> &M {
         &self.machine
     }
 
-    fn drain(&mut self) -> Vec<S::Output> {
-        std::iter::from_fn(|| S::poll(&mut self.machine)).collect()
+    fn drain(&mut self) -> Vec<M::Output> {
+        turnfence_model::drain(&mut self.machine)
     }
 
-    fn push_step(&mut self, input: S::Input, line: usize, outputs: Vec<S::Output>) {
+    fn push_step(&mut self, input: M::Input, line: usize, outputs: Vec<M::Output>) {
         let index = self.steps.len();
         let outputs = outputs
             .into_iter()
@@ -216,16 +194,16 @@ impl<S: Spec> SessionCheck<S> {
     }
 
     /// Applies an input, recording what time passing caused as a step of its own.
-    fn apply(&mut self, input: &S::Input, line: usize) -> Result<(), S::Misuse> {
-        let at = S::at(input);
-        S::advance_to(&mut self.machine, at)?;
+    fn apply(&mut self, input: &M::Input, line: usize) -> Result<(), M::Misuse> {
+        let at = M::at(input);
+        self.machine.advance_to(at)?;
         let ticked = self.drain();
         // A tick is time passing: what it caused is its own step, not a step before it.
-        let tick = *input == S::tick(at);
+        let tick = M::is_tick(input);
         if !ticked.is_empty() && !tick {
-            self.push_step(S::tick(at), line, ticked.clone());
+            self.push_step(M::tick(at), line, ticked.clone());
         }
-        let result = S::handle(&mut self.machine, input);
+        let result = self.machine.handle(input);
         let mut outputs = if tick { ticked } else { Vec::new() };
         outputs.extend(self.drain());
         result?;
@@ -233,7 +211,7 @@ impl<S: Spec> SessionCheck<S> {
         Ok(())
     }
 
-    fn all_outputs(&self) -> Vec<&S::Output> {
+    fn all_outputs(&self) -> Vec<&M::Output> {
         self.steps
             .iter()
             .flat_map(|s| s.outputs.iter().map(|o| &o.output))
@@ -242,21 +220,21 @@ impl<S: Spec> SessionCheck<S> {
 
     /// An input from the trace. A refused input is a finding, unless a hidden step the machine
     /// can explain makes it acceptable.
-    pub fn input(&mut self, input: &S::Input, line: usize) {
+    pub fn input(&mut self, input: &M::Input, line: usize) {
         let misuse = match self.apply(input, line) {
             Ok(()) => return,
             Err(m) => m,
         };
-        let hidden = S::explain_input(&self.machine, input, &misuse);
+        let hidden = self.machine.explain_input(input, &misuse);
         if !hidden.is_empty()
             && hidden.iter().all(|h| self.apply(h, line).is_ok())
             && self.apply(input, line).is_ok()
         {
             return;
         }
-        let cause = S::refusal_cause(&self.all_outputs(), &misuse);
+        let cause = M::refusal_cause(&self.all_outputs(), &misuse);
         let (kind, invariant, message) = match cause {
-            Some((name, why)) => (FindingKind::Invariant, Some(name), why),
+            Some((invariant, why)) => (FindingKind::Invariant, Some(invariant.name()), why),
             None => (
                 FindingKind::RefusedInput,
                 None,
@@ -267,7 +245,7 @@ impl<S: Spec> SessionCheck<S> {
             line,
             kind,
             invariant,
-            ids: S::input_subject(input)
+            ids: M::input_subject(input)
                 .map(|t| vec![t.to_owned()])
                 .unwrap_or_default(),
             message,
@@ -275,7 +253,7 @@ impl<S: Spec> SessionCheck<S> {
     }
 
     /// Finds a pending machine output the observation matches, and marks it observed.
-    fn take_match(&mut self, observed: &Observed<S::Output>, line: usize) -> bool {
+    fn take_match(&mut self, observed: &Observed<M::Output>, line: usize) -> bool {
         let Some(queue) = self
             .pending
             .get_mut(&std::mem::discriminant(&observed.output))
@@ -289,7 +267,7 @@ impl<S: Spec> SessionCheck<S> {
             match &pattern {
                 None => *actual == observed.output,
                 Some(p) => {
-                    S::subject(actual) == S::subject(&observed.output)
+                    M::subject(actual) == M::subject(&observed.output)
                         && matches(p, &value_of(actual), observed.wildcards)
                 }
             }
@@ -305,12 +283,12 @@ impl<S: Spec> SessionCheck<S> {
     }
 
     /// An output the trace observed at `at`.
-    pub fn output(&mut self, observed: &Observed<S::Output>, at: Millis, line: usize) {
+    pub fn output(&mut self, observed: &Observed<M::Output>, at: Millis, line: usize) {
         if self.take_match(observed, line) {
             return;
         }
         // Steps the log does not show, that the machine can explain.
-        for hidden in S::explain_output(&self.machine, &observed.output, at) {
+        for hidden in self.machine.explain_output(&observed.output, at) {
             if self.apply(&hidden, line).is_err() {
                 break;
             }
@@ -323,15 +301,15 @@ impl<S: Spec> SessionCheck<S> {
 
     /// The observation matches nothing the machine did: either it contradicts a machine output of
     /// the same kind and identity, or the machine does not produce it at all.
-    fn deviation(&mut self, observed: &Observed<S::Output>, line: usize) {
+    fn deviation(&mut self, observed: &Observed<M::Output>, line: usize) {
         let value = value_of(&observed.output);
         let key = std::mem::discriminant(&observed.output);
         let steps = &self.steps;
-        let subject = S::subject(&observed.output);
+        let subject = M::subject(&observed.output);
         let rival = self.pending.get(&key).and_then(|q| {
             q.iter().position(|&(s, o)| {
                 let actual = &steps[s].outputs[o].output;
-                S::subject(actual) == subject && same_identity(&value, &value_of(actual))
+                M::subject(actual) == subject && same_identity(&value, &value_of(actual))
             })
         });
         let ids = subject.map(|t| vec![t.to_owned()]).unwrap_or_default();
@@ -339,7 +317,7 @@ impl<S: Spec> SessionCheck<S> {
             rival.and_then(|pos| self.pending.get_mut(&key).and_then(|q| q.remove(pos)))
         {
             let model = value_of(&self.steps[s].outputs[o].output);
-            let concrete = fill::<S>(&observed.output, observed.wildcards, &model);
+            let concrete = fill::<M>(&observed.output, observed.wildcards, &model);
             let out = &mut self.steps[s].outputs[o];
             out.output = concrete;
             out.line = Some(line);
@@ -353,7 +331,7 @@ impl<S: Spec> SessionCheck<S> {
                 ),
             )
         } else {
-            let instead = S::counterpart(&self.all_outputs(), &observed.output);
+            let instead = M::counterpart(&self.all_outputs(), &observed.output);
             if let Some(s) = self.steps.last_mut() {
                 s.outputs.push(EffOutput {
                     output: observed.output.clone(),
@@ -382,12 +360,14 @@ impl<S: Spec> SessionCheck<S> {
     pub fn finish(mut self) -> Vec<Finding> {
         self.drop_missing();
         self.drop_superseded();
-        let view: Vec<(&S::Input, Vec<&S::Output>)> = self
-            .steps
-            .iter()
-            .map(|s| (&s.input, s.outputs.iter().map(|o| &o.output).collect()))
-            .collect();
-        let judged = S::judge(&view);
+        let mut monitor = M::Monitor::default();
+        let mut judged = Vec::new();
+        for step in &self.steps {
+            judged
+                .extend(monitor.observe_parts(&step.input, step.outputs.iter().map(|o| &o.output)));
+        }
+        monitor.finish();
+        judged.extend(monitor.take_violations());
         for v in judged {
             let step = self
                 .steps
@@ -402,7 +382,7 @@ impl<S: Spec> SessionCheck<S> {
             self.findings.push(Finding {
                 line,
                 kind: FindingKind::Invariant,
-                invariant: Some(v.name),
+                invariant: Some(v.name()),
                 ids: v.ids,
                 message: v.message,
             });
@@ -431,7 +411,7 @@ impl<S: Spec> SessionCheck<S> {
                     .unwrap_or_default();
                 let gone = complete.iter().any(|c| c == kind);
                 if gone {
-                    let subject = S::subject(&o.output).map(str::to_owned);
+                    let subject = M::subject(&o.output).map(str::to_owned);
                     missing.push((line, subject, compact(&value, &[])));
                 }
                 !gone
@@ -455,12 +435,12 @@ impl<S: Spec> SessionCheck<S> {
     /// already did it its way.
     fn drop_superseded(&mut self) {
         type Shown = (Option<String>, Value);
-        let mut shown: HashMap<Discriminant<S::Output>, Vec<Shown>> = HashMap::new();
+        let mut shown: HashMap<Discriminant<M::Output>, Vec<Shown>> = HashMap::new();
         for step in &mut self.steps {
             step.outputs.retain(|o| {
                 let key = std::mem::discriminant(&o.output);
                 if o.seen == Seen::Deviant {
-                    let subject = S::subject(&o.output).map(str::to_owned);
+                    let subject = M::subject(&o.output).map(str::to_owned);
                     shown
                         .entry(key)
                         .or_default()
@@ -474,7 +454,7 @@ impl<S: Spec> SessionCheck<S> {
                     return true;
                 };
                 let value = value_of(&o.output);
-                let subject = S::subject(&o.output);
+                let subject = M::subject(&o.output);
                 !earlier
                     .iter()
                     .any(|(t, d)| t.as_deref() == subject && same_identity(d, &value))
@@ -484,7 +464,7 @@ impl<S: Spec> SessionCheck<S> {
 }
 
 /// The observed output with its wildcard fields taken from the machine's.
-fn fill<S: Spec>(observed: &S::Output, wildcards: &[&str], model: &Value) -> S::Output {
+fn fill<M: Conform>(observed: &M::Output, wildcards: &[&str], model: &Value) -> M::Output {
     let mut value = value_of(observed);
     if let (Value::Object(v), Value::Object(m)) = (&mut value, model) {
         for w in wildcards {

@@ -3,41 +3,13 @@
 
 use turnfence_model::fence;
 use turnfence_model::fence::{Action, FenceMachine};
-use turnfence_model::prelude::*;
-use turnfence_model::Millis;
 
-use super::conform::{Judged, Spec};
+use super::conform::Conform;
 
-/// The fence machine (SPEC §3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FenceSpec;
+/// The name the dialects know the machine by.
+pub type FenceSpec = FenceMachine;
 
-impl Spec for FenceSpec {
-    type Machine = FenceMachine;
-    type Input = fence::Input;
-    type Output = fence::Output;
-    type Misuse = fence::Misuse;
-
-    fn at(input: &fence::Input) -> Millis {
-        input.at
-    }
-
-    fn advance_to(m: &mut FenceMachine, at: Millis) -> Result<(), fence::Misuse> {
-        m.advance_to(at)
-    }
-
-    fn handle(m: &mut FenceMachine, input: &fence::Input) -> Result<(), fence::Misuse> {
-        m.handle(input)
-    }
-
-    fn poll(m: &mut FenceMachine) -> Option<fence::Output> {
-        m.poll_output()
-    }
-
-    fn tick(at: Millis) -> fence::Input {
-        fence::Input::new(at, fence::InputKind::Tick)
-    }
-
+impl Conform for FenceMachine {
     fn is_bare(input: &fence::Input) -> bool {
         matches!(
             input.kind,
@@ -84,7 +56,7 @@ impl Spec for FenceSpec {
     fn refusal_cause(
         outputs: &[&fence::Output],
         misuse: &fence::Misuse,
-    ) -> Option<(&'static str, String)> {
+    ) -> Option<(fence::Invariant, String)> {
         let fence::Misuse::NoToken { worker } = misuse else {
             return None;
         };
@@ -93,30 +65,9 @@ impl Spec for FenceSpec {
         });
         ended.then(|| {
             (
-                fence::Invariant::DeadTokenHarmless.name(),
+                fence::Invariant::DeadTokenHarmless,
                 format!("worker {worker}'s loop sends a token its end already dropped"),
             )
         })
-    }
-
-    fn judge(steps: &[(&fence::Input, Vec<&fence::Output>)]) -> Vec<Judged> {
-        let mut monitor = fence::Monitor::default();
-        for (input, outputs) in steps {
-            monitor.input(input);
-            for o in outputs {
-                monitor.output(o);
-            }
-            monitor.end_step();
-        }
-        monitor
-            .take_violations()
-            .into_iter()
-            .map(|v| Judged {
-                step: v.step,
-                name: v.invariant.name(),
-                ids: v.ids,
-                message: v.message,
-            })
-            .collect()
     }
 }

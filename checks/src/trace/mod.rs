@@ -18,13 +18,13 @@ use std::io::BufRead;
 use serde::Serialize;
 use turnfence_model::Millis;
 
-use conform::{Observed, SessionCheck, Spec};
+use conform::{Conform, Observed, SessionCheck};
 pub use fence_spec::FenceSpec;
 pub use turn_spec::TurnSpec;
 
 /// What a dialect read from one line.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Event<S: Spec> {
+pub enum Event<S: Conform> {
     /// The fixture's meta line (first line only).
     Meta(serde_json::Value),
     Input {
@@ -151,7 +151,7 @@ pub enum Dialect {
 /// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and
 /// release them later, e.g. a whole lab scenario); `events` turns one record into events, seeing
 /// the open sessions as they stand after every earlier event was applied.
-pub trait Reader<S: Spec> {
+pub trait Reader<S: Conform> {
     type Record;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Self::Record)>, InputError>;
@@ -170,13 +170,13 @@ pub trait Reader<S: Spec> {
 }
 
 /// The open sessions.
-pub struct Sessions<S: Spec> {
+pub struct Sessions<S: Conform> {
     open: BTreeMap<String, SessionCheck<S>>,
     /// Output kinds the trace records completely (from the meta line).
     complete: Vec<String>,
 }
 
-impl<S: Spec> Default for Sessions<S> {
+impl<S: Conform> Default for Sessions<S> {
     fn default() -> Sessions<S> {
         Sessions {
             open: BTreeMap::new(),
@@ -185,7 +185,7 @@ impl<S: Spec> Default for Sessions<S> {
     }
 }
 
-impl<S: Spec> Sessions<S> {
+impl<S: Conform> Sessions<S> {
     fn get(&mut self, session: &str) -> &mut SessionCheck<S> {
         if !self.open.contains_key(session) {
             let fresh = SessionCheck::new(session, &self.complete);
@@ -199,12 +199,12 @@ impl<S: Spec> Sessions<S> {
     }
 }
 
-struct Checker<S: Spec> {
+struct Checker<S: Conform> {
     sessions: Sessions<S>,
     verdict: Verdict,
 }
 
-impl<S: Spec> Checker<S> {
+impl<S: Conform> Checker<S> {
     fn event(&mut self, event: Event<S>, line: usize) -> Result<(), InputError> {
         self.verdict.events += 1;
         match event {
@@ -282,7 +282,7 @@ impl<S: Spec> Checker<S> {
     }
 }
 
-impl<S: Spec> Checker<S> {
+impl<S: Conform> Checker<S> {
     fn records<R: Reader<S>>(
         &mut self,
         reader: &mut R,
@@ -298,7 +298,7 @@ impl<S: Spec> Checker<S> {
 }
 
 /// Checks a whole trace, streaming. `Err` is an input error; `Ok` is the verdict on every line.
-pub fn check<S: Spec, R: Reader<S>>(
+pub fn check<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,
 ) -> Result<Verdict, InputError> {
@@ -348,7 +348,7 @@ pub enum Machine {
 
 /// Checks events that were never text (a concurrency adapter's record): each with its line
 /// (its position in the record). An input error here is a bug of the recorder, reported as one.
-pub fn check_events<S: Spec>(events: Vec<(usize, Event<S>)>) -> Verdict {
+pub fn check_events<S: Conform>(events: Vec<(usize, Event<S>)>) -> Verdict {
     let mut c = Checker::<S> {
         sessions: Sessions::default(),
         verdict: Verdict::default(),

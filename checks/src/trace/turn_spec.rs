@@ -2,45 +2,17 @@
 //! leave out that the model can explain), the refusals that are evidence of a broken invariant,
 //! and its invariants.
 
-use turnfence_model::prelude::*;
 use turnfence_model::turn::{
-    ChildKind, Input, InputKind, Invariant, Misuse, Monitor, NotStartedReason, Output, Terminal,
-    TurnMachine,
+    ChildKind, Input, InputKind, Invariant, Misuse, NotStartedReason, Output, Terminal, TurnMachine,
 };
 use turnfence_model::Millis;
 
-use super::conform::{Judged, Spec};
+use super::conform::Conform;
 
-/// The turn machine (SPEC §2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TurnSpec;
+/// The name the dialects know the machine by.
+pub type TurnSpec = TurnMachine;
 
-impl Spec for TurnSpec {
-    type Machine = TurnMachine;
-    type Input = Input;
-    type Output = Output;
-    type Misuse = Misuse;
-
-    fn at(input: &Input) -> Millis {
-        input.at
-    }
-
-    fn advance_to(m: &mut TurnMachine, at: Millis) -> Result<(), Misuse> {
-        m.advance_to(at)
-    }
-
-    fn handle(m: &mut TurnMachine, input: &Input) -> Result<(), Misuse> {
-        m.handle(input)
-    }
-
-    fn poll(m: &mut TurnMachine) -> Option<Output> {
-        m.poll_output()
-    }
-
-    fn tick(at: Millis) -> Input {
-        Input::new(at, InputKind::Tick)
-    }
-
+impl Conform for TurnMachine {
     fn is_bare(input: &Input) -> bool {
         matches!(
             input.kind,
@@ -57,7 +29,8 @@ impl Spec for TurnSpec {
     }
 
     /// Hidden inputs that make a refused input acceptable.
-    fn explain_input(m: &TurnMachine, input: &Input, misuse: &Misuse) -> Vec<Input> {
+    fn explain_input(&self, input: &Input, misuse: &Misuse) -> Vec<Input> {
+        let m = self;
         let at = input.at;
         match (misuse, &input.kind) {
             // A child the log first mentions when it reports on it: its start went unlogged.
@@ -89,7 +62,8 @@ impl Spec for TurnSpec {
 
     /// Hidden inputs that would make the model produce an observed output the log shows without
     /// its cause. The complete list is in ARCHITECTURE.md.
-    fn explain_output(m: &TurnMachine, output: &Output, at: Millis) -> Vec<Input> {
+    fn explain_output(&self, output: &Output, at: Millis) -> Vec<Input> {
+        let m = self;
         let s = m.session();
         let kind = |k: InputKind| Input::new(at, k);
         match output {
@@ -198,10 +172,10 @@ impl Spec for TurnSpec {
 
     /// Some refusals are evidence of a broken invariant: work from something the model never
     /// let start.
-    fn refusal_cause(outputs: &[&Output], misuse: &Misuse) -> Option<(&'static str, String)> {
+    fn refusal_cause(outputs: &[&Output], misuse: &Misuse) -> Option<(Invariant, String)> {
         match misuse {
             Misuse::UnknownTurn { turn } if was_refused(outputs, turn) => Some((
-                Invariant::SingleRunningTurn.name(),
+                Invariant::SingleRunningTurn,
                 format!("turn {turn} runs although it was accepted while another turn was running"),
             )),
             Misuse::ChildNotInState { turn, child, .. } => {
@@ -215,11 +189,11 @@ impl Spec for TurnSpec {
                 })?;
                 Some(match reason {
                     NotStartedReason::NoBudget => (
-                        Invariant::DeadlineRespected.name(),
+                        Invariant::DeadlineRespected,
                         format!("child {child} runs although it had less time left than it needs"),
                     ),
                     NotStartedReason::TurnCancelled => (
-                        Invariant::CancelTreeDrained.name(),
+                        Invariant::CancelTreeDrained,
                         format!("child {child} runs although it was spawned after the cancel"),
                     ),
                 })
@@ -247,28 +221,6 @@ impl Spec for TurnSpec {
             }
         }
         String::new()
-    }
-
-    fn judge(steps: &[(&Input, Vec<&Output>)]) -> Vec<Judged> {
-        let mut monitor = Monitor::default();
-        for (input, outputs) in steps {
-            monitor.input(input);
-            for o in outputs {
-                monitor.output(o);
-            }
-            monitor.end_step();
-        }
-        monitor.finish();
-        monitor
-            .take_violations()
-            .into_iter()
-            .map(|v| Judged {
-                step: v.step,
-                name: v.invariant.name(),
-                ids: v.ids,
-                message: v.message,
-            })
-            .collect()
     }
 }
 

@@ -6,14 +6,12 @@ use std::collections::BTreeSet;
 use std::fmt::Write;
 
 use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds, Explored};
-use turnfence_checks::fuzz::fence_gen::FenceTarget;
-use turnfence_checks::fuzz::turn_gen::TurnTarget;
 use turnfence_model::fence;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, TurnMachine};
 
-fn line<I>(out: &mut String, name: &str, e: &Explored<I>) {
+fn line<I, V>(out: &mut String, name: &str, e: &Explored<I, V>) {
     writeln!(
         out,
         "{name}: {} distinct states, {} transitions, depth {}",
@@ -22,7 +20,7 @@ fn line<I>(out: &mut String, name: &str, e: &Explored<I>) {
     .unwrap();
 }
 
-fn check<I: std::fmt::Debug>(name: &str, e: &Explored<I>) {
+fn check<I: std::fmt::Debug, V: turnfence_model::Invariant>(name: &str, e: &Explored<I, V>) {
     assert!(
         !e.truncated,
         "{name}: not exhaustive; still growing along {:?}",
@@ -31,7 +29,8 @@ fn check<I: std::fmt::Debug>(name: &str, e: &Explored<I>) {
     if let Some((path, broken)) = &e.counterexample {
         panic!(
             "{name}: {} broken after {path:?}: {}",
-            broken.invariant, broken.message
+            broken.name(),
+            broken.message
         );
     }
 }
@@ -43,20 +42,24 @@ fn deep_exhaustive_exploration_at_the_ci_bounds() {
     // Both cores: the fence machine on one thread, the turn machine's bounds on the other.
     let (fences, turns) = std::thread::scope(|scope| {
         let fence = scope.spawn(|| {
-            let start = || explore::fence::started(&FenceMachine::new);
             FenceBounds::ci()
                 .into_iter()
                 .map(|(name, b)| {
-                    let e =
-                        explore::explore::<FenceTarget>(&start, &b, DEPTH, None, &mut |_, _, _| {});
+                    let e = explore::explore::<FenceMachine>(
+                        &FenceMachine::new,
+                        &b,
+                        DEPTH,
+                        None,
+                        &mut |_, _, _| {},
+                    );
                     (name, e)
                 })
                 .collect::<Vec<_>>()
         });
-        let turns: Vec<(&str, Explored<_>)> = TurnBounds::ci()
+        let turns: Vec<(&str, Explored<_, _>)> = TurnBounds::ci()
             .into_iter()
             .map(|(name, b)| {
-                let e = explore::explore::<TurnTarget>(
+                let e = explore::explore::<TurnMachine>(
                     &TurnMachine::new,
                     &b,
                     DEPTH,
@@ -121,8 +124,8 @@ fn deep_exhaustive_exploration_at_the_ci_bounds() {
     );
     let unreached: Vec<&str> = Invariant::ALL
         .iter()
+        .filter(|i| !reached.contains(*i))
         .map(|i| i.name())
-        .filter(|n| !reached.contains(n))
         .collect();
     assert!(
         unreached.is_empty(),
@@ -130,8 +133,8 @@ fn deep_exhaustive_exploration_at_the_ci_bounds() {
     );
     let unreached: Vec<&str> = fence::Invariant::ALL
         .iter()
+        .filter(|i| !fence_reached.contains(*i))
         .map(|i| i.name())
-        .filter(|n| !fence_reached.contains(n))
         .collect();
     assert!(
         unreached.is_empty(),
@@ -151,7 +154,7 @@ fn small_exploration_is_exhaustive_and_pinned() {
         deadline_ms: 100,
         client: false,
     };
-    let e = explore::explore::<TurnTarget>(&TurnMachine::new, &b, 10_000, None, &mut |_, _, _| {});
+    let e = explore::explore::<TurnMachine>(&TurnMachine::new, &b, 10_000, None, &mut |_, _, _| {});
     check("turn/small", &e);
     let mut counts = String::new();
     line(

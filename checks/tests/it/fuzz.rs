@@ -7,16 +7,15 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
 use proptest::test_runner::{Config, TestCaseError, TestError};
-use turnfence_checks::explore::{self, Explorable};
-use turnfence_checks::fuzz::fence_gen::FenceTarget;
+use turnfence_checks::explore::{self, Explore};
 use turnfence_checks::fuzz::report::{self, Report};
 use turnfence_checks::fuzz::strategy::CaseStrategy;
-use turnfence_checks::fuzz::turn_gen::TurnTarget;
-use turnfence_checks::fuzz::{self, Case, Found, Target};
+use turnfence_checks::fuzz::{self, Case, Found, Fuzz};
 use turnfence_model::fence;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::prelude::*;
-use turnfence_model::turn::{Flaw, TurnMachine};
+use turnfence_model::turn::{self, Flaw, TurnMachine};
+use turnfence_model::Machine;
 
 /// Steps per generated case.
 const STEPS: usize = 200;
@@ -37,19 +36,19 @@ fn config() -> Config {
 
 /// Runs proptest over cases of `T` made by `make`, asserting `invariant` (every invariant when
 /// `None`) holds; returns the minimal failing case if one was found.
-fn hunt<T: Target + 'static>(
+fn hunt<M: Fuzz + 'static>(
     seed: u64,
-    make: Rc<dyn Fn() -> T::Machine>,
-    invariant: Option<&str>,
-) -> Option<Case<T::Input>> {
+    make: Rc<dyn Fn() -> M>,
+    invariant: Option<M::Invariant>,
+) -> Option<Case<M::Input>> {
     let mut runner = crate::runner_with(seed, config());
-    let strategy = CaseStrategy::<T> {
+    let strategy = CaseStrategy::<M> {
         steps: STEPS,
         make: make.clone(),
     };
     let result = runner.run(&strategy, |case| {
-        let run = fuzz::replay::<T>(&case.inputs, make.as_ref());
-        let broken = fuzz::violations::<T>(&run, invariant);
+        let run = fuzz::replay::<M>(&case.inputs, make.as_ref());
+        let broken = fuzz::violations::<M>(&run, invariant);
         if broken.is_empty() {
             Ok(())
         } else {
@@ -63,13 +62,9 @@ fn hunt<T: Target + 'static>(
     }
 }
 
-fn found<T: Target>(
-    case: Case<T::Input>,
-    invariant: &str,
-    make: &dyn Fn() -> T::Machine,
-) -> Found<T> {
-    let shrunk = fuzz::replay::<T>(&case.inputs, make).taken;
-    let broken = fuzz::violations::<T>(&fuzz::replay::<T>(&shrunk, make), Some(invariant))
+fn found<M: Fuzz>(case: Case<M::Input>, invariant: M::Invariant, make: &dyn Fn() -> M) -> Found<M> {
+    let shrunk = fuzz::replay::<M>(&case.inputs, make).taken;
+    let broken = fuzz::violations::<M>(&fuzz::replay::<M>(&shrunk, make), Some(invariant))
         .into_iter()
         .next()
         .expect("the shrunk case still fails");
@@ -81,19 +76,20 @@ fn found<T: Target>(
 }
 
 /// Hunts any violation on a correct model; on one, writes its report and fails naming it.
-fn clean<T: Target + 'static>(make: Rc<dyn Fn() -> T::Machine>) {
+fn clean<M: Fuzz + 'static>(make: Rc<dyn Fn() -> M>) {
     let seed = crate::seed();
-    let Some(case) = hunt::<T>(seed, make.clone(), None) else {
+    let Some(case) = hunt::<M>(seed, make.clone(), None) else {
         return;
     };
-    let first = fuzz::violations::<T>(&fuzz::replay::<T>(&case.inputs, make.as_ref()), None);
-    let invariant = first[0].invariant.clone();
-    let found = found::<T>(case, &invariant, make.as_ref());
-    let report = report::build::<T>(&found, None, make.as_ref());
+    let first = fuzz::violations::<M>(&fuzz::replay::<M>(&case.inputs, make.as_ref()), None);
+    let invariant = first[0].invariant;
+    let found = found::<M>(case, invariant, make.as_ref());
+    let report = report::build::<M>(&found, None, make.as_ref());
     let path = report::write(&report, &report_dir()).unwrap();
     panic!(
-        "the {} machine broke {invariant}: {}\nreport: {}\nreplay: {}\nreproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fuzz::",
-        T::NAME,
+        "the {} machine broke {}: {}\nreport: {}\nreplay: {}\nreproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fuzz::",
+        M::NAME,
+        invariant.name(),
         found.broken.message,
         path.display(),
         report::replay_command(&path, false)
@@ -102,8 +98,8 @@ fn clean<T: Target + 'static>(make: Rc<dyn Fn() -> T::Machine>) {
 
 #[test]
 fn the_correct_models_keep_every_invariant_under_swarm_faults() {
-    clean::<TurnTarget>(Rc::new(TurnMachine::new));
-    clean::<FenceTarget>(Rc::new(FenceMachine::new));
+    clean::<TurnMachine>(Rc::new(TurnMachine::new));
+    clean::<FenceMachine>(Rc::new(FenceMachine::new));
 }
 
 /// `turnfence replay` prints the report's verdict; `promote` makes it a fixture `check` rejects.
@@ -112,16 +108,16 @@ fn replay_and_promote_from_the_command_line() {
     let make = || TurnMachine::with_flaw(Flaw::CancelledAfterCommit);
     let found = (0..1000)
         .find_map(|n| {
-            fuzz::run_case::<TurnTarget>(
+            fuzz::run_case::<TurnMachine>(
                 fuzz::case_seed(3, n),
                 STEPS,
-                Some("no_false_cancel_claim"),
+                Some(turn::Invariant::NoFalseCancelClaim),
                 &make,
             )
             .err()
         })
         .expect("the flaw is found");
-    let report = report::build::<TurnTarget>(&found, Some("cancelled_after_commit"), &make);
+    let report = report::build::<TurnMachine>(&found, Some("cancelled_after_commit"), &make);
     let dir = tempfile::tempdir().unwrap();
     let path = report::write(&report, dir.path()).unwrap();
     let bin = env!("CARGO_BIN_EXE_turnfence");
@@ -163,43 +159,47 @@ fn replay_and_promote_from_the_command_line() {
 }
 
 /// One flaw: hunt it, check what was found, write and replay its report.
-fn catch<T: Explorable + Hunt + 'static>(
+fn catch<M: Fuzz + Explore + 'static>(
     name: &str,
-    invariant: &str,
-    make: Rc<dyn Fn() -> T::Machine>,
+    invariant: M::Invariant,
+    make: Rc<dyn Fn() -> M>,
     lengths: &mut String,
     reports: &mut Vec<(String, String)>,
 ) {
     let seed = crate::seed();
-    let case = hunt::<T>(seed, make.clone(), Some(invariant)).unwrap_or_else(|| {
-        panic!("{name}: {invariant} never broken within the budget (TURNFENCE_SEED={seed})")
+    let case = hunt::<M>(seed, make.clone(), Some(invariant)).unwrap_or_else(|| {
+        panic!(
+            "{name}: {} never broken within the budget (TURNFENCE_SEED={seed})",
+            invariant.name()
+        )
     });
-    let found = found::<T>(case, invariant, make.as_ref());
+    let found = found::<M>(case, invariant, make.as_ref());
     assert_eq!(found.broken.invariant, invariant, "{name}");
     assert!(
         found.shrunk.len() <= 25,
         "{name}: shrunk to {} inputs, expected a short sequence",
         found.shrunk.len()
     );
-    let report = report::build::<T>(&found, Some(name), make.as_ref());
+    let report = report::build::<M>(&found, Some(name), make.as_ref());
     let path = report::write(&report, &report_dir()).unwrap();
     // The report replays: its recorded run breaks the same invariant at the same step, and the
     // flawed machine gives the same outputs again.
-    let replayed = fuzz::replay_report::<T>(&report, Some(make.as_ref()));
+    let replayed = fuzz::replay_report::<M>(&report, Some(make.as_ref()));
     assert!(
         replayed
             .broken
             .iter()
             .any(|b| b.invariant == invariant && b.step == report.violated.step),
-        "{name}: the replay of {} does not break {invariant} at step {}",
+        "{name}: the replay of {} does not break {} at step {}",
         path.display(),
+        invariant.name(),
         report.violated.step
     );
     assert_eq!(replayed.rerun, Some(None), "{name}: the re-run differs");
     // The explorer finds it too, no longer: breadth-first up to the shrunk length.
-    let explored = explore::explore::<T>(
-        &|| T::explore_start(make.as_ref()),
-        &T::hunt_bounds(),
+    let explored = explore::explore::<M>(
+        make.as_ref(),
+        &M::hunt_bounds(),
         found.shrunk.len(),
         Some(invariant),
         &mut |_, _, _| {},
@@ -210,22 +210,24 @@ fn catch<T: Explorable + Hunt + 'static>(
         .map(|(p, b)| (p.len(), b.clone()))
         .unwrap_or_else(|| {
             panic!(
-                "{name}: the explorer found no {invariant} within {} inputs",
+                "{name}: the explorer found no {} within {} inputs",
+                invariant.name(),
                 found.shrunk.len()
             )
         });
     assert!(path_len <= found.shrunk.len(), "{name}");
-    let back: Report<T::Input, T::Output> = serde_json::from_str(&read(&path)).unwrap();
+    let back: Report<M> = serde_json::from_str(&read(&path)).unwrap();
     assert_eq!(back, report, "{name}: the JSON report does not read back");
     writeln!(
         lengths,
-        "{name}: {invariant}, shrunk to {} of {} generated inputs; explorer: {path_len}",
+        "{name}: {}, shrunk to {} of {} generated inputs; explorer: {path_len}",
+        invariant.name(),
         found.shrunk.len(),
         found.case.generated
     )
     .unwrap();
     let md = read(&path.with_extension("md"));
-    reports.push((format!("report_{}_{name}", T::NAME), md));
+    reports.push((format!("report_{}_{name}", M::NAME), md));
 }
 
 fn read(path: &Path) -> String {
@@ -248,9 +250,9 @@ fn every_planted_flaw_is_found_shrunk_and_reported() {
     let mut reports = Vec::new();
     for flaw in Flaw::ALL {
         let make: Rc<dyn Fn() -> TurnMachine> = Rc::new(move || TurnMachine::with_flaw(flaw));
-        catch::<TurnTarget>(
+        catch::<TurnMachine>(
             &flaw_name(flaw),
-            flaw.breaks().name(),
+            flaw.breaks(),
             make,
             &mut lengths,
             &mut reports,
@@ -258,9 +260,9 @@ fn every_planted_flaw_is_found_shrunk_and_reported() {
     }
     for flaw in fence::Flaw::ALL {
         let make: Rc<dyn Fn() -> FenceMachine> = Rc::new(move || FenceMachine::with_flaw(flaw));
-        catch::<FenceTarget>(
+        catch::<FenceMachine>(
             &flaw_name(flaw),
-            flaw.breaks().name(),
+            flaw.breaks(),
             make,
             &mut lengths,
             &mut reports,
@@ -281,10 +283,13 @@ fn the_same_seed_gives_the_same_bytes() {
         let mut n = 0;
         loop {
             let seed = fuzz::case_seed(7, n);
-            if let Err(found) =
-                fuzz::run_case::<TurnTarget>(seed, STEPS, Some("no_late_delivery"), &make)
-            {
-                return report::to_json(&report::build::<TurnTarget>(
+            if let Err(found) = fuzz::run_case::<TurnMachine>(
+                seed,
+                STEPS,
+                Some(turn::Invariant::NoLateDelivery),
+                &make,
+            ) {
+                return report::to_json(&report::build::<TurnMachine>(
                     &found,
                     Some("deliver_after_stop"),
                     &make,
@@ -295,30 +300,4 @@ fn the_same_seed_gives_the_same_bytes() {
         }
     };
     assert_eq!(once(), once());
-}
-
-/// Where and how far the explorer hunts a flaw.
-trait Hunt: Explorable {
-    fn explore_start(make: &dyn Fn() -> Self::Machine) -> Self::Machine;
-    fn hunt_bounds() -> Self::Bounds;
-}
-
-impl Hunt for TurnTarget {
-    fn explore_start(make: &dyn Fn() -> TurnMachine) -> TurnMachine {
-        make()
-    }
-
-    fn hunt_bounds() -> explore::turn::TurnBounds {
-        explore::turn::TurnBounds::hunt()
-    }
-}
-
-impl Hunt for FenceTarget {
-    fn explore_start(make: &dyn Fn() -> FenceMachine) -> FenceMachine {
-        explore::fence::started(make)
-    }
-
-    fn hunt_bounds() -> explore::fence::FenceBounds {
-        explore::fence::FenceBounds::hunt()
-    }
 }

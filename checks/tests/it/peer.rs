@@ -2,9 +2,8 @@
 //! the same bounds and the same notion of state must find the same number of distinct states.
 
 use stateright::{Checker, Model};
-use turnfence_checks::explore::fence::{started, FenceBounds};
-use turnfence_checks::explore::{self};
-use turnfence_checks::fuzz::fence_gen::FenceTarget;
+use turnfence_checks::explore;
+use turnfence_checks::explore::fence::FenceBounds;
 use turnfence_model::fence::FenceMachine;
 
 #[path = "../support/peer_model.rs"]
@@ -26,8 +25,8 @@ fn stateright_and_the_explorer_agree_on_the_state_space() {
             malformed: true,
         },
     ] {
-        let ours = explore::explore::<FenceTarget>(
-            &|| started(&FenceMachine::new),
+        let ours = explore::explore::<FenceMachine>(
+            &FenceMachine::new,
             &bounds,
             10_000,
             None,

@@ -5,10 +5,9 @@
 use std::hash::{Hash, Hasher};
 
 use stateright::{Model, Property};
-use turnfence_checks::explore::fence::{started, FenceBounds};
-use turnfence_checks::explore::Explorable;
-use turnfence_checks::fuzz::fence_gen::FenceTarget;
-use turnfence_checks::fuzz::Target;
+use turnfence_checks::explore::fence::FenceBounds;
+use turnfence_checks::explore::{self, Explore};
+use turnfence_checks::fuzz;
 use turnfence_model::fence;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::prelude::*;
@@ -22,15 +21,15 @@ pub struct PeerState {
 
 impl Hash for PeerState {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.machine.state().hash(h);
+        self.machine.fingerprint(h);
         self.monitor.fingerprint(h);
     }
 }
 
 impl PartialEq for PeerState {
     fn eq(&self, other: &Self) -> bool {
-        FenceTarget::fingerprint(&self.machine, &self.monitor)
-            == FenceTarget::fingerprint(&other.machine, &other.monitor)
+        explore::fingerprint(&self.machine, &self.monitor)
+            == explore::fingerprint(&other.machine, &other.monitor)
     }
 }
 
@@ -46,14 +45,12 @@ impl Model for PeerModel {
     type Action = fence::Input;
 
     fn init_states(&self) -> Vec<PeerState> {
-        vec![PeerState {
-            machine: started(&FenceMachine::new),
-            monitor: <FenceTarget as Explorable>::monitor(),
-        }]
+        let (machine, monitor) = explore::start(&FenceMachine::new);
+        vec![PeerState { machine, monitor }]
     }
 
     fn actions(&self, state: &PeerState, actions: &mut Vec<fence::Input>) {
-        actions.extend(FenceTarget::alphabet(&state.machine, &self.bounds));
+        actions.extend(state.machine.alphabet(&self.bounds));
     }
 
     /// One property that always holds, so the checker visits every state (with none it would be
@@ -64,12 +61,12 @@ impl Model for PeerModel {
 
     fn next_state(&self, last: &PeerState, action: fence::Input) -> Option<PeerState> {
         let mut next = last.clone();
-        let (steps, ok) = FenceTarget::step(&mut next.machine, &action);
+        let (steps, ok) = fuzz::take(&mut next.machine, &action);
         if !ok {
             return None;
         }
-        for (input, outputs) in &steps {
-            let _ = FenceTarget::observe(&mut next.monitor, input, outputs);
+        for step in &steps {
+            let _ = next.monitor.observe(step);
         }
         Some(next)
     }

@@ -132,8 +132,18 @@ impl crate::Machine for FenceMachine {
     type Misuse = Misuse;
     type Invariant = Invariant;
     type Monitor = Monitor;
+    #[cfg(feature = "flaws")]
+    type Flaw = Flaw;
 
     const NAME: &'static str = "fence";
+
+    #[cfg(feature = "flaws")]
+    fn with_flaw(flaw: Flaw) -> Self {
+        FenceMachine {
+            flaw: Some(flaw),
+            ..FenceMachine::default()
+        }
+    }
 
     fn at(input: &Input) -> Millis {
         input.at
@@ -190,14 +200,6 @@ impl crate::Machine for FenceMachine {
 impl FenceMachine {
     pub fn new() -> FenceMachine {
         FenceMachine::default()
-    }
-
-    #[cfg(feature = "flaws")]
-    pub fn with_flaw(flaw: Flaw) -> FenceMachine {
-        FenceMachine {
-            flaw: Some(flaw),
-            ..FenceMachine::default()
-        }
     }
 
     pub fn state(&self) -> &FenceState {

@@ -55,8 +55,18 @@ impl crate::Machine for TurnMachine {
     type Misuse = Misuse;
     type Invariant = Invariant;
     type Monitor = Monitor;
+    #[cfg(feature = "flaws")]
+    type Flaw = Flaw;
 
     const NAME: &'static str = "turn";
+
+    #[cfg(feature = "flaws")]
+    fn with_flaw(flaw: Flaw) -> Self {
+        TurnMachine {
+            flaw: Some(flaw),
+            ..TurnMachine::default()
+        }
+    }
 
     fn at(input: &Input) -> Millis {
         input.at
@@ -116,15 +126,6 @@ impl crate::Machine for TurnMachine {
 impl TurnMachine {
     pub fn new() -> TurnMachine {
         TurnMachine::default()
-    }
-
-    /// A machine with one rule broken on purpose.
-    #[cfg(feature = "flaws")]
-    pub fn with_flaw(flaw: Flaw) -> TurnMachine {
-        TurnMachine {
-            flaw: Some(flaw),
-            ..TurnMachine::default()
-        }
     }
 
     pub fn session(&self) -> &Session {

@@ -1,0 +1,106 @@
+//! `turnfence fuzz`: deep random runs of a machine, sharded by case number.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use turnfence_checks::fuzz::{self, report};
+use turnfence_model::Invariant;
+
+use super::{maker, Driven};
+
+/// What to run: `cases` cases from case number `first`, each of `steps` inputs.
+pub struct Plan {
+    pub seed: u64,
+    pub first: u64,
+    pub cases: u64,
+    pub steps: usize,
+    pub out: PathBuf,
+    pub flaw: Option<String>,
+}
+
+/// Runs the plan on machine `M`.
+pub fn run<M: Driven + 'static>(plan: &Plan) -> ExitCode {
+    match maker::<M>(plan.flaw.as_deref()) {
+        Ok(make) => cases::<M>(plan, make.as_ref()),
+        Err(e) => {
+            eprintln!("turnfence fuzz: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the plan's cases; stops at the first counterexample, reported.
+fn cases<M: Driven>(plan: &Plan, make: &dyn Fn() -> M) -> ExitCode {
+    let progress = std::io::stderr().is_terminal();
+    #[allow(clippy::disallowed_methods)] // Progress and the summary's time are for a person.
+    let start = std::time::Instant::now();
+    let mut reached = std::collections::BTreeSet::new();
+    let mut steps = 0usize;
+    for n in 0..plan.cases {
+        let i = plan.first + n;
+        let seed = fuzz::case_seed(plan.seed, i);
+        match fuzz::run_case::<M>(seed, plan.steps, None, make) {
+            Ok(r) => {
+                reached.extend(r);
+                steps += plan.steps;
+            }
+            Err(found) => {
+                if progress {
+                    eprintln!();
+                }
+                let report = report::build::<M>(&found, plan.flaw.as_deref(), make);
+                return match report::write(&report, &plan.out) {
+                    Ok(path) => {
+                        println!(
+                            "case {i} (seed {seed}) broke {} at step {}: {}\nshrunk {} → {} inputs\nreport: {}\nreplay: {}",
+                            report.violated.name(),
+                            report.violated.step,
+                            report.violated.message,
+                            report.generated_inputs,
+                            report.shrunk_inputs,
+                            path.display(),
+                            report::replay_command(&path, plan.flaw.is_some())
+                        );
+                        ExitCode::from(1)
+                    }
+                    Err(e) => {
+                        eprintln!("turnfence fuzz: cannot write the report: {e}");
+                        ExitCode::from(2)
+                    }
+                };
+            }
+        }
+        if progress && (n % 50 == 49 || n + 1 == plan.cases) {
+            let s = start.elapsed().as_secs_f64().max(1e-9);
+            eprint!(
+                "\r{} case {}/{}  steps {steps}  invariants exercised {}  {:.0} steps/s   ",
+                M::NAME,
+                n + 1,
+                plan.cases,
+                reached.len(),
+                steps as f64 / s
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+    if progress {
+        eprintln!();
+    }
+    let names: Vec<&str> = reached
+        .into_iter()
+        .map(|i: M::Invariant| i.name())
+        .collect();
+    println!(
+        "{} machine: {} cases (seed {}, cases {}..{}), {steps} steps, nothing broken; {} invariants exercised: {}; {:.1} s",
+        M::NAME,
+        plan.cases,
+        plan.seed,
+        plan.first,
+        plan.first + plan.cases,
+        names.len(),
+        names.join(", "),
+        start.elapsed().as_secs_f64()
+    );
+    ExitCode::SUCCESS
+}

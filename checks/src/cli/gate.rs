@@ -1,0 +1,45 @@
+//! `turnfence gate`: the release gate, its evidence and its verdict.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use turnfence_checks::gate;
+use turnfence_model::turn::TurnMachine;
+
+use super::write_stdout;
+
+/// Runs the named scenarios (or `all`) and writes the evidence.
+pub fn run(scenario: &str, output: PathBuf, clean: bool, agent: bool) -> ExitCode {
+    let names: Vec<&str> = if scenario == "all" {
+        gate::NAMES.to_vec()
+    } else {
+        vec![scenario]
+    };
+    let run = gate::run(&names, TurnMachine::new);
+    if let Err(e) = gate::write_evidence(&run, &output, clean) {
+        eprintln!(
+            "turnfence gate: cannot write evidence to {}: {e}",
+            output.display()
+        );
+        return ExitCode::from(2);
+    }
+    let dir = std::path::absolute(&output).unwrap_or(output);
+    if agent {
+        let line = serde_json::json!({
+            "status": run.status(),
+            "report": dir.join("report.json"),
+        });
+        write_stdout(&format!("{line}\n"));
+    } else {
+        write_stdout(&format!(
+            "{}\nEvidence directory: {}\n",
+            run.acceptance(),
+            dir.display()
+        ));
+    }
+    if run.passed() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}

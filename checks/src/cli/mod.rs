@@ -1,0 +1,212 @@
+//! The commands of the `turnfence` CLI, one thin file each: `gate`, `check`, `fuzz`, `explore`,
+//! `replay` and `promote`. Whatever a command does to a machine it does through the model's
+//! `Machine` trait, so `fuzz`, `explore` and `replay` are written once for both machines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use turnfence_checks::explore::Explore;
+use turnfence_checks::fuzz::Fuzz;
+use turnfence_checks::gate as suite_gate;
+use turnfence_checks::trace::{Dialect, Machine};
+
+mod check;
+mod explore;
+mod fuzz;
+mod gate;
+mod replay;
+
+/// What the generic commands need of a machine.
+pub trait Driven: Fuzz + Explore {}
+
+impl<M: Fuzz + Explore> Driven for M {}
+
+/// Calls a generic command with the named machine's type as `M`.
+macro_rules! by_machine {
+    ($machine:expr, $module:ident :: $f:ident ($($arg:expr),*)) => {
+        match $machine {
+            Machine::Turn => $module::$f::<turnfence_model::turn::TurnMachine>($($arg),*),
+            Machine::Fence => $module::$f::<turnfence_model::fence::FenceMachine>($($arg),*),
+        }
+    };
+}
+
+#[derive(Parser)]
+#[command(
+    name = "turnfence",
+    version,
+    about = "Proves the cancellation machinery of conversational agents correct."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the release gate: the eight scenarios through the turn machine, 24 computed checks.
+    /// Exit 0 on PASS, 1 on FAIL, 2 on an input or IO error.
+    Gate {
+        /// One scenario, or `all`.
+        #[arg(long, default_value = "all", value_parser = scenario_name)]
+        scenario: String,
+        /// Directory for the evidence files.
+        #[arg(long, default_value = "lab-output")]
+        output: PathBuf,
+        /// Remove the evidence files a previous run may have left first.
+        #[arg(long)]
+        clean: bool,
+        /// Print one JSON line (`status`, `report`) instead of the gate text.
+        #[arg(long)]
+        agent: bool,
+    },
+    /// Checks a JSON Lines trace against the turn machine. Exit 0: it conforms; 1: violations;
+    /// 2: an input error (malformed line, unknown event or field, time going backwards, …).
+    Check {
+        /// The trace (`-` for standard input).
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "canonical")]
+        dialect: Dialect,
+        /// The machine the trace is of; by default the meta line's `machine`, else `turn`.
+        #[arg(long, value_enum)]
+        machine: Option<Machine>,
+        #[arg(long, value_enum, default_value = "text")]
+        format: Format,
+    },
+    /// Deep random runs: `cases` cases of `steps` inputs each, case i seeded from (seed, i).
+    /// Shard across machines by giving each a different `--first` (a range of case numbers).
+    /// Exit 0: nothing broken; 1: a counterexample, shrunk and reported.
+    Fuzz {
+        #[arg(long, value_enum)]
+        machine: Machine,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        #[arg(long, default_value_t = 1000)]
+        cases: u64,
+        /// The first case number (for sharding: `--first 0`, `--first 100000`, …).
+        #[arg(long, default_value_t = 0)]
+        first: u64,
+        #[arg(long, default_value_t = 200)]
+        steps: usize,
+        /// Where counterexample reports go.
+        #[arg(long, default_value = turnfence_checks::fuzz::report::DIR)]
+        out: PathBuf,
+        /// Run with a planted flaw switched on (builds with `--features flaws` only).
+        #[arg(long)]
+        flaw: Option<String>,
+    },
+    /// Explores a machine breadth-first within its CI bounds, up to `depth` inputs: distinct
+    /// states, transitions, coverage, and the shortest counterexample if an invariant breaks.
+    Explore {
+        #[arg(long, value_enum)]
+        machine: Machine,
+        #[arg(long, default_value_t = 64)]
+        depth: usize,
+        /// Explore with a planted flaw switched on (builds with `--features flaws` only).
+        #[arg(long)]
+        flaw: Option<String>,
+        /// Instead of the CI bounds, these (as JSON, e.g. '{"turns":1,"children_per_turn":2,
+        /// "deltas_per_turn":2,"deadline_ms":100,"client":true}').
+        #[arg(long)]
+        bounds: Option<String>,
+    },
+    /// Re-runs a counterexample report and prints its verdict. Exit 1 if it still breaks its
+    /// invariant.
+    Replay { file: PathBuf },
+    /// Turns a counterexample report into a rejected fixture (`fixtures/rejected/NNNN_….jsonl`).
+    Promote {
+        file: PathBuf,
+        #[arg(long, default_value = "fixtures/rejected")]
+        fixtures: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
+}
+
+fn scenario_name(s: &str) -> Result<String, String> {
+    if s == "all" || suite_gate::NAMES.contains(&s) {
+        Ok(s.to_owned())
+    } else {
+        Err(format!(
+            "expected all or one of: {}",
+            suite_gate::NAMES.join(", ")
+        ))
+    }
+}
+
+/// Runs one command.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Gate {
+            scenario,
+            output,
+            clean,
+            agent,
+        } => gate::run(&scenario, output, clean, agent),
+        Command::Check {
+            file,
+            dialect,
+            machine,
+            format,
+        } => check::run(&file, dialect, machine, format),
+        Command::Fuzz {
+            machine,
+            seed,
+            cases,
+            first,
+            steps,
+            out,
+            flaw,
+        } => {
+            let plan = fuzz::Plan {
+                seed,
+                first,
+                cases,
+                steps,
+                out,
+                flaw,
+            };
+            by_machine!(machine, fuzz::run(&plan))
+        }
+        Command::Explore {
+            machine,
+            depth,
+            flaw,
+            bounds,
+        } => by_machine!(
+            machine,
+            explore::run(depth, flaw.as_deref(), bounds.as_deref())
+        ),
+        Command::Replay { file } => replay::replay(&file),
+        Command::Promote { file, fixtures } => replay::promote(&file, &fixtures),
+    }
+}
+
+/// A maker of machines of type `M`, with the named planted flaw if this build has the switch.
+pub type Maker<M> = Result<Box<dyn Fn() -> M>, String>;
+
+/// A maker of `M`s, with the flaw `name` switched on if one is given.
+pub fn maker<M: turnfence_model::Machine + 'static>(flaw: Option<&str>) -> Maker<M> {
+    match flaw {
+        None => Ok(Box::new(M::default)),
+        #[cfg(feature = "flaws")]
+        Some(name) => {
+            let flaw: M::Flaw = serde_json::from_value(serde_json::Value::String(name.into()))
+                .map_err(|_| format!("unknown {} flaw {name:?}", M::NAME))?;
+            Ok(Box::new(move || M::with_flaw(flaw)))
+        }
+        #[cfg(not(feature = "flaws"))]
+        Some(name) => Err(format!("flaw {name:?} needs the flaw switch: rebuild with `cargo run -p turnfence-checks --features flaws -- …`")),
+    }
+}
+
+/// Writes to standard output; a reader that went away (a closed pipe) is not an error of ours.
+pub fn write_stdout(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}

@@ -1,0 +1,152 @@
+//! `turnfence replay` and `turnfence promote`: a counterexample report judged again, and turned
+//! into a rejected fixture.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use serde_json::Value;
+use turnfence_checks::fuzz::{self, report::Report};
+use turnfence_model::fence::FenceMachine;
+use turnfence_model::turn::TurnMachine;
+use turnfence_model::Machine;
+
+use super::maker;
+
+fn load(path: &Path) -> Result<Value, String> {
+    #[allow(clippy::disallowed_methods)] // The CLI reads the report it is asked to replay.
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{} is not a report: {e}", path.display()))
+}
+
+/// Replays a counterexample report: exit 1 if it still breaks its invariant.
+pub fn replay(path: &Path) -> ExitCode {
+    let outcome = load(path).and_then(|v| match v.get("machine").and_then(Value::as_str) {
+        Some(TurnMachine::NAME) => replay_as::<TurnMachine>(v),
+        Some(FenceMachine::NAME) => replay_as::<FenceMachine>(v),
+        other => Err(format!("unknown machine {other:?}")),
+    });
+    match outcome {
+        Ok(true) => ExitCode::from(1),
+        Ok(false) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("turnfence replay: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn replay_as<M: Machine + 'static>(v: Value) -> Result<bool, String> {
+    let report: Report<M> =
+        serde_json::from_value(v).map_err(|e| format!("not a {} report: {e}", M::NAME))?;
+    let make = maker::<M>(report.flaw.as_deref());
+    // Without the flaw switch the recorded run is still judged; only the re-run is skipped.
+    let replayed = fuzz::replay_report::<M>(&report, make.as_ref().ok().map(|m| m.as_ref()));
+    let target = &report.violated;
+    let again = replayed
+        .broken
+        .iter()
+        .find(|b| b.invariant == target.invariant && b.step == target.step);
+    match again {
+        Some(b) => println!(
+            "VIOLATED {} at step {} ({} ms): {} [{}]",
+            b.name(),
+            b.step,
+            b.at,
+            b.message,
+            b.ids.join(", ")
+        ),
+        None => println!(
+            "the recorded run no longer breaks {} at step {}",
+            target.name(),
+            target.step
+        ),
+    }
+    match (&make, replayed.rerun) {
+        (Err(e), _) => println!("not re-run: {e}"),
+        (Ok(_), None) => println!("not re-run"),
+        (Ok(_), Some(None)) => {
+            println!(
+                "re-run: the {} machine gives the same outputs at every step",
+                M::NAME
+            )
+        }
+        (Ok(_), Some(Some(i))) => {
+            println!(
+                "re-run: the {} machine now gives other outputs from step {i}",
+                M::NAME
+            )
+        }
+    }
+    Ok(again.is_some())
+}
+
+/// Writes a report as a rejected fixture.
+pub fn promote(path: &Path, fixtures: &Path) -> ExitCode {
+    match promote_to(path, fixtures) {
+        Ok(written) => {
+            println!("{}", written.display());
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("turnfence promote: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
+    let v = load(path)?;
+    let machine = v
+        .get("machine")
+        .and_then(Value::as_str)
+        .unwrap_or("turn")
+        .to_owned();
+    let invariant = v["violated"]["invariant"]
+        .as_str()
+        .unwrap_or("unknown")
+        .to_owned();
+    let seed = v["seed"].as_u64().unwrap_or(0);
+    let mut lines = vec![serde_json::json!({ "meta": {
+        "dialect": "canonical",
+        "machine": machine,
+        "expect": "rejected",
+        "invariant": invariant,
+        "story": format!("promoted from the counterexample of seed {seed}{}",
+            v.get("flaw").and_then(Value::as_str).map(|f| format!(" (planted flaw {f})")).unwrap_or_default()),
+    }})
+    .to_string()];
+    for step in v["steps"].as_array().cloned().unwrap_or_default() {
+        let at = step["input"]["at"].clone();
+        let mut input = step["input"].clone();
+        if let Some(o) = input.as_object_mut() {
+            o.insert("session".into(), "promoted".into());
+        }
+        lines.push(input.to_string());
+        for out in step["outputs"].as_array().cloned().unwrap_or_default() {
+            let mut line = serde_json::Map::new();
+            line.insert("at".into(), at.clone());
+            line.insert("session".into(), "promoted".into());
+            if let Value::Object(fields) = out {
+                line.extend(fields);
+            }
+            lines.push(Value::Object(line).to_string());
+        }
+    }
+    // Turn fixtures are numbered from 1, fence fixtures from 100 (fixtures/README.md).
+    let (first, end) = if machine == "fence" {
+        (100, 10_000)
+    } else {
+        (1, 100)
+    };
+    let next = std::fs::read_dir(fixtures)
+        .map_err(|e| format!("cannot read {}: {e}", fixtures.display()))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.get(..4)?.parse::<u32>().ok())
+        .filter(|n| (first..end).contains(n))
+        .max()
+        .map_or(first, |n| n + 1);
+    let file = fixtures.join(format!("{next:04}_promoted_{invariant}_{seed}.jsonl"));
+    turnfence_checks::gate::write_atomic(&file, &(lines.join("\n") + "\n"))
+        .map_err(|e| e.to_string())?;
+    Ok(file)
+}
