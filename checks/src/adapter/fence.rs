@@ -15,10 +15,11 @@ use turnfence_model::fence;
 use turnfence_model::fence::table::{normalize, valid_id, Request, Table, TableFlaws};
 use turnfence_model::fence::{Action, EndOutcome, Path, Reply, Status, Verdict, ACK_WAIT_MS};
 
+use turnfence_model::fence::FenceMachine;
+
+use super::record::Record;
 use crate::sync::{thread, Arc, AtomicBool, Mutex, Ordering};
-use crate::trace::conform::Observed;
-use crate::trace::fence_spec::FenceSpec;
-use crate::trace::{self, Event};
+use crate::trace;
 
 /// How many polls of the mailbox stand for one 10 000 ms wait.
 pub const POLLS_PER_WAIT: usize = 2;
@@ -59,7 +60,7 @@ struct Shared {
     table: Table,
     queue: VecDeque<Ev>,
     mailbox: BTreeMap<(String, String), (String, Reply)>,
-    events: Vec<Event<FenceSpec>>,
+    record: Record<FenceMachine>,
     clock: u64,
 }
 
@@ -67,18 +68,11 @@ impl Shared {
     fn input(&mut self, at: u64, kind: fence::InputKind) {
         self.clock = self.clock.max(at);
         let input = fence::Input::new(self.clock, kind);
-        self.events.push(Event::Input {
-            session: "adapter".into(),
-            input,
-        });
+        self.record.input(input);
     }
 
     fn told(&mut self, output: fence::Output) {
-        self.events.push(Event::Output {
-            session: "adapter".into(),
-            at: self.clock,
-            observed: Observed::exact(output),
-        });
+        self.record.told(output);
     }
 }
 
@@ -125,7 +119,7 @@ impl FenceAdapter {
                 table: Table::default(),
                 queue: VecDeque::new(),
                 mailbox: BTreeMap::new(),
-                events: Vec::new(),
+                record: Record::default(),
                 clock: 0,
             })),
             variant,
@@ -236,22 +230,16 @@ impl FenceAdapter {
 
     /// The record, checked against the fence machine.
     pub fn conformance(&self) -> trace::Verdict {
-        let events = self.lock().events.clone();
-        trace::check_events(
-            events
-                .into_iter()
-                .enumerate()
-                .map(|(i, e)| (i + 1, e))
-                .collect(),
-        )
+        self.lock().record.verdict()
     }
 
     /// The record, for messages.
     pub fn record(&self) -> Vec<String> {
         self.lock()
-            .events
+            .record
+            .observations()
             .iter()
-            .map(|e| format!("{e:?}"))
+            .map(|o| format!("{o:?}"))
             .collect()
     }
 }

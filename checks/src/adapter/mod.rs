@@ -6,8 +6,12 @@
 //! a correct adapter conforms under every interleaving; each planted `Variant` makes a decision
 //! outside the lock, as real adapters get wrong, and loom finds the interleaving that shows it.
 //!
+//! `record` is what both keep: what the threads did and were told, as the machine's inputs and
+//! observed outputs, and its verdict against the model.
+//!
 //! `fence` does the same for the worker↔supervisor transport: pooled workers, a direct turn,
 //! supervisor threads, and the transport's faults.
 
 pub mod fence;
+pub mod record;
 pub mod turn;

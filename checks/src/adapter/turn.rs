@@ -3,10 +3,9 @@
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Output, StopAnswer, TurnMachine};
 
+use super::record::{self, Record};
 use crate::sync::{Arc, AtomicBool, Mutex, Ordering};
-use crate::trace::conform::Observed;
-use crate::trace::turn_spec::TurnSpec;
-use crate::trace::{self, Event, Verdict};
+use crate::trace::Verdict;
 
 /// How the adapter decides: correctly (under the lock), or with one decision taken outside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -23,15 +22,11 @@ pub enum Variant {
 }
 
 /// What happened, in lock order: an input and what the adapter told the world it did.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Observation {
-    pub input: Input,
-    pub told: Vec<Output>,
-}
+pub type Observation = record::Observation<TurnMachine>;
 
 struct Inner {
     machine: TurnMachine,
-    record: Vec<Observation>,
+    record: Record<TurnMachine>,
     clock: u64,
 }
 
@@ -42,12 +37,12 @@ impl Inner {
         let result = self.machine.handle(&input);
         let outputs: Vec<Output> = std::iter::from_fn(|| self.machine.poll_output()).collect();
         // A refused input is still what the thread did: recorded, nothing told.
-        let told = if result.is_ok() {
-            outputs.clone()
-        } else {
-            Vec::new()
-        };
-        self.record.push(Observation { input, told });
+        self.record.input(input);
+        if result.is_ok() {
+            for o in &outputs {
+                self.record.told(o.clone());
+            }
+        }
         outputs
     }
 }
@@ -69,7 +64,7 @@ impl TurnAdapter {
         let adapter = TurnAdapter {
             inner: Arc::new(Mutex::new(Inner {
                 machine: TurnMachine::new(),
-                record: Vec::new(),
+                record: Record::default(),
                 clock: 0,
             })),
             stopped: Arc::new(AtomicBool::new(false)),
@@ -94,9 +89,7 @@ impl TurnAdapter {
     /// Replaces what the last recorded input told the world (a flawed variant's own decision).
     fn tell_instead(&self, told: Vec<Output>) {
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(last) = inner.record.last_mut() {
-            last.told = told;
-        }
+        inner.record.tell_instead(told);
     }
 
     fn running(&self) -> bool {
@@ -223,32 +216,12 @@ impl TurnAdapter {
     /// What the threads did and were told, in lock order.
     pub fn record(&self) -> Vec<Observation> {
         let inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        inner.record.clone()
+        inner.record.observations().to_vec()
     }
 }
 
 /// Holds a record against the model: the inputs replayed, what the adapter told held against
 /// what the model does, the invariants over what happened.
 pub fn conformance(record: &[Observation]) -> Verdict {
-    let mut events: Vec<(usize, Event<TurnSpec>)> = Vec::new();
-    for (i, o) in record.iter().enumerate() {
-        events.push((
-            i + 1,
-            Event::Input {
-                session: "adapter".into(),
-                input: o.input.clone(),
-            },
-        ));
-        for told in &o.told {
-            events.push((
-                i + 1,
-                Event::Output {
-                    session: "adapter".into(),
-                    at: o.input.at,
-                    observed: Observed::exact(told.clone()),
-                },
-            ));
-        }
-    }
-    trace::check_events(events)
+    record::verdict::<TurnMachine>(record)
 }
