@@ -13,6 +13,7 @@ mod peer;
 mod schema;
 mod snapshots;
 mod streaming;
+mod third_machine;
 
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 

@@ -1,0 +1,324 @@
+//! The interface is the real one: a third machine — a counter that must never go below zero,
+//! with one invariant and one planted flaw — written here against the public traits alone
+//! (`Machine`, `Monitor`, `Invariant`; `Fuzz`, `Explore`, `Conform`), is checked, fuzzed (its
+//! flaw found and shrunk) and explored exactly as the turn and fence machines are.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::hash::{Hash, Hasher};
+
+use serde::{Deserialize, Serialize};
+use turnfence_checks::explore::{self, Coverage, Explore};
+use turnfence_checks::fuzz::{self, FaultMix, Fuzz, Gen};
+use turnfence_checks::trace::canonical::CanonicalReader;
+use turnfence_checks::trace::conform::Conform;
+use turnfence_checks::trace::{self, FindingKind};
+use turnfence_model::{Invariant, Machine, Millis, Monitor, Violation};
+
+// The machine: a dozen lines of behaviour.
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct In {
+    at: Millis,
+    #[serde(flatten)]
+    kind: Kind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case", deny_unknown_fields)]
+enum Kind {
+    Inc,
+    Dec,
+    Tick,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "output", rename_all = "snake_case", deny_unknown_fields)]
+enum Out {
+    Value {
+        n: i64,
+    },
+    /// A decrement at zero, refused.
+    Refused,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Counter {
+    n: i64,
+    now: Millis,
+    out: VecDeque<Out>,
+    /// The planted flaw: a decrement at zero goes through.
+    flawed: bool,
+}
+
+impl Machine for Counter {
+    type Input = In;
+    type Output = Out;
+    type Misuse = String;
+    type Invariant = Never;
+    type Monitor = Watch;
+    type Flaw = ();
+    const NAME: &'static str = "counter";
+
+    fn with_flaw((): ()) -> Counter {
+        Counter {
+            flawed: true,
+            ..Counter::default()
+        }
+    }
+
+    fn at(input: &In) -> Millis {
+        input.at
+    }
+
+    fn tick(at: Millis) -> In {
+        In {
+            at,
+            kind: Kind::Tick,
+        }
+    }
+
+    fn is_tick(input: &In) -> bool {
+        input.kind == Kind::Tick
+    }
+
+    fn advance_to(&mut self, at: Millis) -> Result<(), String> {
+        if at < self.now {
+            return Err(format!("time went backwards: {at} after {}", self.now));
+        }
+        self.now = at;
+        Ok(())
+    }
+
+    fn handle(&mut self, input: &In) -> Result<(), String> {
+        self.advance_to(input.at)?;
+        match input.kind {
+            Kind::Inc => self.n += 1,
+            Kind::Dec if self.n > 0 || self.flawed => self.n -= 1,
+            Kind::Dec => {
+                self.out.push_back(Out::Refused);
+                return Ok(());
+            }
+            Kind::Tick => return Ok(()),
+        }
+        self.out.push_back(Out::Value { n: self.n });
+        Ok(())
+    }
+
+    fn poll_output(&mut self) -> Option<Out> {
+        self.out.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Millis> {
+        None
+    }
+
+    fn fingerprint<H: Hasher>(&self, h: &mut H) {
+        self.n.hash(h);
+    }
+}
+
+// Its one invariant, as a monitor over outputs.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Never {
+    NeverNegative,
+}
+
+impl Invariant for Never {
+    const ALL: &'static [Never] = &[Never::NeverNegative];
+
+    fn name(self) -> &'static str {
+        "never_negative"
+    }
+
+    fn reached(self) -> &'static str {
+        "a decrement at zero was refused"
+    }
+}
+
+#[derive(Clone, Debug, Default)]
+struct Watch {
+    step: usize,
+    now: Millis,
+    violations: Vec<Violation<Never>>,
+    reached: BTreeSet<Never>,
+}
+
+impl Monitor<Counter> for Watch {
+    fn only(_: Never) -> Watch {
+        Watch::default()
+    }
+
+    fn input(&mut self, input: &In) {
+        self.now = input.at;
+    }
+
+    fn output(&mut self, output: &Out) {
+        match output {
+            Out::Value { n } if *n < 0 => self.violations.push(Violation {
+                invariant: Never::NeverNegative,
+                step: self.step,
+                at: self.now,
+                ids: vec![n.to_string()],
+                message: format!("the counter went to {n}"),
+            }),
+            Out::Refused => {
+                self.reached.insert(Never::NeverNegative);
+            }
+            Out::Value { .. } => {}
+        }
+    }
+
+    fn end_step(&mut self) {
+        self.step += 1;
+    }
+
+    fn take_violations(&mut self) -> Vec<Violation<Never>> {
+        std::mem::take(&mut self.violations)
+    }
+
+    fn reached(&self) -> &BTreeSet<Never> {
+        &self.reached
+    }
+
+    fn fingerprint<H: Hasher>(&self, _: &mut H) {}
+}
+
+// What each checker needs of it beyond the machine.
+
+impl Fuzz for Counter {
+    fn next_input(&self, g: &mut Gen, _: &FaultMix, at: &mut Millis) -> In {
+        *at += g.range(0, 3);
+        let kind = if g.chance(40) { Kind::Dec } else { Kind::Inc };
+        In { at: *at, kind }
+    }
+
+    fn summary(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("n".to_owned(), self.n.to_string())])
+    }
+}
+
+impl Explore for Counter {
+    /// The highest value explored.
+    type Bounds = i64;
+
+    fn ci_bounds() -> Vec<(&'static str, i64)> {
+        vec![("three", 3)]
+    }
+
+    fn hunt_bounds() -> i64 {
+        3
+    }
+
+    fn alphabet(&self, max: &i64) -> Vec<In> {
+        let at = self.now;
+        let mut out = vec![In {
+            at,
+            kind: Kind::Dec,
+        }];
+        if self.n < *max {
+            out.push(In {
+                at,
+                kind: Kind::Inc,
+            });
+        }
+        out
+    }
+
+    fn covered(&self, input: &In, _: &[Out]) -> Vec<String> {
+        vec![format!("{:?} at {}", input.kind, self.n.min(1))]
+    }
+
+    fn coverage() -> Coverage {
+        Coverage {
+            required: vec!["Dec at 0".into(), "Dec at 1".into(), "Inc at 0".into()],
+            impossible: BTreeMap::new(),
+        }
+    }
+}
+
+impl Conform for Counter {
+    fn is_bare(_: &In) -> bool {
+        true
+    }
+
+    fn subject(_: &Out) -> Option<&str> {
+        None
+    }
+
+    fn input_subject(_: &In) -> Option<&str> {
+        None
+    }
+}
+
+// The three checkers over it.
+
+fn check(text: &str) -> trace::Verdict {
+    trace::check(text.as_bytes(), &mut CanonicalReader::<Counter>::default()).unwrap()
+}
+
+#[test]
+fn check_judges_the_counters_traces() {
+    let good = "{\"at\":0,\"input\":\"inc\"}\n{\"at\":0,\"output\":\"value\",\"n\":1}\n\
+                {\"at\":1,\"input\":\"dec\"}\n{\"at\":1,\"output\":\"value\",\"n\":0}\n\
+                {\"at\":2,\"input\":\"dec\"}\n{\"at\":2,\"output\":\"refused\"}\n";
+    assert!(check(good).conforms(), "{:?}", check(good));
+    // The system went below zero where the model refuses: the invariant names the line.
+    let bad = good.replace(
+        "{\"at\":2,\"output\":\"refused\"}",
+        "{\"at\":2,\"output\":\"value\",\"n\":-1}",
+    );
+    let v = check(&bad);
+    let named: Vec<(usize, Option<&str>)> = v
+        .findings
+        .iter()
+        .filter(|f| f.kind == FindingKind::Invariant)
+        .map(|f| (f.line, f.invariant))
+        .collect();
+    assert_eq!(named, vec![(6, Some("never_negative"))], "{v:?}");
+}
+
+#[test]
+fn fuzzing_finds_and_shrinks_the_counters_flaw() {
+    let correct = (0..200)
+        .map(|i| fuzz::run_case::<Counter>(fuzz::case_seed(1, i), 50, None, &Counter::default));
+    for (i, r) in correct.enumerate() {
+        assert!(
+            r.is_ok(),
+            "case {i} of the correct counter broke an invariant"
+        );
+    }
+    let flawed = || Counter::with_flaw(());
+    let found = (0..200)
+        .find_map(|i| fuzz::run_case::<Counter>(fuzz::case_seed(1, i), 50, None, &flawed).err())
+        .expect("the flaw is found");
+    assert_eq!(found.broken.invariant, Never::NeverNegative);
+    // Shrunk to the one input that shows it: a decrement at zero.
+    let kinds: Vec<&Kind> = found.shrunk.iter().map(|i| &i.kind).collect();
+    assert_eq!(kinds, vec![&Kind::Dec], "shrunk to {:?}", found.shrunk);
+}
+
+#[test]
+fn exploration_covers_the_counter_and_finds_its_flaw() {
+    let (name, bounds) = Counter::ci_bounds().remove(0);
+    let e = explore::explore::<Counter>(&Counter::default, &bounds, 100, None, &mut |_, _, _| {});
+    assert!(!e.truncated && e.counterexample.is_none(), "{name}");
+    // Values 0..=3: four distinct states.
+    assert_eq!(e.states, 4);
+    let (missing, wrong) = Counter::coverage().gaps(&e.coverage);
+    assert!(
+        missing.is_empty() && wrong.is_empty(),
+        "{missing:?} {wrong:?}"
+    );
+    assert!(e.reached.contains(&Never::NeverNegative));
+    let flawed = || Counter::with_flaw(());
+    let e = explore::explore::<Counter>(&flawed, &bounds, 100, None, &mut |_, _, _| {});
+    let (path, broken) = e.counterexample.expect("the explorer finds the flaw");
+    assert_eq!(broken.invariant, Never::NeverNegative);
+    assert_eq!(
+        path.len(),
+        1,
+        "a shortest counterexample: one decrement at zero"
+    );
+}
