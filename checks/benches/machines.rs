@@ -40,27 +40,12 @@ fn explorer(c: &mut Criterion) {
         .find(|(n, _)| *n == "children")
         .map(|(_, b)| b)
         .unwrap();
-    let states = explore::explore::<TurnMachine>(
-        &TurnMachine::new,
-        &bounds,
-        10_000,
-        None,
-        &mut |_, _, _| {},
-    )
-    .states;
+    let states = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &bounds).states;
     let mut g = c.benchmark_group("explorer");
     g.throughput(Throughput::Elements(states as u64));
     g.sample_size(10);
     g.bench_function("turn_children_bounds", |b| {
-        b.iter(|| {
-            explore::explore::<TurnMachine>(
-                &TurnMachine::new,
-                &bounds,
-                10_000,
-                None,
-                &mut |_, _, _| {},
-            )
-        })
+        b.iter(|| explore::exhaustive::<TurnMachine>(&TurnMachine::new, &bounds))
     });
     g.finish();
 }

@@ -183,6 +183,12 @@ pub fn explore<M: Explore>(
     result
 }
 
+/// Explores every state within the bounds, with no depth bound and no progress: what tests,
+/// benchmarks and CI's exhaustive runs want.
+pub fn exhaustive<M: Explore>(make: &dyn Fn() -> M, bounds: &M::Bounds) -> ExploredBy<M> {
+    explore(make, bounds, usize::MAX, None, &mut |_, _, _| {})
+}
+
 /// The inputs from the start to a visited state.
 fn path_to<I: Clone>(parents: &[(usize, Option<I>)], mut at: usize) -> Vec<I> {
     let mut path = Vec::new();

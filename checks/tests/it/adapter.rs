@@ -203,44 +203,25 @@ fn direct_and_pooled(variant: FenceVariant) {
     fence_conforms(&a);
 }
 
-#[test]
-fn adapter_fence_dropped_event_and_stall() {
-    model(|| worker_vs_faulty_supervisor(Fault::Drop, FenceVariant::Correct));
+/// Each scenario conforms under every interleaving loom tries (on std threads: many runs).
+macro_rules! scenarios {
+    ($($name:ident => $body:expr;)*) => {$(
+        #[test]
+        fn $name() {
+            model(|| $body);
+        }
+    )*};
 }
 
-#[test]
-fn adapter_fence_lost_ack_and_stall() {
-    model(|| worker_vs_faulty_supervisor(Fault::LoseAck, FenceVariant::Correct));
-}
-
-#[test]
-fn adapter_fence_rebind_vs_dead_end() {
-    model(|| rebind_vs_dead_end(FenceVariant::Correct));
-}
-
-#[test]
-fn adapter_fence_direct_and_pooled() {
-    model(|| direct_and_pooled(FenceVariant::Correct));
-}
-
-#[test]
-fn adapter_stop_vs_stream() {
-    model(|| stop_vs_stream(Variant::Correct));
-}
-
-#[test]
-fn adapter_barge_in_vs_playback() {
-    model(|| barge_in_vs_playback(Variant::Correct));
-}
-
-#[test]
-fn adapter_two_stops() {
-    model(|| two_stops(Variant::Correct));
-}
-
-#[test]
-fn adapter_spawn_vs_cancel() {
-    model(|| spawn_vs_cancel(Variant::Correct));
+scenarios! {
+    adapter_fence_dropped_event_and_stall => worker_vs_faulty_supervisor(Fault::Drop, FenceVariant::Correct);
+    adapter_fence_lost_ack_and_stall => worker_vs_faulty_supervisor(Fault::LoseAck, FenceVariant::Correct);
+    adapter_fence_rebind_vs_dead_end => rebind_vs_dead_end(FenceVariant::Correct);
+    adapter_fence_direct_and_pooled => direct_and_pooled(FenceVariant::Correct);
+    adapter_stop_vs_stream => stop_vs_stream(Variant::Correct);
+    adapter_barge_in_vs_playback => barge_in_vs_playback(Variant::Correct);
+    adapter_two_stops => two_stops(Variant::Correct);
+    adapter_spawn_vs_cancel => spawn_vs_cancel(Variant::Correct);
 }
 
 /// Each planted variant is caught: some interleaving breaks conformance or the scenario's
@@ -258,44 +239,25 @@ mod planted {
         eprintln!("loom: caught at execution {executions}");
     }
 
-    #[test]
-    fn adapter_planted_deliver_after_stale_check() {
-        caught(|| stop_vs_stream(Variant::DeliverAfterStaleCheck));
+    /// Each planted variant, caught.
+    macro_rules! planted {
+        ($($name:ident => $body:expr;)*) => {$(
+            #[test]
+            fn $name() {
+                caught(|| $body);
+            }
+        )*};
     }
 
-    #[test]
-    fn adapter_planted_play_peeked_frame() {
-        caught(|| barge_in_vs_playback(Variant::PlayPeekedFrame));
-    }
-
-    #[test]
-    fn adapter_planted_stop_flag_check_then_set() {
-        caught(|| two_stops(Variant::StopFlagCheckThenSet));
-    }
-
-    #[test]
-    fn adapter_planted_cancel_flag_read_before_registering() {
-        caught(|| spawn_vs_cancel(Variant::CancelFlagReadBeforeRegistering));
-    }
-
-    #[test]
-    fn adapter_planted_waiter_reads_any_ack_of_its_token() {
-        caught(|| worker_vs_faulty_supervisor(Fault::None, FenceVariant::WaiterReadsAnyAckOfToken));
-    }
-
-    #[test]
-    fn adapter_planted_resend_read() {
-        caught(|| worker_vs_faulty_supervisor(Fault::None, FenceVariant::ResendRead));
-    }
-
-    #[test]
-    fn adapter_planted_rebind_from_stale_read() {
-        caught(|| rebind_vs_dead_end(FenceVariant::RebindFromStaleRead));
-    }
-
-    #[test]
-    fn adapter_planted_direct_through_queue() {
-        caught(|| direct_and_pooled(FenceVariant::DirectThroughQueue));
+    planted! {
+        adapter_planted_deliver_after_stale_check => stop_vs_stream(Variant::DeliverAfterStaleCheck);
+        adapter_planted_play_peeked_frame => barge_in_vs_playback(Variant::PlayPeekedFrame);
+        adapter_planted_stop_flag_check_then_set => two_stops(Variant::StopFlagCheckThenSet);
+        adapter_planted_cancel_flag_read_before_registering => spawn_vs_cancel(Variant::CancelFlagReadBeforeRegistering);
+        adapter_planted_waiter_reads_any_ack_of_its_token => worker_vs_faulty_supervisor(Fault::None, FenceVariant::WaiterReadsAnyAckOfToken);
+        adapter_planted_resend_read => worker_vs_faulty_supervisor(Fault::None, FenceVariant::ResendRead);
+        adapter_planted_rebind_from_stale_read => rebind_vs_dead_end(FenceVariant::RebindFromStaleRead);
+        adapter_planted_direct_through_queue => direct_and_pooled(FenceVariant::DirectThroughQueue);
     }
 }
 

@@ -5,11 +5,10 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds, Explored};
-use turnfence_model::fence;
+use turnfence_checks::explore::{self, turn::TurnBounds, Explore, Explored};
 use turnfence_model::fence::FenceMachine;
-use turnfence_model::prelude::*;
-use turnfence_model::turn::{Invariant, TurnMachine};
+use turnfence_model::turn::TurnMachine;
+use turnfence_model::Invariant;
 
 fn line<I, V>(out: &mut String, name: &str, e: &Explored<I, V>) {
     writeln!(
@@ -35,111 +34,52 @@ fn check<I: std::fmt::Debug, V: turnfence_model::Invariant>(name: &str, e: &Expl
     }
 }
 
-#[test]
-#[ignore = "deep: run in release by ci/explore.sh"]
-fn deep_exhaustive_exploration_at_the_ci_bounds() {
-    const DEPTH: usize = 10_000;
-    // Both cores: the fence machine on one thread, the turn machine's bounds on the other.
-    let (fences, turns) = std::thread::scope(|scope| {
-        let fence = scope.spawn(|| {
-            FenceBounds::ci()
-                .into_iter()
-                .map(|(name, b)| {
-                    let e = explore::explore::<FenceMachine>(
-                        &FenceMachine::new,
-                        &b,
-                        DEPTH,
-                        None,
-                        &mut |_, _, _| {},
-                    );
-                    (name, e)
-                })
-                .collect::<Vec<_>>()
-        });
-        let turns: Vec<(&str, Explored<_, _>)> = TurnBounds::ci()
-            .into_iter()
-            .map(|(name, b)| {
-                let e = explore::explore::<TurnMachine>(
-                    &TurnMachine::new,
-                    &b,
-                    DEPTH,
-                    None,
-                    &mut |_, _, _| {},
-                );
-                (name, e)
-            })
-            .collect();
-        (fence.join().unwrap(), turns)
-    });
-    let mut counts = String::new();
+/// Every CI bound set of a machine explored exhaustively: each with no violation, its counts
+/// as lines of `counts`; coverage and the invariants put to the test are the union's.
+fn at_the_ci_bounds<M: Explore>(counts: &mut String) {
     let mut coverage = BTreeSet::new();
     let mut reached = BTreeSet::new();
-    for (name, e) in &turns {
-        check(&format!("turn/{name}"), e);
-        line(
-            &mut counts,
-            &format!(
-                "turn {name} {}",
-                serde_json::to_string(
-                    &TurnBounds::ci()
-                        .into_iter()
-                        .find(|(n, _)| n == name)
-                        .unwrap()
-                        .1
-                )
-                .unwrap()
-            ),
-            e,
-        );
+    for (name, b) in M::ci_bounds() {
+        let e = explore::exhaustive::<M>(&M::default, &b);
+        check(&format!("{}/{name}", M::NAME), &e);
+        let bounds = serde_json::to_string(&b).unwrap();
+        line(counts, &format!("{} {name} {bounds}", M::NAME), &e);
         coverage.extend(e.coverage.iter().cloned());
         reached.extend(e.reached.iter().copied());
     }
-    let mut fence_coverage = BTreeSet::new();
-    let mut fence_reached = BTreeSet::new();
-    for (name, e) in &fences {
-        check(&format!("fence/{name}"), e);
-        let b = FenceBounds::ci()
-            .into_iter()
-            .find(|(n, _)| n == name)
-            .unwrap()
-            .1;
-        line(
-            &mut counts,
-            &format!("fence {name} {}", serde_json::to_string(&b).unwrap()),
-            e,
-        );
-        fence_coverage.extend(e.coverage.iter().cloned());
-        fence_reached.extend(e.reached.iter().copied());
-    }
-
-    let (missing, wrong) = explore::turn::coverage().gaps(&coverage);
+    let (missing, wrong) = M::coverage().gaps(&coverage);
     assert!(
         missing.is_empty() && wrong.is_empty(),
-        "turn coverage: missing {missing:?}, listed impossible but reached {wrong:?}"
+        "{} coverage: missing {missing:?}, listed impossible but reached {wrong:?}",
+        M::NAME
     );
-    let (missing, wrong) = explore::fence::coverage().gaps(&fence_coverage);
-    assert!(
-        missing.is_empty() && wrong.is_empty(),
-        "fence coverage: missing {missing:?}, listed impossible but reached {wrong:?}"
-    );
-    let unreached: Vec<&str> = Invariant::ALL
+    let unreached: Vec<&str> = M::Invariant::ALL
         .iter()
         .filter(|i| !reached.contains(*i))
         .map(|i| i.name())
         .collect();
     assert!(
         unreached.is_empty(),
-        "turn invariants never put to the test: {unreached:?}"
+        "{} invariants never put to the test: {unreached:?}",
+        M::NAME
     );
-    let unreached: Vec<&str> = fence::Invariant::ALL
-        .iter()
-        .filter(|i| !fence_reached.contains(*i))
-        .map(|i| i.name())
-        .collect();
-    assert!(
-        unreached.is_empty(),
-        "fence invariants never put to the test: {unreached:?}"
-    );
+}
+
+#[test]
+#[ignore = "deep: run in release by ci/explore.sh"]
+fn deep_exhaustive_exploration_at_the_ci_bounds() {
+    // Both cores: the fence machine on one thread, the turn machine's bounds on the other.
+    let (turns, fences) = std::thread::scope(|scope| {
+        let fence = scope.spawn(|| {
+            let mut counts = String::new();
+            at_the_ci_bounds::<FenceMachine>(&mut counts);
+            counts
+        });
+        let mut counts = String::new();
+        at_the_ci_bounds::<TurnMachine>(&mut counts);
+        (counts, fence.join().unwrap())
+    });
+    let counts = turns + &fences;
     crate::snapshot_settings().bind(|| insta::assert_snapshot!("deep_explore_counts", counts));
 }
 
@@ -154,7 +94,7 @@ fn small_exploration_is_exhaustive_and_pinned() {
         deadline_ms: 100,
         client: false,
     };
-    let e = explore::explore::<TurnMachine>(&TurnMachine::new, &b, 10_000, None, &mut |_, _, _| {});
+    let e = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b);
     check("turn/small", &e);
     let mut counts = String::new();
     line(

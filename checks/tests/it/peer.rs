@@ -25,13 +25,7 @@ fn stateright_and_the_explorer_agree_on_the_state_space() {
             malformed: true,
         },
     ] {
-        let ours = explore::explore::<FenceMachine>(
-            &FenceMachine::new,
-            &bounds,
-            10_000,
-            None,
-            &mut |_, _, _| {},
-        );
+        let ours = explore::exhaustive::<FenceMachine>(&FenceMachine::new, &bounds);
         assert!(!ours.truncated && ours.counterexample.is_none());
         let checker = peer_model::PeerModel {
             bounds: bounds.clone(),

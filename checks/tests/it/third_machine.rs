@@ -302,7 +302,7 @@ fn fuzzing_finds_and_shrinks_the_counters_flaw() {
 #[test]
 fn exploration_covers_the_counter_and_finds_its_flaw() {
     let (name, bounds) = Counter::ci_bounds().remove(0);
-    let e = explore::explore::<Counter>(&Counter::default, &bounds, 100, None, &mut |_, _, _| {});
+    let e = explore::exhaustive::<Counter>(&Counter::default, &bounds);
     assert!(!e.truncated && e.counterexample.is_none(), "{name}");
     // Values 0..=3: four distinct states.
     assert_eq!(e.states, 4);
@@ -313,7 +313,7 @@ fn exploration_covers_the_counter_and_finds_its_flaw() {
     );
     assert!(e.reached.contains(&Never::NeverNegative));
     let flawed = || Counter::with_flaw(());
-    let e = explore::explore::<Counter>(&flawed, &bounds, 100, None, &mut |_, _, _| {});
+    let e = explore::exhaustive::<Counter>(&flawed, &bounds);
     let (path, broken) = e.counterexample.expect("the explorer finds the flaw");
     assert_eq!(broken.invariant, Never::NeverNegative);
     assert_eq!(
