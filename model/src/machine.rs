@@ -43,6 +43,14 @@ pub trait Machine: Clone + Debug + Default {
     #[cfg(feature = "flaws")]
     fn with_flaw(flaw: Self::Flaw) -> Self;
 
+    /// Every planted flaw of the machine.
+    #[cfg(feature = "flaws")]
+    const FLAWS: &'static [Self::Flaw];
+
+    /// The invariant a flaw breaks first.
+    #[cfg(feature = "flaws")]
+    fn breaks(flaw: Self::Flaw) -> Self::Invariant;
+
     /// When an input happens.
     fn at(input: &Self::Input) -> Millis;
 

@@ -197,7 +197,19 @@ pub fn maker<M: turnfence_model::Machine + 'static>(flaw: Option<&str>) -> Maker
         #[cfg(feature = "flaws")]
         Some(name) => {
             let flaw: M::Flaw = serde_json::from_value(serde_json::Value::String(name.into()))
-                .map_err(|_| format!("unknown {} flaw {name:?}", M::NAME))?;
+                .map_err(|_| {
+                    let names: Vec<String> = M::FLAWS
+                        .iter()
+                        .filter_map(|f| serde_json::to_value(f).ok())
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect();
+                    format!(
+                        "unknown {} flaw {name:?}; the {} flaws are: {}",
+                        M::NAME,
+                        M::NAME,
+                        names.join(", ")
+                    )
+                })?;
             Ok(Box::new(move || M::with_flaw(flaw)))
         }
         #[cfg(not(feature = "flaws"))]

@@ -213,52 +213,50 @@ pub fn markdown<M: Machine>(r: &Report<M>, json: &Path) -> String {
     out
 }
 
-/// Who sends an input, and who takes it.
-fn input_arrow(machine: &str, v: &Value) -> (String, String) {
-    let tag = v.get("input").and_then(Value::as_str).unwrap_or("");
-    let worker = v.get("worker").and_then(Value::as_str).unwrap_or("worker");
-    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
-    match (machine, tag) {
-        ("fence", "worker_start" | "request") => (format!("W_{worker}"), "Transport".into()),
-        ("fence", "supervisor_step") => pair("Transport", "Supervisor"),
-        ("fence", "drop_event") => pair("Transport", "Transport"),
-        ("fence", "owner_message") => pair("Owner", "Supervisor"),
-        ("fence", _) => pair("Clock", "Supervisor"),
-        (_, "accept" | "stop") => pair("Client", "TurnManager"),
-        (_, "speech_started") => pair("VAD", "TurnManager"),
-        (_, "delta" | "model_done") => pair("Model", "DeliveryGate"),
+/// Who sends an input or an output, and who takes it.
+fn arrow(machine: &str, v: &Value) -> (String, String) {
+    let input = v.get("input").and_then(Value::as_str);
+    let tag = input
+        .or_else(|| v.get("output").and_then(Value::as_str))
+        .unwrap_or("");
+    let w = format!(
+        "W_{}",
+        v.get("worker").and_then(Value::as_str).unwrap_or("worker")
+    );
+    let (from, to) = match (machine, input.is_some(), tag) {
+        ("fence", true, "worker_start" | "request") => (w.as_str(), "Transport"),
+        ("fence", true, "supervisor_step") => ("Transport", "Supervisor"),
+        ("fence", true, "drop_event") => ("Transport", "Transport"),
+        ("fence", true, "owner_message") => ("Owner", "Supervisor"),
+        ("fence", true, _) => ("Clock", "Supervisor"),
+        ("fence", false, "event_queued" | "resent") => (w.as_str(), "Transport"),
+        ("fence", false, "ack_consumed" | "verdict" | "seal_believed") => ("Transport", w.as_str()),
+        ("fence", false, "ack_written" | "ack_lost" | "acks_pruned") => ("Supervisor", "Transport"),
+        ("fence", false, _) => ("Supervisor", "Table"),
+        (_, true, "accept" | "stop") => ("Client", "TurnManager"),
+        (_, true, "speech_started") => ("VAD", "TurnManager"),
+        (_, true, "delta" | "model_done") => ("Model", "DeliveryGate"),
         (
             _,
+            true,
             "spawn" | "checkpoint" | "child_completed" | "commit_sent" | "commit_acked"
             | "commit_failed",
-        ) => pair("Tool", "TurnManager"),
-        (_, "frame_played") => pair("Speaker", "TurnManager"),
-        (_, "client_ack" | "client_receive" | "disconnect" | "resume") => pair("Client", "Store"),
-        _ => pair("Clock", "TurnManager"),
-    }
-}
-
-/// Who an output goes to.
-fn output_arrow(machine: &str, v: &Value) -> (String, String) {
-    let tag = v.get("output").and_then(Value::as_str).unwrap_or("");
-    let worker = v.get("worker").and_then(Value::as_str).unwrap_or("worker");
-    let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
-    match (machine, tag) {
-        ("fence", "event_queued" | "resent") => (format!("W_{worker}"), "Transport".into()),
-        ("fence", "ack_consumed" | "verdict" | "seal_believed") => {
-            ("Transport".into(), format!("W_{worker}"))
-        }
-        ("fence", "ack_written" | "ack_lost" | "acks_pruned") => pair("Supervisor", "Transport"),
-        ("fence", _) => pair("Supervisor", "Table"),
-        (_, "delivered" | "stop_answered" | "terminal" | "turn_refused" | "deadline_exceeded") => {
-            pair("TurnManager", "Client")
-        }
-        (_, "late_dropped") => pair("DeliveryGate", "DeliveryGate"),
-        (_, "played" | "playback_cleared") => pair("TurnManager", "Speaker"),
-        (_, "persisted" | "replayed" | "resume_refused") => pair("TurnManager", "Store"),
-        (_, "rendered" | "duplicate_ignored") => pair("Store", "Client"),
-        _ => pair("TurnManager", "Tool"),
-    }
+        ) => ("Tool", "TurnManager"),
+        (_, true, "frame_played") => ("Speaker", "TurnManager"),
+        (_, true, "client_ack" | "client_receive" | "disconnect" | "resume") => ("Client", "Store"),
+        (_, true, _) => ("Clock", "TurnManager"),
+        (
+            _,
+            false,
+            "delivered" | "stop_answered" | "terminal" | "turn_refused" | "deadline_exceeded",
+        ) => ("TurnManager", "Client"),
+        (_, false, "late_dropped") => ("DeliveryGate", "DeliveryGate"),
+        (_, false, "played" | "playback_cleared") => ("TurnManager", "Speaker"),
+        (_, false, "persisted" | "replayed" | "resume_refused") => ("TurnManager", "Store"),
+        (_, false, "rendered" | "duplicate_ignored") => ("Store", "Client"),
+        (_, false, _) => ("TurnManager", "Tool"),
+    };
+    (from.to_owned(), to.to_owned())
 }
 
 fn mermaid_text(s: &str) -> String {
@@ -279,7 +277,7 @@ fn mermaid<M: Machine>(r: &Report<M>) -> String {
     };
     for (i, s) in r.steps.iter().enumerate() {
         let input = value(&s.step.input);
-        let (from, to) = input_arrow(&r.machine, &input);
+        let (from, to) = arrow(&r.machine, &input);
         note(&from, &mut actors);
         note(&to, &mut actors);
         lines.push(format!(
@@ -288,7 +286,7 @@ fn mermaid<M: Machine>(r: &Report<M>) -> String {
         ));
         for o in &s.step.outputs {
             let o = value(o);
-            let (from, to) = output_arrow(&r.machine, &o);
+            let (from, to) = arrow(&r.machine, &o);
             note(&from, &mut actors);
             note(&to, &mut actors);
             lines.push(format!("  {from}-->>{to}: {}", mermaid_text(&describe(&o))));

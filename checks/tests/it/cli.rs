@@ -3,18 +3,14 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use crate::read;
+
 fn turnfence(args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_turnfence"))
         .args(args)
         .current_dir(dir)
         .output()
         .expect("the turnfence binary runs")
-}
-
-fn read(path: &Path) -> String {
-    #[allow(clippy::disallowed_methods)] // Tests read the evidence the CLI wrote.
-    let text = std::fs::read_to_string(path);
-    text.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 #[test]
@@ -177,28 +173,29 @@ fn check_exit_codes_are_zero_one_two() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
 }
 
+/// `turnfence check --format json FILE`: its exit code and the JSON it printed.
+fn check_json(file: &Path, dir: &Path) -> (Option<i32>, serde_json::Value) {
+    let out = turnfence(&["check", "--format", "json", file.to_str().unwrap()], dir);
+    (
+        out.status.code(),
+        serde_json::from_slice(&out.stdout).unwrap(),
+    )
+}
+
 #[test]
 fn check_json_format_is_machine_readable() {
     let dir = tempfile::tempdir().unwrap();
     let bad = fixture("0012_no_false_cancel_claim_refund_went_through.jsonl");
-    let out = turnfence(
-        &["check", "--format", "json", bad.to_str().unwrap()],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(1));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&bad, dir.path());
+    assert_eq!(code, Some(1));
     assert_eq!(v["status"], "violations");
     let findings = v["verdict"]["findings"].as_array().unwrap();
     assert!(findings
         .iter()
         .any(|f| f["invariant"] == "no_false_cancel_claim" && f["line"] == 18));
     let malformed = fixture("0026_malformed_unknown_field.jsonl");
-    let out = turnfence(
-        &["check", "--format", "json", malformed.to_str().unwrap()],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (code, v) = check_json(&malformed, dir.path());
+    assert_eq!(code, Some(2));
     assert_eq!(v["status"], "input_error");
     assert_eq!(v["error"]["line"], 4);
 }

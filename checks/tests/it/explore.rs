@@ -8,7 +8,6 @@ use std::fmt::Write;
 use turnfence_checks::explore::{self, turn::TurnBounds, Explore, Explored};
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
-use turnfence_model::Invariant;
 
 fn line<I, V>(out: &mut String, name: &str, e: &Explored<I, V>) {
     writeln!(
@@ -53,11 +52,7 @@ fn at_the_ci_bounds<M: Explore>(counts: &mut String) {
         "{} coverage: missing {missing:?}, listed impossible but reached {wrong:?}",
         M::NAME
     );
-    let unreached: Vec<&str> = M::Invariant::ALL
-        .iter()
-        .filter(|i| !reached.contains(*i))
-        .map(|i| i.name())
-        .collect();
+    let unreached = crate::unreached(&reached);
     assert!(
         unreached.is_empty(),
         "{} invariants never put to the test: {unreached:?}",

@@ -5,6 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use crate::{fixtures, read, unreached};
+
 use proptest::prelude::*;
 use proptest::sample::select;
 use turnfence_checks::trace::canonical::write_fence;
@@ -16,22 +18,9 @@ use turnfence_model::fence::{
 use turnfence_model::prelude::*;
 
 fn fence_fixtures(dir: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().contains("_fence_"))
-        .collect();
-    files.sort();
+    let mut files = fixtures(dir);
+    files.retain(|p| p.to_string_lossy().contains("_fence_"));
     files
-}
-
-fn read(path: &Path) -> String {
-    #[allow(clippy::disallowed_methods)] // Fixtures are the tests' input.
-    let text = std::fs::read_to_string(path);
-    text.unwrap()
 }
 
 /// The inputs of a canonical fence trace.
@@ -101,11 +90,7 @@ fn the_fence_model_keeps_every_invariant_on_the_fixtures_and_reaches_them_all() 
             reached.extend(fence::reached(&steps));
         }
     }
-    let missing: Vec<&str> = fence::Invariant::ALL
-        .iter()
-        .filter(|i| !reached.contains(i))
-        .map(|i| i.name())
-        .collect();
+    let missing = unreached(&reached);
     assert!(missing.is_empty(), "never put to the test: {missing:?}");
 }
 

@@ -2,32 +2,15 @@
 //! Each rejected fixture's report is a reviewed snapshot.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use crate::{fixtures, read};
 
 use serde_json::Value;
 use turnfence_checks::gate;
 use turnfence_checks::trace::{self, Dialect};
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, TurnMachine};
-
-fn fixtures(dir: &str) -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../fixtures")
-        .join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn read(path: &Path) -> String {
-    #[allow(clippy::disallowed_methods)] // Fixtures are the tests' input.
-    let text = std::fs::read_to_string(path);
-    text.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
 
 fn meta(text: &str) -> Value {
     let first: Value = serde_json::from_str(text.lines().next().unwrap_or_default()).unwrap();

@@ -6,12 +6,12 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use crate::read;
 use proptest::test_runner::{Config, TestCaseError, TestError};
 use turnfence_checks::explore::{self, Explore};
 use turnfence_checks::fuzz::report::{self, Report};
 use turnfence_checks::fuzz::strategy::CaseStrategy;
 use turnfence_checks::fuzz::{self, Case, Found, Fuzz};
-use turnfence_model::fence;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{self, Flaw, TurnMachine};
@@ -230,12 +230,6 @@ fn catch<M: Fuzz + Explore + 'static>(
     reports.push((format!("report_{}_{name}", M::NAME), md));
 }
 
-fn read(path: &Path) -> String {
-    #[allow(clippy::disallowed_methods)] // Tests read the reports they wrote.
-    let text = std::fs::read_to_string(path);
-    text.unwrap()
-}
-
 fn flaw_name(flaw: impl serde::Serialize) -> String {
     serde_json::to_value(flaw)
         .unwrap()
@@ -244,30 +238,23 @@ fn flaw_name(flaw: impl serde::Serialize) -> String {
         .to_owned()
 }
 
+/// Every planted flaw of machine `M`, caught.
+fn catch_every_flaw<M: Fuzz + Explore + 'static>(
+    lengths: &mut String,
+    reports: &mut Vec<(String, String)>,
+) {
+    for &flaw in M::FLAWS {
+        let make: Rc<dyn Fn() -> M> = Rc::new(move || M::with_flaw(flaw));
+        catch::<M>(&flaw_name(flaw), M::breaks(flaw), make, lengths, reports);
+    }
+}
+
 #[test]
 fn every_planted_flaw_is_found_shrunk_and_reported() {
     let mut lengths = String::new();
     let mut reports = Vec::new();
-    for flaw in Flaw::ALL {
-        let make: Rc<dyn Fn() -> TurnMachine> = Rc::new(move || TurnMachine::with_flaw(flaw));
-        catch::<TurnMachine>(
-            &flaw_name(flaw),
-            flaw.breaks(),
-            make,
-            &mut lengths,
-            &mut reports,
-        );
-    }
-    for flaw in fence::Flaw::ALL {
-        let make: Rc<dyn Fn() -> FenceMachine> = Rc::new(move || FenceMachine::with_flaw(flaw));
-        catch::<FenceMachine>(
-            &flaw_name(flaw),
-            flaw.breaks(),
-            make,
-            &mut lengths,
-            &mut reports,
-        );
-    }
+    catch_every_flaw::<TurnMachine>(&mut lengths, &mut reports);
+    catch_every_flaw::<FenceMachine>(&mut lengths, &mut reports);
     crate::snapshot_settings().bind(|| {
         insta::assert_snapshot!("shrunk_lengths", lengths);
         for (name, md) in reports {

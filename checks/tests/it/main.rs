@@ -15,6 +15,9 @@ mod snapshots;
 mod streaming;
 mod third_machine;
 
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 
 /// The seed every random test draws from: `TURNFENCE_SEED` if set, else a fixed one. Same seed,
@@ -52,4 +55,34 @@ pub fn snapshot_settings() -> insta::Settings {
     settings.set_prepend_module_to_snapshot(false);
     settings.set_omit_expression(true);
     settings
+}
+
+/// The trace files (`*.jsonl`) in `fixtures/<dir>/`, sorted.
+pub fn fixtures(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(dir);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// A file the tests read (a fixture, a report they wrote).
+pub fn read(path: &Path) -> String {
+    #[allow(clippy::disallowed_methods)] // Fixtures and reports are the tests' input.
+    let text = std::fs::read_to_string(path);
+    text.unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The invariants of `V` a run never put to the test (a model that does nothing cannot pass).
+pub fn unreached<V: turnfence_model::Invariant>(reached: &BTreeSet<V>) -> Vec<&'static str> {
+    V::ALL
+        .iter()
+        .filter(|i| !reached.contains(*i))
+        .map(|i| i.name())
+        .collect()
 }

@@ -59,6 +59,12 @@ impl Machine for Counter {
     type Flaw = ();
     const NAME: &'static str = "counter";
 
+    const FLAWS: &'static [()] = &[()];
+
+    fn breaks((): ()) -> Never {
+        Never::NeverNegative
+    }
+
     fn with_flaw((): ()) -> Counter {
         Counter {
             flawed: true,

@@ -68,6 +68,14 @@ impl crate::Machine for TurnMachine {
         }
     }
 
+    #[cfg(feature = "flaws")]
+    const FLAWS: &'static [Flaw] = &Flaw::ALL;
+
+    #[cfg(feature = "flaws")]
+    fn breaks(flaw: Flaw) -> Invariant {
+        flaw.breaks()
+    }
+
     fn at(input: &Input) -> Millis {
         input.at
     }
