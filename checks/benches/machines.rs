@@ -3,7 +3,7 @@
 //! Run: `cargo bench -p turnfence-checks --bench machines`.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use turnfence_checks::explore::{self, turn::TurnBounds};
+use turnfence_checks::explore::{self, Explore};
 use turnfence_checks::fuzz::{self, Fuzz};
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
@@ -35,7 +35,7 @@ fn machines(c: &mut Criterion) {
 }
 
 fn explorer(c: &mut Criterion) {
-    let bounds = TurnBounds::ci()
+    let bounds = TurnMachine::ci_bounds()
         .into_iter()
         .find(|(n, _)| *n == "children")
         .map(|(_, b)| b)

@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use stateright::{Checker, Model};
 use turnfence_checks::explore;
-use turnfence_checks::explore::fence::FenceBounds;
+use turnfence_checks::explore::Explore;
 use turnfence_model::fence::FenceMachine;
 
 #[path = "../tests/support/peer_model.rs"]
 mod peer_model;
 
 fn main() {
-    let bounds = FenceBounds::ci()
+    let bounds = FenceMachine::ci_bounds()
         .into_iter()
         .find(|(n, _)| *n == "queue")
         .map(|(_, b)| b)

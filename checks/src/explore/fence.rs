@@ -27,45 +27,6 @@ pub struct FenceBounds {
     pub malformed: bool,
 }
 
-impl FenceBounds {
-    /// The bounds CI explores exhaustively — two, each exhaustive, coverage their union: the
-    /// transport (three requests among the workers, with every fault, an owner message and the
-    /// malformed requests), and the queue (two requests beside an enqueue, a task_done and a
-    /// restore).
-    pub fn ci() -> Vec<(&'static str, FenceBounds)> {
-        vec![
-            (
-                "transport",
-                FenceBounds {
-                    requests: 3,
-                    owner_messages: 1,
-                    queue: false,
-                    malformed: true,
-                },
-            ),
-            (
-                "queue",
-                FenceBounds {
-                    requests: 2,
-                    owner_messages: 1,
-                    queue: true,
-                    malformed: false,
-                },
-            ),
-        ]
-    }
-
-    /// Everything on, for hunting a flaw (not exhaustive: it stops at the first violation).
-    pub fn hunt() -> FenceBounds {
-        FenceBounds {
-            requests: 4,
-            owner_messages: 1,
-            queue: true,
-            malformed: true,
-        }
-    }
-}
-
 /// The workers every exploration starts with: two pooled tasks of one root (its owner and a
 /// helper, so a begin can be foreign) and a direct turn of another root.
 pub const WORKERS: [(&str, Path, &str, &str); 3] = [
@@ -192,12 +153,41 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
 impl Explore for FenceMachine {
     type Bounds = FenceBounds;
 
+    /// The bounds CI explores exhaustively — two, each exhaustive, coverage their union: the
+    /// transport (three requests among the workers, with every fault, an owner message and the
+    /// malformed requests), and the queue (two requests beside an enqueue, a task_done and a
+    /// restore).
     fn ci_bounds() -> Vec<(&'static str, FenceBounds)> {
-        FenceBounds::ci()
+        vec![
+            (
+                "transport",
+                FenceBounds {
+                    requests: 3,
+                    owner_messages: 1,
+                    queue: false,
+                    malformed: true,
+                },
+            ),
+            (
+                "queue",
+                FenceBounds {
+                    requests: 2,
+                    owner_messages: 1,
+                    queue: true,
+                    malformed: false,
+                },
+            ),
+        ]
     }
 
+    /// Everything on, for hunting a flaw (not exhaustive: it stops at the first violation).
     fn hunt_bounds() -> FenceBounds {
-        FenceBounds::hunt()
+        FenceBounds {
+            requests: 4,
+            owner_messages: 1,
+            queue: true,
+            malformed: true,
+        }
     }
 
     /// The explorer's workers start first.

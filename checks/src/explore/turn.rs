@@ -21,38 +21,6 @@ pub struct TurnBounds {
     pub client: bool,
 }
 
-impl TurnBounds {
-    /// The bounds CI explores exhaustively — three of them, each exhaustive, coverage and
-    /// reached invariants their union: two turns (successors, barge-in, refusal, deadlines) with
-    /// one child and one delta each; one turn with two children (every kind of child, commits,
-    /// temporaries); one turn streaming two deltas to a client that acks, drops and resumes.
-    pub fn ci() -> Vec<(&'static str, TurnBounds)> {
-        let b = |turns, children_per_turn, deltas_per_turn, client| TurnBounds {
-            turns,
-            children_per_turn,
-            deltas_per_turn,
-            deadline_ms: 100,
-            client,
-        };
-        vec![
-            ("turns", b(2, 1, 1, false)),
-            ("children", b(1, 2, 1, false)),
-            ("stream", b(1, 0, 2, true)),
-        ]
-    }
-
-    /// Larger, for hunting a flaw (not exhaustive: it stops at the first violation).
-    pub fn hunt() -> TurnBounds {
-        TurnBounds {
-            turns: 2,
-            children_per_turn: 2,
-            deltas_per_turn: 2,
-            deadline_ms: 100,
-            client: true,
-        }
-    }
-}
-
 /// The times an input may happen at: now, or the next instant something happens without one.
 fn times(m: &TurnMachine) -> Vec<u64> {
     let mut at = vec![m.session().now];
@@ -216,12 +184,34 @@ fn kinds(m: &TurnMachine, b: &TurnBounds) -> Vec<InputKind> {
 impl Explore for TurnMachine {
     type Bounds = TurnBounds;
 
+    /// The bounds CI explores exhaustively — three of them, each exhaustive, coverage and
+    /// reached invariants their union: two turns (successors, barge-in, refusal, deadlines) with
+    /// one child and one delta each; one turn with two children (every kind of child, commits,
+    /// temporaries); one turn streaming two deltas to a client that acks, drops and resumes.
     fn ci_bounds() -> Vec<(&'static str, TurnBounds)> {
-        TurnBounds::ci()
+        let b = |turns, children_per_turn, deltas_per_turn, client| TurnBounds {
+            turns,
+            children_per_turn,
+            deltas_per_turn,
+            deadline_ms: 100,
+            client,
+        };
+        vec![
+            ("turns", b(2, 1, 1, false)),
+            ("children", b(1, 2, 1, false)),
+            ("stream", b(1, 0, 2, true)),
+        ]
     }
 
+    /// Larger, for hunting a flaw (not exhaustive: it stops at the first violation).
     fn hunt_bounds() -> TurnBounds {
-        TurnBounds::hunt()
+        TurnBounds {
+            turns: 2,
+            children_per_turn: 2,
+            deltas_per_turn: 2,
+            deadline_ms: 100,
+            client: true,
+        }
     }
 
     fn alphabet(&self, bounds: &TurnBounds) -> Vec<Input> {

@@ -203,17 +203,19 @@ fn direct_and_pooled(variant: FenceVariant) {
     fence_conforms(&a);
 }
 
-/// Each scenario conforms under every interleaving loom tries (on std threads: many runs).
+/// Tests, one per scenario, each running `$run` over its body.
 macro_rules! scenarios {
-    ($($name:ident => $body:expr;)*) => {$(
+    ($run:ident: $($name:ident => $body:expr;)*) => {$(
         #[test]
         fn $name() {
-            model(|| $body);
+            $run(|| $body);
         }
     )*};
 }
 
+// Each scenario conforms under every interleaving loom tries (on std threads: many runs).
 scenarios! {
+    model:
     adapter_fence_dropped_event_and_stall => worker_vs_faulty_supervisor(Fault::Drop, FenceVariant::Correct);
     adapter_fence_lost_ack_and_stall => worker_vs_faulty_supervisor(Fault::LoseAck, FenceVariant::Correct);
     adapter_fence_rebind_vs_dead_end => rebind_vs_dead_end(FenceVariant::Correct);
@@ -239,17 +241,9 @@ mod planted {
         eprintln!("loom: caught at execution {executions}");
     }
 
-    /// Each planted variant, caught.
-    macro_rules! planted {
-        ($($name:ident => $body:expr;)*) => {$(
-            #[test]
-            fn $name() {
-                caught(|| $body);
-            }
-        )*};
-    }
-
-    planted! {
+    // Each planted variant, caught.
+    scenarios! {
+        caught:
         adapter_planted_deliver_after_stale_check => stop_vs_stream(Variant::DeliverAfterStaleCheck);
         adapter_planted_play_peeked_frame => barge_in_vs_playback(Variant::PlayPeekedFrame);
         adapter_planted_stop_flag_check_then_set => two_stops(Variant::StopFlagCheckThenSet);
