@@ -17,7 +17,7 @@ pub use checks::Check;
 pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES};
 
-use crate::lab::{self, LabEvent};
+use crate::lab::writer::{input_line, output_line, LabEvent};
 
 /// One scenario, run.
 #[derive(Clone, Debug)]
@@ -43,11 +43,11 @@ impl ScenarioRun {
         for step in &self.steps {
             let at = step.input.at;
             let turn = step.input.turn().unwrap_or(self.turn);
-            let (component, event, detail) = lab::input_line(&step.input, &kinds);
+            let (component, event, detail) = input_line(&step.input, &kinds);
             events.push(self.lab_event(at, turn, component, event, detail));
             for output in &step.outputs {
                 let turn = output.turn().unwrap_or(self.turn);
-                let (component, event, detail) = lab::output_line(output, &kinds);
+                let (component, event, detail) = output_line(output, &kinds);
                 events.push(self.lab_event(at, turn, component, event, detail));
             }
         }

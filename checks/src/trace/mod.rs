@@ -7,7 +7,6 @@
 pub mod canonical;
 pub mod conform;
 pub mod fence_spec;
-pub mod lab;
 pub mod synthetic;
 pub mod turn_spec;
 
@@ -18,6 +17,7 @@ use std::io::BufRead;
 use serde::Serialize;
 use turnfence_model::Millis;
 
+use crate::lab::reader::LabReader;
 use conform::{Observed, SessionCheck, Spec};
 pub use fence_spec::FenceSpec;
 pub use turn_spec::TurnSpec;
@@ -388,7 +388,7 @@ pub fn check_dialect(
             input,
             &mut canonical::CanonicalReader::<FenceSpec>::default(),
         ),
-        (Dialect::Lab, Machine::Turn) => check(input, &mut lab::LabReader::default()),
+        (Dialect::Lab, Machine::Turn) => check(input, &mut LabReader::default()),
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
             "the lab dialect has turn traces only; fence traces are canonical",
