@@ -1,9 +1,16 @@
 //! The release gate: the eight scenarios run through the turn machine, 24 checks computed from
 //! its outputs, the virtual clock and the invariants, and the evidence a reviewer reads.
+//!
+//! Dependencies: the gate writes its log and `events.jsonl` with the lab's writer
+//! (`crate::lab::writer`) and `trace.jsonl` in the checker's canonical form
+//! (`crate::trace::canonical`). It depends on `trace`, never the reverse, which is why the
+//! synthetic trace of the gate's scenarios (for benchmarks and tests) lives here, in
+//! [`synthetic`], and not in `trace`.
 
 mod checks;
 mod evidence;
 pub mod scenarios;
+pub mod synthetic;
 
 use serde::Serialize;
 use serde_json::{json, Value};

@@ -3,11 +3,14 @@
 //! The trace is read as a stream, one line at a time; state is kept per open session and dropped
 //! when the session ends, so memory follows the open sessions, not the file. Each dialect turns
 //! its lines into [`Event`]s; [`conform::SessionCheck`] does the rest.
+//!
+//! Dependencies: `trace` knows nothing of the gate. The gate writes its runs in the canonical
+//! form ([`canonical::write`]), so `gate` uses `trace` and never the reverse. The lab dialect
+//! lives with the lab's vocabulary in `crate::lab::reader` and implements [`Reader`].
 
 pub mod canonical;
 pub mod conform;
 pub mod fence_spec;
-pub mod synthetic;
 pub mod turn_spec;
 
 use std::collections::BTreeMap;
