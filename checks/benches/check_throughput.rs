@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use turnfence_checks::trace::synthetic::SyntheticTrace;
+use turnfence_checks::gate::synthetic::SyntheticTrace;
 use turnfence_checks::trace::{canonical::CanonicalReader, check, TurnSpec};
 
 /// Peak resident set size of this process, in KiB (Linux), or 0.

@@ -1,9 +1,16 @@
 //! The release gate: the eight scenarios run through the turn machine, 24 checks computed from
 //! its outputs, the virtual clock and the invariants, and the evidence a reviewer reads.
+//!
+//! Dependencies: the gate writes its log and `events.jsonl` with the lab's writer
+//! (`crate::lab::writer`) and `trace.jsonl` in the checker's canonical form
+//! (`crate::trace::canonical`). It depends on `trace`, never the reverse, which is why the
+//! synthetic trace of the gate's scenarios (for benchmarks and tests) lives here, in
+//! [`synthetic`], and not in `trace`.
 
 mod checks;
 mod evidence;
 pub mod scenarios;
+pub mod synthetic;
 
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -17,7 +24,7 @@ pub use checks::Check;
 pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES};
 
-use crate::lab::{self, LabEvent};
+use crate::lab::writer::{input_line, output_line, LabEvent};
 
 /// One scenario, run.
 #[derive(Clone, Debug)]
@@ -43,11 +50,11 @@ impl ScenarioRun {
         for step in &self.steps {
             let at = step.input.at;
             let turn = step.input.turn().unwrap_or(self.turn);
-            let (component, event, detail) = lab::input_line(&step.input, &kinds);
+            let (component, event, detail) = input_line(&step.input, &kinds);
             events.push(self.lab_event(at, turn, component, event, detail));
             for output in &step.outputs {
                 let turn = output.turn().unwrap_or(self.turn);
-                let (component, event, detail) = lab::output_line(output, &kinds);
+                let (component, event, detail) = output_line(output, &kinds);
                 events.push(self.lab_event(at, turn, component, event, detail));
             }
         }

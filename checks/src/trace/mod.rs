@@ -3,12 +3,14 @@
 //! The trace is read as a stream, one line at a time; state is kept per open session and dropped
 //! when the session ends, so memory follows the open sessions, not the file. Each dialect turns
 //! its lines into [`Event`]s; [`conform::SessionCheck`] does the rest.
+//!
+//! Dependencies: `trace` knows nothing of the gate. The gate writes its runs in the canonical
+//! form ([`canonical::write`]), so `gate` uses `trace` and never the reverse. The lab dialect
+//! lives with the lab's vocabulary in `crate::lab::reader` and implements [`Reader`].
 
 pub mod canonical;
 pub mod conform;
 pub mod fence_spec;
-pub mod lab;
-pub mod synthetic;
 pub mod turn_spec;
 
 use std::collections::BTreeMap;
@@ -18,6 +20,7 @@ use std::io::BufRead;
 use serde::Serialize;
 use turnfence_model::Millis;
 
+use crate::lab::reader::LabReader;
 use conform::{Conform, Observed, SessionCheck};
 pub use fence_spec::FenceSpec;
 pub use turn_spec::TurnSpec;
@@ -388,7 +391,7 @@ pub fn check_dialect(
             input,
             &mut canonical::CanonicalReader::<FenceSpec>::default(),
         ),
-        (Dialect::Lab, Machine::Turn) => check(input, &mut lab::LabReader::default()),
+        (Dialect::Lab, Machine::Turn) => check(input, &mut LabReader::default()),
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
             "the lab dialect has turn traces only; fence traces are canonical",

@@ -1,7 +1,7 @@
 //! The checker streams: its state follows the open sessions, not the length of the trace.
 
+use turnfence_checks::gate::synthetic::SyntheticTrace;
 use turnfence_checks::trace::canonical::CanonicalReader;
-use turnfence_checks::trace::synthetic::SyntheticTrace;
 use turnfence_checks::trace::{check, TurnSpec};
 
 #[test]

@@ -6,7 +6,7 @@ use std::io::{self, BufRead, Read};
 
 use turnfence_model::turn::TurnMachine;
 
-use crate::gate;
+use super::{run, NAMES};
 
 /// A `BufRead` over `sessions` sessions of the gate's scenarios, in canonical form.
 pub struct SyntheticTrace {
@@ -19,7 +19,7 @@ pub struct SyntheticTrace {
 
 impl SyntheticTrace {
     pub fn new(sessions: usize) -> SyntheticTrace {
-        let run = gate::run(&gate::NAMES, TurnMachine::new);
+        let run = run(&NAMES, TurnMachine::new);
         let templates = run.scenarios.iter().map(|s| s.canonical_trace()).collect();
         SyntheticTrace {
             templates,
@@ -49,7 +49,7 @@ impl SyntheticTrace {
             return;
         }
         let template = &self.templates[self.next % self.templates.len()];
-        let name = gate::NAMES[self.next % gate::NAMES.len()];
+        let name = NAMES[self.next % NAMES.len()];
         let session = format!("s{}", self.next);
         // The session name appears as `"session":"<scenario>"` in every line of the template.
         let from = format!("\"session\":\"{name}\"");

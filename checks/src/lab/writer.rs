@@ -1,13 +1,18 @@
-//! The lab's line vocabulary: every input and output of the turn machine as a lab event
+//! The lab vocabulary's writer: every input and output of the turn machine as a lab event
 //! (`t_ms`, `scenario`, `turn_id`, `component`, `event`, `detail`), and the lab's one-line log form
-//! (`[0061ms] model          response.delta seq=1 text=Storage`).
+//! (`[0061ms] model          response.delta seq=1 text=Storage`). The gate writes its log and
+//! `events.jsonl` with it.
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use turnfence_model::turn::{ChildKind, Input, InputKind, Output, StopAnswer, Terminal};
+use turnfence_model::turn::{
+    Budget, ChildKind, DropReason, Input, InputKind, Mode, Output, StopAnswer, Terminal,
+};
 use turnfence_model::Millis;
 
-/// One line of the lab's `events.jsonl`.
+use super::component_of;
+
+/// One line of the lab's `events.jsonl`; its fields are [`super::FIELDS`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LabEvent {
     pub t_ms: Millis,
@@ -47,6 +52,9 @@ pub fn compact(v: &Value) -> String {
     }
 }
 
+/// A lab line without its time, scenario and turn: `(component, event, detail)`.
+type Part = (&'static str, &'static str, Value);
+
 fn detail(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -54,14 +62,14 @@ fn detail(v: Value) -> Map<String, Value> {
     }
 }
 
-/// The component that speaks for a child kind.
-fn component_of(kind: &ChildKind) -> &'static str {
-    match kind {
-        ChildKind::Retrieval => "retriever",
-        ChildKind::Model => "model",
-        ChildKind::Tts => "tts",
-        ChildKind::Tool { .. } => "tool",
-    }
+/// The component that speaks for a turn's child: its kind's, or `cancel-tree` for a child the
+/// run never spawned.
+fn child_component(
+    kinds: &dyn Fn(&str, &str) -> Option<ChildKind>,
+    turn: &str,
+    child: &str,
+) -> &'static str {
+    kinds(turn, child).map_or("cancel-tree", |k| component_of(&k))
 }
 
 /// An input as a lab line: `(component, event, detail)`.
@@ -69,44 +77,22 @@ pub fn input_line(
     input: &Input,
     kinds: &dyn Fn(&str, &str) -> Option<ChildKind>,
 ) -> (&'static str, &'static str, Map<String, Value>) {
-    let child_component =
-        |turn: &str, child: &str| kinds(turn, child).map_or("cancel-tree", |k| component_of(&k));
-    let (component, event, d) = match &input.kind {
+    let (component, event, d): Part = match &input.kind {
         InputKind::Accept {
             generation,
             mode,
             deadline_ms,
             budget,
             ..
-        } => {
-            let mut d = json!({ "generation": generation, "mode": mode });
-            if let Some(ms) = deadline_ms {
-                d["deadline_ms"] = json!(ms);
-            }
-            if let Some(b) = budget {
-                d["budget"] = json!(b);
-            }
-            ("turn", "accepted", d)
-        }
+        } => accepted(*generation, mode, *deadline_ms, budget.as_ref()),
         InputKind::Spawn {
             child,
             kind,
             need_ms,
             ..
-        } => {
-            let mut d = match kind {
-                ChildKind::Tool { name, cancellable } => {
-                    json!({ "child": child, "tool": name, "cancellable": cancellable })
-                }
-                other => json!({ "child": child, "kind": other }),
-            };
-            if let Some(ms) = need_ms {
-                d["need_ms"] = json!(ms);
-            }
-            ("cancel-tree", "child.spawned", d)
-        }
+        } => spawned(child, kind, *need_ms),
         InputKind::ChildCompleted { turn, child } => (
-            child_component(turn, child),
+            child_component(kinds, turn, child),
             "completed",
             json!({ "child": child }),
         ),
@@ -120,7 +106,7 @@ pub fn input_line(
             if *temporary_outputs > 0 {
                 d["temporary_outputs"] = json!(temporary_outputs);
             }
-            (child_component(turn, child), "checkpoint", d)
+            (child_component(kinds, turn, child), "checkpoint", d)
         }
         InputKind::Delta {
             generation,
@@ -128,19 +114,7 @@ pub fn input_line(
             text,
             frames,
             ..
-        } => {
-            let mut d = json!({ "generation": generation, "seq": seq });
-            if let Some(t) = text {
-                d["text"] = json!(t);
-            }
-            let event = if *frames > 0 {
-                d["frames"] = json!(frames);
-                "response.audio.delta"
-            } else {
-                "response.delta"
-            };
-            ("model", event, d)
-        }
+        } => delta(*generation, *seq, text.as_deref(), *frames),
         InputKind::ModelDone { .. } => ("model", "response.completed", json!({})),
         InputKind::FramePlayed => ("speaker", "frame.consumed", json!({})),
         InputKind::Stop { request_id, .. } => {
@@ -177,41 +151,78 @@ pub fn input_line(
     (component, event, detail(d))
 }
 
+/// `turn accepted`: the generation and mode, and the deadline and budget when the turn has them.
+fn accepted(
+    generation: u64,
+    mode: &Mode,
+    deadline_ms: Option<u64>,
+    budget: Option<&Budget>,
+) -> Part {
+    let mut d = json!({ "generation": generation, "mode": mode });
+    if let Some(ms) = deadline_ms {
+        d["deadline_ms"] = json!(ms);
+    }
+    if let Some(b) = budget {
+        d["budget"] = json!(b);
+    }
+    ("turn", "accepted", d)
+}
+
+/// `cancel-tree child.spawned`: a tool by its name and cancellability, any other child by kind.
+fn spawned(child: &str, kind: &ChildKind, need_ms: Option<u64>) -> Part {
+    let mut d = match kind {
+        ChildKind::Tool { name, cancellable } => {
+            json!({ "child": child, "tool": name, "cancellable": cancellable })
+        }
+        other => json!({ "child": child, "kind": other }),
+    };
+    if let Some(ms) = need_ms {
+        d["need_ms"] = json!(ms);
+    }
+    ("cancel-tree", "child.spawned", d)
+}
+
+/// The detail that names a delta: its generation and seq.
+fn delta_id(generation: u64, seq: u64) -> Value {
+    json!({ "generation": generation, "seq": seq })
+}
+
+/// A model delta: `response.audio.delta` when it carries frames, else `response.delta`.
+fn delta(generation: u64, seq: u64, text: Option<&str>, frames: u32) -> Part {
+    let mut d = delta_id(generation, seq);
+    if let Some(t) = text {
+        d["text"] = json!(t);
+    }
+    let event = if frames > 0 {
+        d["frames"] = json!(frames);
+        "response.audio.delta"
+    } else {
+        "response.delta"
+    };
+    ("model", event, d)
+}
+
 /// An output as a lab line: `(component, event, detail)`.
 pub fn output_line(
     output: &Output,
     kinds: &dyn Fn(&str, &str) -> Option<ChildKind>,
 ) -> (&'static str, &'static str, Map<String, Value>) {
-    let child_component =
-        |turn: &str, child: &str| kinds(turn, child).map_or("cancel-tree", |k| component_of(&k));
-    let (component, event, d) = match output {
+    let (component, event, d): Part = match output {
         Output::TurnRefused { reason, .. } => {
             ("turn", "accept.refused", json!({ "reason": reason }))
         }
         Output::Delivered {
             generation, seq, ..
-        } => (
-            "delivery-gate",
-            "delivered",
-            json!({ "generation": generation, "seq": seq }),
-        ),
+        } => ("delivery-gate", "delivered", delta_id(*generation, *seq)),
         Output::LateDropped {
             generation,
             seq,
             reason,
             ..
-        } => (
-            "delivery-gate",
-            "late.delta.dropped",
-            json!({ "generation": generation, "seq": seq, "reason": reason }),
-        ),
+        } => late_dropped(*generation, *seq, reason),
         Output::Played {
             generation, seq, ..
-        } => (
-            "tts",
-            "frame.played",
-            json!({ "generation": generation, "seq": seq }),
-        ),
+        } => ("tts", "frame.played", delta_id(*generation, *seq)),
         Output::PlaybackCleared { frames, .. } => (
             "tts",
             "output_audio.clear",
@@ -226,11 +237,7 @@ pub fn output_line(
             turn,
             child,
             checkpoint,
-        } => (
-            child_component(turn, child),
-            "cancelled",
-            json!({ "child": child, "checkpoint": checkpoint }),
-        ),
+        } => child_cancelled(child_component(kinds, turn, child), child, checkpoint),
         Output::TemporaryOutputRemoved { child, count, .. } => (
             "tool",
             "temporary_output.removed",
@@ -271,16 +278,7 @@ pub fn output_line(
             text,
             terminal,
             ..
-        } => {
-            let mut d = json!({ "seq": seq });
-            if let Some(t) = text {
-                d["text"] = json!(t);
-            }
-            if *terminal {
-                d["terminal"] = json!(true);
-            }
-            ("stream-store", "event.persisted", d)
-        }
+        } => persisted(*seq, text.as_deref(), *terminal),
         Output::ResumeRefused { after_seq, reason } => (
             "stream-store",
             "resume.refused",
@@ -298,7 +296,33 @@ pub fn output_line(
     (component, event, detail(d))
 }
 
-fn stop_line(request_id: &str, answer: &StopAnswer) -> (&'static str, &'static str, Value) {
+/// `delivery-gate late.delta.dropped`: the delta, and why the gate dropped it.
+fn late_dropped(generation: u64, seq: u64, reason: &DropReason) -> Part {
+    let mut d = delta_id(generation, seq);
+    d["reason"] = json!(reason);
+    ("delivery-gate", "late.delta.dropped", d)
+}
+
+/// A child stopped: the component that speaks for it says so, with the checkpoint it stopped at.
+fn child_cancelled(component: &'static str, child: &str, checkpoint: &str) -> Part {
+    let d = json!({ "child": child, "checkpoint": checkpoint });
+    (component, "cancelled", d)
+}
+
+/// `stream-store event.persisted`: the seq, the text when there is one, and whether it is the
+/// turn's terminal event.
+fn persisted(seq: u64, text: Option<&str>, terminal: bool) -> Part {
+    let mut d = json!({ "seq": seq });
+    if let Some(t) = text {
+        d["text"] = json!(t);
+    }
+    if terminal {
+        d["terminal"] = json!(true);
+    }
+    ("stream-store", "event.persisted", d)
+}
+
+fn stop_line(request_id: &str, answer: &StopAnswer) -> Part {
     match answer {
         StopAnswer::Requested => (
             "turn",
@@ -318,7 +342,7 @@ fn stop_line(request_id: &str, answer: &StopAnswer) -> (&'static str, &'static s
     }
 }
 
-fn terminal_line(state: Terminal) -> (&'static str, &'static str, Value) {
+fn terminal_line(state: Terminal) -> Part {
     match state {
         Terminal::Completed => ("turn", "completed", json!({})),
         Terminal::Cancelled => ("turn", "cancelled", json!({})),

@@ -1,0 +1,187 @@
+//! A turn's children, whichever component speaks for them (`retriever`, `model`, `tool`, `tts`,
+//! `cancel-tree`, `planner`): spawned, completed, at a checkpoint, asked to stop, stopped, or
+//! never started. A line that does not name its child is about the turn's child of the
+//! component's kind.
+
+use turnfence_model::turn::{ChildKind, InputKind, NotStartedReason, Output};
+
+use super::context::{Line, Memory, Out};
+use super::detail::Detail;
+use super::LabLine;
+use crate::lab::{kind_of, usual_child};
+use crate::trace::turn_spec::kind_from_name;
+use crate::trace::InputError;
+
+/// `<child> started`, `cancel-tree child.spawned`: a child asks to start.
+pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let d = &x.d;
+    d.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;
+    let (child, kind) = spawned(x.l, d)?;
+    o.input(InputKind::Spawn {
+        turn: x.turn(),
+        child,
+        kind,
+        need_ms: d.u64("need_ms")?,
+    });
+    Ok(())
+}
+
+/// `<child> completed`: the child finished its work.
+pub(super) fn completed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let (turn, child) = turn_and_child(
+        x,
+        &["documents", "elapsed_ms", "child", "output_tokens"],
+        &x.l.component,
+    )?;
+    o.input(InputKind::ChildCompleted { turn, child });
+    Ok(())
+}
+
+/// `<child> checkpoint`, `tool cancel.observed`: the child reached a checkpoint. A phase that
+/// names `temporary`, on a line that names no child, creates one temporary output.
+pub(super) fn checkpoint(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let d = &x.d;
+    let (turn, child) = turn_and_child(
+        x,
+        &["phase", "checkpoint", "child", "temporary_outputs"],
+        &x.l.component,
+    )?;
+    let phase = match d.str("phase")? {
+        Some(p) => p,
+        None => d.need_str("checkpoint")?,
+    };
+    let temporary_outputs = match d.u64("temporary_outputs")? {
+        Some(n) => n as u32,
+        None if x.l.detail.get("child").is_none() && phase.contains("temporary") => 1,
+        None => 0,
+    };
+    o.input(InputKind::Checkpoint {
+        turn,
+        child,
+        phase,
+        temporary_outputs,
+    });
+    Ok(())
+}
+
+/// `<child> cancelled`: the child stopped, at its checkpoint (or for a reason, which is not
+/// compared).
+pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let d = &x.d;
+    let (turn, child) = turn_and_child(
+        x,
+        &["checkpoint", "reason", "child", "committed_side_effects"],
+        &x.l.component,
+    )?;
+    let (checkpoint, wild): (String, &'static [&'static str]) = match d.str("checkpoint")? {
+        Some(cp) => (cp, &[]),
+        None => (d.str("reason")?.unwrap_or_default(), &["checkpoint"]),
+    };
+    o.output(
+        Output::ChildCancelled {
+            turn,
+            child,
+            checkpoint,
+        },
+        wild,
+    );
+    Ok(())
+}
+
+/// `cancel-tree cancel.propagated`: a running child was asked to stop.
+pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let d = &x.d;
+    d.only(&["child"])?;
+    o.output(
+        Output::ChildCancelRequested {
+            turn: x.turn(),
+            child: d.need_str("child")?,
+        },
+        &[],
+    );
+    Ok(())
+}
+
+/// `planner tool.not_started`: a child was not allowed to start. One the line does not name gets
+/// a name of its own.
+pub(super) fn not_started(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputError> {
+    let d = &x.d;
+    d.only(&["reason", "child", "tool"])?;
+    let child = match d.str("child")? {
+        Some(c) => c,
+        None => {
+            m.hidden += 1;
+            format!(
+                "{}-{}",
+                d.str("tool")?.unwrap_or_else(|| "planned-tool".into()),
+                m.hidden
+            )
+        }
+    };
+    let reason = match d.need_str("reason")?.as_str() {
+        "no_budget" => NotStartedReason::NoBudget,
+        "turn_cancelled" => NotStartedReason::TurnCancelled,
+        r => return Err(InputError::at(x.line, format!("unknown reason {r:?}"))),
+    };
+    o.output(
+        Output::ToolNotStarted {
+            turn: x.turn(),
+            child,
+            reason,
+        },
+        &[],
+    );
+    Ok(())
+}
+
+/// The child a spawn line names, and its kind.
+fn spawned(l: &LabLine, d: &Detail) -> Result<(String, ChildKind), InputError> {
+    if let Some(tool) = d.str("tool")? {
+        let cancellable = d.bool("cancellable")?.unwrap_or(true);
+        let child = d.str("child")?.unwrap_or_else(|| tool.clone());
+        return Ok((
+            child,
+            ChildKind::Tool {
+                name: tool,
+                cancellable,
+            },
+        ));
+    }
+    let child = match d.str("child")? {
+        Some(c) => c,
+        None => usual_child(&l.component),
+    };
+    let kind = match d.str("kind")?.as_deref() {
+        Some("retrieval") => ChildKind::Retrieval,
+        Some("model") => ChildKind::Model,
+        Some("tts") => ChildKind::Tts,
+        Some(k) => return Err(InputError::at(d.line, format!("unknown child kind {k:?}"))),
+        None => kind_from_name(&child),
+    };
+    Ok((child, kind))
+}
+
+/// The turn and the child a line about a child is about, once its detail is known to have only
+/// `known` keys.
+pub(super) fn turn_and_child(
+    x: &Line,
+    known: &[&str],
+    component: &str,
+) -> Result<(String, String), InputError> {
+    x.d.only(known)?;
+    Ok((x.turn(), child(x, component)?))
+}
+
+/// The child a component's line is about: named in the detail, else the turn's child of the
+/// component's kind (the latest one still running, else the latest), else its usual name.
+fn child(x: &Line, component: &str) -> Result<String, InputError> {
+    let (view, turn) = (&x.view, &x.l.turn_id);
+    if let Some(c) = x.d.str("child")? {
+        return Ok(c);
+    }
+    let kind = kind_of(component);
+    Ok(view
+        .child_of(turn, &kind, true)
+        .or_else(|| view.child_of(turn, &kind, false))
+        .unwrap_or_else(|| usual_child(component)))
+}
