@@ -7,7 +7,8 @@
 use std::time::Instant;
 
 use turnfence_checks::gate::synthetic::SyntheticTrace;
-use turnfence_checks::trace::{canonical::CanonicalReader, check, TurnSpec};
+use turnfence_checks::trace::{canonical::CanonicalReader, check};
+use turnfence_model::turn::TurnMachine;
 
 /// Peak resident set size of this process, in KiB (Linux), or 0.
 fn peak_rss_kib() -> u64 {
@@ -27,7 +28,7 @@ fn run(target_events: usize) {
     let start = Instant::now();
     let verdict = check(
         SyntheticTrace::new(sessions),
-        &mut CanonicalReader::<TurnSpec>::default(),
+        &mut CanonicalReader::<TurnMachine>::default(),
     )
     .expect("the synthetic trace is well formed");
     let seconds = start.elapsed().as_secs_f64();

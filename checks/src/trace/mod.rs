@@ -10,20 +10,20 @@
 
 pub mod canonical;
 pub mod conform;
-pub mod fence_spec;
-pub mod turn_spec;
+pub mod fence_conform;
+pub mod turn_conform;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::io::BufRead;
 
 use serde::Serialize;
+use turnfence_model::fence::FenceMachine;
+use turnfence_model::turn::TurnMachine;
 use turnfence_model::Millis;
 
 use crate::lab::reader::LabReader;
 use conform::{Conform, Observed, SessionCheck};
-pub use fence_spec::FenceSpec;
-pub use turn_spec::TurnSpec;
 
 /// What a dialect read from one line.
 #[derive(Clone, Debug, PartialEq)]
@@ -385,11 +385,11 @@ pub fn check_dialect(
     match (dialect, machine) {
         (Dialect::Canonical, Machine::Turn) => check(
             input,
-            &mut canonical::CanonicalReader::<TurnSpec>::default(),
+            &mut canonical::CanonicalReader::<TurnMachine>::default(),
         ),
         (Dialect::Canonical, Machine::Fence) => check(
             input,
-            &mut canonical::CanonicalReader::<FenceSpec>::default(),
+            &mut canonical::CanonicalReader::<FenceMachine>::default(),
         ),
         (Dialect::Lab, Machine::Turn) => check(input, &mut LabReader::default()),
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(

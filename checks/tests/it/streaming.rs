@@ -2,14 +2,15 @@
 
 use turnfence_checks::gate::synthetic::SyntheticTrace;
 use turnfence_checks::trace::canonical::CanonicalReader;
-use turnfence_checks::trace::{check, TurnSpec};
+use turnfence_checks::trace::check;
+use turnfence_model::turn::TurnMachine;
 
 #[test]
 fn a_long_trace_is_checked_one_session_at_a_time() {
     let sessions = 2_000;
     let verdict = check(
         SyntheticTrace::new(sessions),
-        &mut CanonicalReader::<TurnSpec>::default(),
+        &mut CanonicalReader::<TurnMachine>::default(),
     )
     .unwrap();
     assert!(verdict.conforms());
@@ -32,7 +33,11 @@ fn interleaved_sessions_are_checked_apart() {
         text.push_str(&line.replace("\"session\":\"s0\"", "\"session\":\"other\""));
         text.push('\n');
     }
-    let verdict = check(text.as_bytes(), &mut CanonicalReader::<TurnSpec>::default()).unwrap();
+    let verdict = check(
+        text.as_bytes(),
+        &mut CanonicalReader::<TurnMachine>::default(),
+    )
+    .unwrap();
     assert!(verdict.conforms(), "{:?}", verdict.findings);
     assert_eq!(verdict.sessions, 2);
     assert_eq!(verdict.peak_open_sessions, 2);

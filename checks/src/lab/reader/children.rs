@@ -9,7 +9,7 @@ use super::context::{Line, Memory, Out};
 use super::detail::Detail;
 use super::LabLine;
 use crate::lab::{kind_of, usual_child};
-use crate::trace::turn_spec::kind_from_name;
+use crate::trace::turn_conform::kind_from_name;
 use crate::trace::InputError;
 
 /// `<child> started`, `cancel-tree child.spawned`: a child asks to start.

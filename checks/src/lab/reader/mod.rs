@@ -30,13 +30,13 @@ use turnfence_model::Millis;
 
 use super::FIELDS;
 use crate::trace::canonical::parse_object;
-use crate::trace::turn_spec::TurnSpec;
 use crate::trace::{InputError, Reader};
 use context::{Line, Memory, Out, View};
 use detail::Detail;
+use turnfence_model::turn::TurnMachine;
 
-type Event = crate::trace::Event<TurnSpec>;
-type Sessions = crate::trace::Sessions<TurnSpec>;
+type Event = crate::trace::Event<TurnMachine>;
+type Sessions = crate::trace::Sessions<TurnMachine>;
 
 /// One lab line, parsed.
 #[derive(Clone, Debug)]
@@ -101,7 +101,7 @@ fn parse(text: &str, line: usize) -> Result<Result<LabLine, Value>, InputError> 
     }))
 }
 
-impl Reader<TurnSpec> for LabReader {
+impl Reader<TurnMachine> for LabReader {
     type Record = Record;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {

@@ -9,9 +9,6 @@ use turnfence_model::Millis;
 
 use super::conform::Conform;
 
-/// The name the dialects know the machine by.
-pub type TurnSpec = TurnMachine;
-
 impl Conform for TurnMachine {
     fn is_bare(input: &Input) -> bool {
         matches!(

@@ -6,9 +6,6 @@ use turnfence_model::fence::{Action, FenceMachine};
 
 use super::conform::Conform;
 
-/// The name the dialects know the machine by.
-pub type FenceSpec = FenceMachine;
-
 impl Conform for FenceMachine {
     fn is_bare(input: &fence::Input) -> bool {
         matches!(
