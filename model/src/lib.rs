@@ -14,10 +14,20 @@
 //! * A refusal the real system would give (a stop for a finished turn, a late delta, a resume from
 //!   an unknown cursor) is an [`turn::Output`].
 //! * A caller's mistake (time going backwards, an unknown turn, a child reported twice) is a
-//!   [`turn::Misuse`]; the machine's state is left untouched.
-//! * A broken property is a [`turn::Violation`] naming the invariant and the ids involved.
+//!   [`turn::Misuse`]: nothing changes but the clock, which still moves to the input's `at`
+//!   (what fell due by then happened — time passing is nobody's mistake).
+//! * A broken property is a [`Violation`] naming the invariant and the ids involved.
 //!
 //! No input sequence makes a machine panic.
+//!
+//! # One interface
+//!
+//! Both machines — the turn machine and the fence machine — implement [`Machine`] (`handle`,
+//! `poll_output`, `poll_timeout`, a fingerprint of the state) with a [`Monitor`] of their named
+//! [`Invariant`]s; [`run`] and [`step`] record any machine's run as [`Step`]s. Every checker in
+//! `turnfence-checks` drives this interface and nothing else of a machine. Each machine's types
+//! are named by their role inside its module: `turn::Input`, `fence::Input`, `turn::Monitor`,
+//! `fence::Monitor`, …; the machines themselves are `TurnMachine` and `FenceMachine`.
 
 pub mod fence;
 mod machine;
