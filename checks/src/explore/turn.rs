@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use turnfence_model::prelude::*;
-use turnfence_model::turn::state::{ChildState, Phase};
+use turnfence_model::turn::state::{Child, ChildState, Phase, Turn};
 use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Output, TurnMachine};
 
 use super::{Coverage, Explore};
@@ -54,107 +54,125 @@ fn kinds(m: &TurnMachine, b: &TurnBounds) -> Vec<InputKind> {
         });
     }
     for t in &s.turns {
-        let turn = t.id.clone();
-        if t.children.len() < b.children_per_turn {
-            for kind in [
-                ChildKind::Model,
-                ChildKind::Tool {
-                    name: "tool".into(),
-                    cancellable: true,
-                },
-                ChildKind::Tool {
-                    name: "tool".into(),
-                    cancellable: false,
-                },
-            ] {
-                let child = format!("c{}", t.children.len());
-                out.push(InputKind::Spawn {
-                    turn: turn.clone(),
-                    child,
-                    kind,
-                    need_ms: None,
-                });
-            }
-        }
-        if t.last_delivered_seq < b.deltas_per_turn {
-            let seq = t.last_delivered_seq + 1;
-            let text = Some("x".to_owned());
-            out.push(InputKind::Delta {
-                turn: turn.clone(),
-                generation: t.generation,
-                seq,
-                text,
-                frames: 1,
-            });
-        }
-        if t.last_delivered_seq > 0 {
-            let seq = t.last_delivered_seq;
-            out.push(InputKind::Delta {
-                turn: turn.clone(),
-                generation: t.generation,
-                seq,
-                text: None,
-                frames: 1,
-            });
-        }
-        if !t.model_done {
-            out.push(InputKind::ModelDone { turn: turn.clone() });
-        }
-        out.push(InputKind::Stop {
-            turn: turn.clone(),
-            request_id: "r".into(),
-        });
+        turn_kinds(t, b, &mut out);
         for c in &t.children {
-            let child = c.id.clone();
-            match &c.state {
-                ChildState::Running => {
-                    out.push(InputKind::Checkpoint {
-                        turn: turn.clone(),
-                        child: child.clone(),
-                        phase: "p".into(),
-                        temporary_outputs: 0,
-                    });
-                    if c.kind.is_cancellable_tool() && c.temporary_outputs == 0 {
-                        out.push(InputKind::Checkpoint {
-                            turn: turn.clone(),
-                            child: child.clone(),
-                            phase: "w".into(),
-                            temporary_outputs: 1,
-                        });
-                    }
-                    out.push(InputKind::ChildCompleted {
-                        turn: turn.clone(),
-                        child: child.clone(),
-                    });
-                    if c.kind.is_noncancellable_tool() {
-                        out.push(InputKind::CommitSent {
-                            turn: turn.clone(),
-                            child,
-                            idempotency_key: "k".into(),
-                        });
-                    }
-                }
-                ChildState::CommitSent { .. } | ChildState::CommitUnknown { .. } => {
-                    out.push(InputKind::CommitAcked {
-                        turn: turn.clone(),
-                        child: child.clone(),
-                    });
-                    out.push(InputKind::CommitFailed {
-                        turn: turn.clone(),
-                        child,
-                    });
-                }
-                _ => {}
-            }
+            child_kinds(&t.id, c, &mut out);
         }
     }
     if !s.playback.is_empty() {
         out.push(InputKind::FramePlayed);
     }
     out.push(InputKind::SpeechStarted { confidence: 0.9 });
-    if !b.client {
-        return out;
+    if b.client {
+        client_kinds(m, &mut out);
     }
+    out
+}
+
+/// The inputs about one turn: a spawn of each kind, its next delta and a repeat, the model's
+/// end, a stop.
+fn turn_kinds(t: &Turn, b: &TurnBounds, out: &mut Vec<InputKind>) {
+    let turn = t.id.clone();
+    if t.children.len() < b.children_per_turn {
+        for kind in [
+            ChildKind::Model,
+            ChildKind::Tool {
+                name: "tool".into(),
+                cancellable: true,
+            },
+            ChildKind::Tool {
+                name: "tool".into(),
+                cancellable: false,
+            },
+        ] {
+            let child = format!("c{}", t.children.len());
+            out.push(InputKind::Spawn {
+                turn: turn.clone(),
+                child,
+                kind,
+                need_ms: None,
+            });
+        }
+    }
+    if t.last_delivered_seq < b.deltas_per_turn {
+        let seq = t.last_delivered_seq + 1;
+        let text = Some("x".to_owned());
+        out.push(InputKind::Delta {
+            turn: turn.clone(),
+            generation: t.generation,
+            seq,
+            text,
+            frames: 1,
+        });
+    }
+    if t.last_delivered_seq > 0 {
+        let seq = t.last_delivered_seq;
+        out.push(InputKind::Delta {
+            turn: turn.clone(),
+            generation: t.generation,
+            seq,
+            text: None,
+            frames: 1,
+        });
+    }
+    if !t.model_done {
+        out.push(InputKind::ModelDone { turn: turn.clone() });
+    }
+    out.push(InputKind::Stop {
+        turn: turn.clone(),
+        request_id: "r".into(),
+    });
+}
+
+/// The inputs about one child, by its state.
+fn child_kinds(turn: &str, c: &Child, out: &mut Vec<InputKind>) {
+    let turn = turn.to_owned();
+    let child = c.id.clone();
+    match &c.state {
+        ChildState::Running => {
+            out.push(InputKind::Checkpoint {
+                turn: turn.clone(),
+                child: child.clone(),
+                phase: "p".into(),
+                temporary_outputs: 0,
+            });
+            if c.kind.is_cancellable_tool() && c.temporary_outputs == 0 {
+                out.push(InputKind::Checkpoint {
+                    turn: turn.clone(),
+                    child: child.clone(),
+                    phase: "w".into(),
+                    temporary_outputs: 1,
+                });
+            }
+            out.push(InputKind::ChildCompleted {
+                turn: turn.clone(),
+                child: child.clone(),
+            });
+            if c.kind.is_noncancellable_tool() {
+                out.push(InputKind::CommitSent {
+                    turn: turn.clone(),
+                    child,
+                    idempotency_key: "k".into(),
+                });
+            }
+        }
+        ChildState::CommitSent { .. } | ChildState::CommitUnknown { .. } => {
+            out.push(InputKind::CommitAcked {
+                turn: turn.clone(),
+                child: child.clone(),
+            });
+            out.push(InputKind::CommitFailed {
+                turn: turn.clone(),
+                child,
+            });
+        }
+        _ => {}
+    }
+}
+
+/// The client's inputs: receives, acks and a disconnect, or a resume.
+fn client_kinds(m: &TurnMachine, out: &mut Vec<InputKind>) {
+    let s = m.session();
     let c = &s.client;
     if c.connected {
         if c.received < s.last_persisted() {
@@ -178,7 +196,6 @@ fn kinds(m: &TurnMachine, b: &TurnBounds) -> Vec<InputKind> {
             });
         }
     }
-    out
 }
 
 impl Explore for TurnMachine {

@@ -2,6 +2,7 @@
 //! leave out that the model can explain), the refusals that are evidence of a broken invariant,
 //! and its invariants.
 
+use turnfence_model::turn::state::Session;
 use turnfence_model::turn::{
     ChildKind, Input, InputKind, Invariant, Misuse, NotStartedReason, Output, Terminal, TurnMachine,
 };
@@ -60,111 +61,10 @@ impl Conform for TurnMachine {
     /// Hidden inputs that would make the model produce an observed output the log shows without
     /// its cause. The complete list is in ARCHITECTURE.md.
     fn explain_output(&self, output: &Output, at: Millis) -> Vec<Input> {
-        let m = self;
-        let s = m.session();
-        let kind = |k: InputKind| Input::new(at, k);
-        match output {
-            // A child stopped at a checkpoint the log names only in the stop.
-            Output::ChildCancelled {
-                turn,
-                child,
-                checkpoint,
-            } => {
-                let running = s
-                    .turn(turn)
-                    .and_then(|t| t.child(child))
-                    .is_some_and(|c| c.state.is_pending());
-                if running {
-                    vec![kind(InputKind::Checkpoint {
-                        turn: turn.clone(),
-                        child: child.clone(),
-                        phase: checkpoint.clone(),
-                        temporary_outputs: 0,
-                    })]
-                } else {
-                    Vec::new()
-                }
-            }
-            // A turn completed: its model finished and its audio played out, unlogged. (Never for
-            // a cancelled turn: that would hide a child still running.)
-            Output::Terminal {
-                turn,
-                state: Terminal::Completed,
-            } => {
-                let Some(t) = s.turn(turn) else {
-                    return Vec::new();
-                };
-                let mut hidden = Vec::new();
-                if !t.model_done {
-                    hidden.push(kind(InputKind::ModelDone { turn: turn.clone() }));
-                }
-                if let Some(last) = s.playback.iter().rposition(|f| f.turn == *turn) {
-                    hidden.extend((0..=last).map(|_| kind(InputKind::FramePlayed)));
-                }
-                hidden
-            }
-            // A delta the log shows only at the gate or in the store.
-            Output::LateDropped {
-                turn,
-                generation,
-                seq,
-                ..
-            } => vec![kind(InputKind::Delta {
-                turn: turn.clone(),
-                generation: *generation,
-                seq: *seq,
-                text: None,
-                frames: 0,
-            })],
-            Output::Persisted {
-                turn,
-                text,
-                terminal: false,
-                ..
-            } => {
-                let Some(t) = s.turn(turn) else {
-                    return Vec::new();
-                };
-                vec![kind(InputKind::Delta {
-                    turn: turn.clone(),
-                    generation: t.generation,
-                    seq: t.last_delivered_seq + 1,
-                    text: text.clone(),
-                    frames: 0,
-                })]
-            }
-            // A tool the planner refused: its request went unlogged.
-            Output::ToolNotStarted { turn, child, .. }
-                if s.turn(turn).is_some_and(|t| t.child(child).is_none()) =>
-            {
-                vec![kind(InputKind::Spawn {
-                    turn: turn.clone(),
-                    child: child.clone(),
-                    kind: kind_from_name(child),
-                    need_ms: None,
-                })]
-            }
-            // The client took in events the log does not show.
-            Output::DuplicateIgnored { seq } => {
-                let received = s.client.received;
-                let mut hidden: Vec<Input> = (received + 1..=*seq)
-                    .map(|seq| kind(InputKind::ClientReceive { seq }))
-                    .collect();
-                hidden.push(kind(InputKind::ClientReceive { seq: *seq }));
-                hidden
-            }
-            Output::Rendered { turn, .. } => {
-                let end = s
-                    .store
-                    .iter()
-                    .position(|e| e.turn == *turn && e.terminal)
-                    .map_or(0, |i| i as u64 + 1);
-                (s.client.received + 1..=end)
-                    .map(|seq| kind(InputKind::ClientReceive { seq }))
-                    .collect()
-            }
-            _ => Vec::new(),
-        }
+        hidden_before(self.session(), output)
+            .into_iter()
+            .map(|k| Input::new(at, k))
+            .collect()
     }
 
     /// Some refusals are evidence of a broken invariant: work from something the model never
@@ -241,4 +141,113 @@ pub fn kind_from_name(name: &str) -> ChildKind {
             cancellable: true,
         }
     }
+}
+
+/// What must have happened, unlogged, for the session to produce `output` now.
+fn hidden_before(s: &Session, output: &Output) -> Vec<InputKind> {
+    match output {
+        // A child stopped at a checkpoint the log names only in the stop.
+        Output::ChildCancelled {
+            turn,
+            child,
+            checkpoint,
+        } => {
+            let running = s
+                .turn(turn)
+                .and_then(|t| t.child(child))
+                .is_some_and(|c| c.state.is_pending());
+            let at_checkpoint = InputKind::Checkpoint {
+                turn: turn.clone(),
+                child: child.clone(),
+                phase: checkpoint.clone(),
+                temporary_outputs: 0,
+            };
+            running.then_some(at_checkpoint).into_iter().collect()
+        }
+        // A turn completed: its model finished and its audio played out, unlogged. (Never for a
+        // cancelled turn: that would hide a child still running.)
+        Output::Terminal {
+            turn,
+            state: Terminal::Completed,
+        } => completed_unlogged(s, turn),
+        // A delta the log shows only at the gate or in the store.
+        Output::LateDropped {
+            turn,
+            generation,
+            seq,
+            ..
+        } => vec![InputKind::Delta {
+            turn: turn.clone(),
+            generation: *generation,
+            seq: *seq,
+            text: None,
+            frames: 0,
+        }],
+        Output::Persisted {
+            turn,
+            text,
+            terminal: false,
+            ..
+        } => s
+            .turn(turn)
+            .map(|t| InputKind::Delta {
+                turn: turn.clone(),
+                generation: t.generation,
+                seq: t.last_delivered_seq + 1,
+                text: text.clone(),
+                frames: 0,
+            })
+            .into_iter()
+            .collect(),
+        // A tool the planner refused: its request went unlogged.
+        Output::ToolNotStarted { turn, child, .. }
+            if s.turn(turn).is_some_and(|t| t.child(child).is_none()) =>
+        {
+            vec![InputKind::Spawn {
+                turn: turn.clone(),
+                child: child.clone(),
+                kind: kind_from_name(child),
+                need_ms: None,
+            }]
+        }
+        // The client took in events the log does not show.
+        Output::DuplicateIgnored { seq } => {
+            let mut hidden = received_up_to(s, *seq);
+            hidden.push(InputKind::ClientReceive { seq: *seq });
+            hidden
+        }
+        Output::Rendered { turn, .. } => {
+            let end = s
+                .store
+                .iter()
+                .position(|e| e.turn == *turn && e.terminal)
+                .map_or(0, |i| i as u64 + 1);
+            received_up_to(s, end)
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// A turn's model finished and its frames played out, unlogged.
+fn completed_unlogged(s: &Session, turn: &str) -> Vec<InputKind> {
+    let Some(t) = s.turn(turn) else {
+        return Vec::new();
+    };
+    let mut hidden = Vec::new();
+    if !t.model_done {
+        hidden.push(InputKind::ModelDone {
+            turn: turn.to_owned(),
+        });
+    }
+    if let Some(last) = s.playback.iter().rposition(|f| f.turn == *turn) {
+        hidden.extend((0..=last).map(|_| InputKind::FramePlayed));
+    }
+    hidden
+}
+
+/// The client received every event after what it has, up to `seq`.
+fn received_up_to(s: &Session, seq: u64) -> Vec<InputKind> {
+    (s.client.received + 1..=seq)
+        .map(|seq| InputKind::ClientReceive { seq })
+        .collect()
 }
