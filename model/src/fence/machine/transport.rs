@@ -49,8 +49,18 @@ impl FenceMachine {
                 attempt: 1,
                 deadline_at: self.state.now.saturating_add(ACK_WAIT_MS),
             });
+            // The worker waits on a req it has spent: no later request of its own shares the key.
+            debug_assert!(
+                w.used_reqs.contains(&normalize(req)),
+                "a waiting worker has spent its req"
+            );
         }
         self.poll(worker);
+        // It looked for its ack as it began to wait: no waiter's ack lies unread.
+        debug_assert!(
+            self.no_waiter_has_an_unread_ack(),
+            "a waiter's ack never lies unread"
+        );
     }
 
     /// The mailbox key of an ack. Per (token, req); the flaw keys it by token alone.
@@ -76,6 +86,14 @@ impl FenceMachine {
         let Some(ack) = self.state.mailbox.remove(&key) else {
             return;
         };
+        // The ack answers this very request: the worker spent the req on it, so the key is its own.
+        debug_assert!(
+            self.state
+                .workers
+                .get(worker)
+                .is_some_and(|w| w.used_reqs.contains(&normalize(&wait.req))),
+            "a waiting worker has spent its req"
+        );
         self.emit(Output::AckConsumed {
             worker: worker.to_owned(),
             token: ack.token.clone(),
@@ -119,6 +137,11 @@ impl FenceMachine {
             self.emit(Output::AckLost { token, req });
             return;
         }
+        // Pruning made room, so the mailbox keeps at most ACK_KEEP acks with this one.
+        debug_assert!(
+            self.state.mailbox.len() < ACK_KEEP,
+            "the mailbox has room for one more ack"
+        );
         let key = self.ack_key(&token, &req);
         self.state.mailbox.insert(
             key,
@@ -144,6 +167,11 @@ impl FenceMachine {
         for w in waiting {
             self.poll(&w);
         }
+        // Every waiter looked at once: the ack just written is read if anyone waits on it.
+        debug_assert!(
+            self.no_waiter_has_an_unread_ack(),
+            "a waiter's ack never lies unread"
+        );
     }
 
     /// Removes acks older than an hour, then the oldest beyond 255, making room for one more.
@@ -166,6 +194,10 @@ impl FenceMachine {
                 self.state.mailbox.remove(&k);
             }
         }
+        debug_assert!(
+            self.state.mailbox.len() < ACK_KEEP,
+            "the mailbox has room for one more ack"
+        );
         let count = before - self.state.mailbox.len();
         if count > 0 {
             self.emit(Output::AcksPruned {
@@ -184,6 +216,12 @@ impl FenceMachine {
             .filter(|(_, w)| w.waiting.as_ref().is_some_and(|x| x.deadline_at <= now))
             .map(|(id, _)| id.clone())
             .collect();
+        // A wait that runs out ends without a look in the mailbox: a waiter reads its ack at once
+        // when it is written, so none lies there unread.
+        debug_assert!(
+            self.no_waiter_has_an_unread_ack(),
+            "a waiter's ack never lies unread"
+        );
         for worker in due {
             while let Some(wait) = self
                 .state
@@ -192,6 +230,11 @@ impl FenceMachine {
                 .and_then(|w| w.waiting.clone())
                 .filter(|w| w.deadline_at <= now)
             {
+                // Not at attempt 1 means at attempt 2: the one re-send is spent.
+                debug_assert!(
+                    self.attempt_in_bounds(&wait),
+                    "a wait is at attempt 1, or at 2 after a transition's one re-send"
+                );
                 let resend =
                     wait.attempt == 1 && (wait.action.is_transition() || flawed!(self, ResendRead));
                 if resend {
@@ -231,5 +274,35 @@ impl FenceMachine {
                 ..wait
             });
         }
+        debug_assert!(
+            self.state
+                .workers
+                .get(worker)
+                .and_then(|w| w.waiting.as_ref())
+                .is_none_or(|w| self.attempt_in_bounds(w)),
+            "a wait is at attempt 1, or at 2 after a transition's one re-send"
+        );
+    }
+
+    /// No waiting worker's ack lies unread in the mailbox: a waiter looks for its ack when it
+    /// starts to wait and whenever an ack is written. Checked by debug assertions only.
+    fn no_waiter_has_an_unread_ack(&self) -> bool {
+        self.state
+            .workers
+            .values()
+            .filter_map(|w| w.waiting.as_ref())
+            .all(|wait| {
+                !self
+                    .state
+                    .mailbox
+                    .contains_key(&self.ack_key(&wait.token, &wait.req))
+            })
+    }
+
+    /// A wait is at attempt 1, or at attempt 2 after the one re-send of a transition (of a read
+    /// too, with its flaw planted). Checked by debug assertions only.
+    fn attempt_in_bounds(&self, wait: &Wait) -> bool {
+        let resent = wait.action.is_transition() || flawed!(self, ResendRead);
+        wait.attempt == 1 || (wait.attempt == 2 && resent)
     }
 }
