@@ -61,6 +61,15 @@ impl TurnMachine {
     pub(super) fn frame_played(&mut self) {
         if let Some(frame) = self.session.playback.pop_front() {
             let turn = frame.turn.clone();
+            // Nothing is played for a terminal turn: it holds no frames.
+            debug_assert!(
+                !self.sound()
+                    || self
+                        .session
+                        .turn(&turn)
+                        .is_none_or(|t| !t.phase.is_terminal()),
+                "a terminal turn holds nothing"
+            );
             self.emit(Output::Played {
                 turn: frame.turn,
                 generation: frame.generation,
@@ -91,6 +100,10 @@ impl TurnMachine {
             });
         }
         self.session.active_generation = Some(generation.saturating_add(1));
+        debug_assert!(
+            self.generations_in_order(),
+            "the session's generations are in order"
+        );
         self.emit(Output::GenerationFenced {
             turn: turn.clone(),
             generation,

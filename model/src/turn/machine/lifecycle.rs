@@ -21,6 +21,12 @@ impl TurnMachine {
             });
         }
         limit("turns per session", s.turns.len(), MAX_TURNS)?;
+        // The floor stands for every generation the session used: no turn's is above the highest,
+        // and the active one is that highest or the one a barge-in made active above it.
+        debug_assert!(
+            self.generations_in_order(),
+            "the session's generations are in order"
+        );
         // Above every used generation, and not below the one a barge-in made active.
         let floor = match (s.max_generation, s.active_generation) {
             (Some(max), Some(active)) => Some(max.max(active.saturating_sub(1))),
@@ -80,6 +86,10 @@ impl TurnMachine {
             last_delivered_seq: 0,
             model_done: false,
         });
+        debug_assert!(
+            self.generations_in_order(),
+            "the session's generations are in order"
+        );
         // A deadline that is already due (`deadline_ms: 0`) fires at once.
         self.fire_deadlines();
     }
@@ -111,6 +121,11 @@ impl TurnMachine {
             request_id: request_id.to_owned(),
             answer,
         });
+        // A terminal turn gets its answer and nothing more: it holds nothing a cancel could stop.
+        debug_assert!(
+            !phase.is_terminal() || !self.sound() || self.holds_nothing(turn),
+            "a terminal turn holds nothing"
+        );
         match phase {
             Phase::Running => self.cancel(turn, Cause::Stop),
             Phase::CancelRequested { cause } if answer == StopAnswer::Requested => {
@@ -205,5 +220,29 @@ impl TurnMachine {
             state,
         });
         self.persist(turn.to_owned(), None, true);
+        // It ended with no child pending and none of its frames left to play.
+        debug_assert!(
+            !self.sound() || self.holds_nothing(turn),
+            "a terminal turn holds nothing"
+        );
+    }
+
+    /// The session's generations are in order: no turn's is above the highest used, and the
+    /// active one is that highest or, after a barge-in, the one above it. Checked by debug
+    /// assertions only.
+    pub(super) fn generations_in_order(&self) -> bool {
+        let s = &self.session;
+        let highest = s.max_generation;
+        s.turns.iter().all(|t| Some(t.generation) <= highest)
+            && highest <= s.active_generation
+            && s.active_generation <= highest.map(|g| g.saturating_add(1))
+    }
+
+    /// A terminal turn holds nothing: no child pending, none of its frames in the playback
+    /// buffer. True of a machine without a planted flaw; checked by debug assertions only.
+    fn holds_nothing(&self, turn: &str) -> bool {
+        let s = &self.session;
+        !s.playback.iter().any(|f| f.turn == turn)
+            && s.turn(turn).is_none_or(|t| !t.has_pending_children())
     }
 }

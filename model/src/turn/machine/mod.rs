@@ -145,6 +145,19 @@ impl TurnMachine {
         self.outputs.push_back(output);
     }
 
+    /// No flaw is planted: the machine keeps every rule, so the invariants of its own state that
+    /// a flaw would break hold, and the debug assertions check them.
+    fn sound(&self) -> bool {
+        #[cfg(feature = "flaws")]
+        {
+            self.flaw.is_none()
+        }
+        #[cfg(not(feature = "flaws"))]
+        {
+            true
+        }
+    }
+
     fn index(&self, turn: &str) -> Result<usize, Misuse> {
         self.session
             .turns
@@ -292,6 +305,10 @@ impl TurnMachine {
             InputKind::Disconnect => {
                 self.session.client.connected = false;
                 self.session.client.disconnected_at = Some(self.session.now);
+                debug_assert!(
+                    self.disconnect_time_known(),
+                    "a disconnected client has its disconnect time"
+                );
             }
             InputKind::Resume { after_seq } => self.resume(*after_seq),
             InputKind::ClientReceive { seq } => self.client_receive(*seq),

@@ -60,6 +60,11 @@ impl TurnMachine {
     }
 
     pub(super) fn resume(&mut self, after_seq: Seq) {
+        // A disconnected client has its disconnect time, so an expired cursor is never served.
+        debug_assert!(
+            self.disconnect_time_known(),
+            "a disconnected client has its disconnect time"
+        );
         let s = &mut self.session;
         let last = s.last_persisted();
         let expired = s
@@ -79,12 +84,23 @@ impl TurnMachine {
         }
         s.client.connected = true;
         s.client.disconnected_at = None;
+        debug_assert!(
+            self.disconnect_time_known(),
+            "a disconnected client has its disconnect time"
+        );
         let from = if flawed!(self, ReplayFromCursor) && after_seq > 0 {
             after_seq
         } else {
             after_seq + 1
         };
         self.emit(Output::Replayed { from, to: last });
+    }
+
+    /// The client has a disconnect time exactly while it is disconnected. Checked by debug
+    /// assertions only.
+    pub(super) fn disconnect_time_known(&self) -> bool {
+        let c = &self.session.client;
+        c.connected == c.disconnected_at.is_none()
     }
 
     /// The client takes in an event: the next one is rendered, one it already has is dropped.
