@@ -1,0 +1,131 @@
+//! What the fence monitor remembers of a run: the rows as the replies showed them, dead tokens,
+//! each worker as its replies taught it, what each request asked and how often it was sent, the
+//! reply each ack carries, a pending restore; the [`crate::Monitor`] interface over them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Invariant, Violation};
+use crate::fence::table::normalize;
+use crate::fence::types::*;
+use crate::fence::FenceMachine;
+use crate::Millis;
+
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub(super) struct RowSeen {
+    pub(super) token: Token,
+    pub(super) task: TaskId,
+    pub(super) sealed: bool,
+    pub(super) generation: u64,
+}
+
+#[derive(Clone, Debug, Default, Hash)]
+pub(super) struct WorkerSeen {
+    pub(super) direct: bool,
+    pub(super) root: RootId,
+    pub(super) task: TaskId,
+    /// The (token, req) the worker waits on, normalized.
+    pub(super) waiting: Option<(Token, Req)>,
+    pub(super) answered: bool,
+    /// Tokens the supervisor told this worker own no row (or that its end gave up).
+    pub(super) gone: BTreeSet<Token>,
+    /// Tokens answered `sealed` to this worker; an end of it went unanswered.
+    pub(super) sealed_replies: BTreeSet<Token>,
+    pub(super) unanswered_end: bool,
+    pub(super) refused_sealed_after_gap: bool,
+    /// The last request's token was chosen by the loop (the input named none).
+    pub(super) loop_token: bool,
+    /// The last request, until the token it went out with is seen.
+    pub(super) pending_ask: Option<(Req, Asked)>,
+    /// The token the worker's loop is bound to and the generation it knows (its binding).
+    pub(super) known: Option<(Token, u64)>,
+}
+
+/// What a request asked, by (worker, token, req), normalized.
+#[derive(Clone, Debug, Hash)]
+pub(super) struct Asked {
+    pub(super) worker: WorkerId,
+    pub(super) root: RootId,
+    pub(super) task: TaskId,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Monitor {
+    pub(super) only: Option<Invariant>,
+    pub(super) step: usize,
+    pub(super) now: Millis,
+    pub(super) rows: BTreeMap<RootId, RowSeen>,
+    pub(super) dead: BTreeSet<Token>,
+    pub(super) workers: BTreeMap<WorkerId, WorkerSeen>,
+    pub(super) asked: BTreeMap<(WorkerId, Token, Req), Asked>,
+    /// Sends per request: (worker, token, req); a worker's reqs are fresh per request.
+    pub(super) sends: BTreeMap<(WorkerId, Token, Req), u32>,
+    /// The last reply applied per (token, req): what an ack carries.
+    pub(super) replies: BTreeMap<(Token, Req), (Action, Reply)>,
+    pub(super) restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
+    pub(super) violations: Vec<Violation>,
+    pub(super) reached: BTreeSet<Invariant>,
+}
+
+pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
+    (normalize(token), normalize(req))
+}
+
+impl crate::Monitor<FenceMachine> for Monitor {
+    fn only(invariant: Invariant) -> Monitor {
+        Monitor {
+            only: Some(invariant),
+            ..Monitor::default()
+        }
+    }
+
+    fn input(&mut self, input: &Input) {
+        self.on_input(input);
+    }
+
+    fn output(&mut self, output: &Output) {
+        self.on_output(output);
+    }
+
+    fn end_step(&mut self) {
+        self.on_end_step();
+    }
+
+    fn take_violations(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.violations)
+    }
+
+    fn reached(&self) -> &BTreeSet<Invariant> {
+        &self.reached
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.now.hash(h);
+        self.rows.hash(h);
+        self.dead.hash(h);
+        self.workers.hash(h);
+        self.asked.hash(h);
+        self.sends.hash(h);
+        self.replies.hash(h);
+        self.restore.hash(h);
+    }
+}
+
+impl Monitor {
+    pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+        if self.only.is_some_and(|o| o != invariant) {
+            return;
+        }
+        self.violations.push(Violation {
+            invariant,
+            step: self.step,
+            at: self.now,
+            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            message,
+        });
+    }
+
+    pub(super) fn reach(&mut self, i: Invariant) {
+        self.reached.insert(i);
+    }
+}

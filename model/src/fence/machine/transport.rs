@@ -1,0 +1,308 @@
+//! The worker↔supervisor transport: the direct path (a call), and the pooled path's event queue,
+//! supervisor steps, the ack mailbox keyed by (token, req), waits, the one re-send of a
+//! transition and the pruning of old acks.
+
+use super::{Ack, Event, FenceMachine, Wait, ACK_KEEP, ACK_TTL_MS, ACK_WAIT_MS};
+use crate::fence::table::{normalize, valid_id, Request};
+use crate::fence::types::*;
+use crate::Millis;
+
+impl FenceMachine {
+    pub(super) fn send(&mut self, worker: &str, request: Request, req: &str) {
+        if let Some(w) = self.state.workers.get_mut(worker) {
+            w.used_reqs.insert(normalize(req));
+        }
+        let path = self.state.workers[worker].path;
+        if path == Path::Direct && !flawed!(self, DirectUsesTransport) {
+            let reply = self.state.table.transition(&request, self.table_flaws());
+            self.emit(Output::Applied {
+                worker: worker.to_owned(),
+                token: request.token.clone(),
+                req: req.to_owned(),
+                action: request.action,
+                outcome: request.outcome,
+                expected_generation: request.expected_generation,
+                reply: reply.clone(),
+            });
+            self.conclude(worker, &request, req, Some(reply));
+            return;
+        }
+        let (token, action) = (request.token.clone(), request.action);
+        self.state.queue.push_back(Event {
+            worker: worker.to_owned(),
+            req: req.to_owned(),
+            request: request.clone(),
+        });
+        self.emit(Output::EventQueued {
+            worker: worker.to_owned(),
+            token: token.clone(),
+            req: req.to_owned(),
+            action,
+            attempt: 1,
+        });
+        if let Some(w) = self.state.workers.get_mut(worker) {
+            w.waiting = Some(Wait {
+                action,
+                token,
+                req: req.to_owned(),
+                request,
+                attempt: 1,
+                deadline_at: self.state.now.saturating_add(ACK_WAIT_MS),
+            });
+            // The worker waits on a req it has spent: no later request of its own shares the key.
+            debug_assert!(
+                w.used_reqs.contains(&normalize(req)),
+                "a waiting worker has spent its req"
+            );
+        }
+        self.poll(worker);
+        // It looked for its ack as it began to wait: no waiter's ack lies unread.
+        debug_assert!(
+            self.no_waiter_has_an_unread_ack(),
+            "a waiter's ack never lies unread"
+        );
+    }
+
+    /// The mailbox key of an ack. Per (token, req); the flaw keys it by token alone.
+    fn ack_key(&self, token: &str, req: &str) -> (Token, Req) {
+        if flawed!(self, AckPerToken) {
+            (normalize(token), String::new())
+        } else {
+            (normalize(token), normalize(req))
+        }
+    }
+
+    /// A waiting worker looks for its ack and, if it is there, takes it.
+    fn poll(&mut self, worker: &str) {
+        let Some(wait) = self
+            .state
+            .workers
+            .get(worker)
+            .and_then(|w| w.waiting.clone())
+        else {
+            return;
+        };
+        let key = self.ack_key(&wait.token, &wait.req);
+        let Some(ack) = self.state.mailbox.remove(&key) else {
+            return;
+        };
+        // The ack answers this very request: the worker spent the req on it, so the key is its own.
+        debug_assert!(
+            self.state
+                .workers
+                .get(worker)
+                .is_some_and(|w| w.used_reqs.contains(&normalize(&wait.req))),
+            "a waiting worker has spent its req"
+        );
+        self.emit(Output::AckConsumed {
+            worker: worker.to_owned(),
+            token: ack.token.clone(),
+            req: ack.req.clone(),
+        });
+        if let Some(w) = self.state.workers.get_mut(worker) {
+            w.waiting = None;
+        }
+        self.conclude(worker, &wait.request, &wait.req, Some(ack.reply));
+    }
+
+    pub(super) fn supervisor_step(&mut self, lose_ack: bool) {
+        let Some(event) = self.state.queue.pop_front() else {
+            return;
+        };
+        let (token, req) = (normalize(&event.request.token), normalize(&event.req));
+        let req_ok = valid_id(&req) || flawed!(self, ReqNotValidated);
+        if !valid_id(&token) || !req_ok {
+            self.emit(Output::EventRejected {
+                token: event.request.token.clone(),
+                req: event.req.clone(),
+            });
+            return;
+        }
+        let request = Request {
+            token: token.clone(),
+            ..event.request.clone()
+        };
+        let reply = self.state.table.transition(&request, self.table_flaws());
+        self.emit(Output::Applied {
+            worker: event.worker.clone(),
+            token: token.clone(),
+            req: req.clone(),
+            action: request.action,
+            outcome: request.outcome,
+            expected_generation: request.expected_generation,
+            reply: reply.clone(),
+        });
+        self.prune_acks();
+        if lose_ack {
+            self.emit(Output::AckLost { token, req });
+            return;
+        }
+        // Pruning made room, so the mailbox keeps at most ACK_KEEP acks with this one.
+        debug_assert!(
+            self.state.mailbox.len() < ACK_KEEP,
+            "the mailbox has room for one more ack"
+        );
+        let key = self.ack_key(&token, &req);
+        self.state.mailbox.insert(
+            key,
+            Ack {
+                token: token.clone(),
+                req: req.clone(),
+                reply: reply.clone(),
+                written_at: self.state.now,
+            },
+        );
+        self.emit(Output::AckWritten {
+            token,
+            req,
+            status: reply.status,
+        });
+        let waiting: Vec<WorkerId> = self
+            .state
+            .workers
+            .iter()
+            .filter(|(_, w)| w.waiting.is_some())
+            .map(|(id, _)| id.clone())
+            .collect();
+        for w in waiting {
+            self.poll(&w);
+        }
+        // Every waiter looked at once: the ack just written is read if anyone waits on it.
+        debug_assert!(
+            self.no_waiter_has_an_unread_ack(),
+            "a waiter's ack never lies unread"
+        );
+    }
+
+    /// Removes acks older than an hour, then the oldest beyond 255, making room for one more.
+    fn prune_acks(&mut self) {
+        let now = self.state.now;
+        let before = self.state.mailbox.len();
+        self.state
+            .mailbox
+            .retain(|_, a| now.saturating_sub(a.written_at) <= ACK_TTL_MS);
+        if self.state.mailbox.len() >= ACK_KEEP {
+            let mut by_age: Vec<((Token, Req), Millis)> = self
+                .state
+                .mailbox
+                .iter()
+                .map(|(k, a)| (k.clone(), a.written_at))
+                .collect();
+            by_age.sort_by_key(|(k, t)| (*t, k.clone()));
+            let excess = self.state.mailbox.len() + 1 - ACK_KEEP;
+            for (k, _) in by_age.into_iter().take(excess) {
+                self.state.mailbox.remove(&k);
+            }
+        }
+        debug_assert!(
+            self.state.mailbox.len() < ACK_KEEP,
+            "the mailbox has room for one more ack"
+        );
+        let count = before - self.state.mailbox.len();
+        if count > 0 {
+            self.emit(Output::AcksPruned {
+                count: count as u32,
+            });
+        }
+    }
+
+    /// Waits that ran out: a transition is re-sent once, identical; then the outcome is unknown.
+    pub(super) fn expire_waits(&mut self) {
+        let now = self.state.now;
+        let due: Vec<WorkerId> = self
+            .state
+            .workers
+            .iter()
+            .filter(|(_, w)| w.waiting.as_ref().is_some_and(|x| x.deadline_at <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        // A wait that runs out ends without a look in the mailbox: a waiter reads its ack at once
+        // when it is written, so none lies there unread.
+        debug_assert!(
+            self.no_waiter_has_an_unread_ack(),
+            "a waiter's ack never lies unread"
+        );
+        for worker in due {
+            while let Some(wait) = self
+                .state
+                .workers
+                .get(&worker)
+                .and_then(|w| w.waiting.clone())
+                .filter(|w| w.deadline_at <= now)
+            {
+                // Not at attempt 1 means at attempt 2: the one re-send is spent.
+                debug_assert!(
+                    self.attempt_in_bounds(&wait),
+                    "a wait is at attempt 1, or at 2 after a transition's one re-send"
+                );
+                let resend =
+                    wait.attempt == 1 && (wait.action.is_transition() || flawed!(self, ResendRead));
+                if resend {
+                    self.resend(&worker, wait);
+                } else {
+                    if let Some(w) = self.state.workers.get_mut(&worker) {
+                        w.waiting = None;
+                    }
+                    self.conclude(&worker, &wait.request, &wait.req, None);
+                }
+            }
+        }
+    }
+
+    fn resend(&mut self, worker: &str, wait: Wait) {
+        self.state.queue.push_back(Event {
+            worker: worker.to_owned(),
+            req: wait.req.clone(),
+            request: wait.request.clone(),
+        });
+        self.emit(Output::Resent {
+            worker: worker.to_owned(),
+            token: wait.token.clone(),
+            req: wait.req.clone(),
+        });
+        self.emit(Output::EventQueued {
+            worker: worker.to_owned(),
+            token: wait.token.clone(),
+            req: wait.req.clone(),
+            action: wait.action,
+            attempt: 2,
+        });
+        if let Some(w) = self.state.workers.get_mut(worker) {
+            w.waiting = Some(Wait {
+                attempt: 2,
+                deadline_at: wait.deadline_at.saturating_add(ACK_WAIT_MS),
+                ..wait
+            });
+        }
+        debug_assert!(
+            self.state
+                .workers
+                .get(worker)
+                .and_then(|w| w.waiting.as_ref())
+                .is_none_or(|w| self.attempt_in_bounds(w)),
+            "a wait is at attempt 1, or at 2 after a transition's one re-send"
+        );
+    }
+
+    /// No waiting worker's ack lies unread in the mailbox: a waiter looks for its ack when it
+    /// starts to wait and whenever an ack is written. Checked by debug assertions only.
+    fn no_waiter_has_an_unread_ack(&self) -> bool {
+        self.state
+            .workers
+            .values()
+            .filter_map(|w| w.waiting.as_ref())
+            .all(|wait| {
+                !self
+                    .state
+                    .mailbox
+                    .contains_key(&self.ack_key(&wait.token, &wait.req))
+            })
+    }
+
+    /// A wait is at attempt 1, or at attempt 2 after the one re-send of a transition (of a read
+    /// too, with its flaw planted). Checked by debug assertions only.
+    fn attempt_in_bounds(&self, wait: &Wait) -> bool {
+        let resent = wait.action.is_transition() || flawed!(self, ResendRead);
+        wait.attempt == 1 || (wait.attempt == 2 && resent)
+    }
+}

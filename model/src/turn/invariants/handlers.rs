@@ -1,0 +1,255 @@
+//! The monitor's handlers: each input, each output and each end of step, dispatched by kind to the
+//! handler of its subject; what the input demanded of its step's outputs; the end of the run.
+
+use super::memory::{ChildObs, Monitor, StepExpect, TurnSeen};
+use super::Invariant;
+use crate::turn::types::*;
+
+impl Monitor {
+    /// An input happened.
+    pub(super) fn on_input(&mut self, input: &Input) {
+        self.now = self.now.max(input.at);
+        self.expect = StepExpect::default();
+        match &input.kind {
+            InputKind::Accept {
+                turn,
+                generation,
+                deadline_ms,
+                budget,
+                ..
+            } => self.on_accept(turn, *generation, *deadline_ms, *budget),
+            InputKind::Spawn {
+                turn,
+                child,
+                kind,
+                need_ms,
+            } => self.on_spawn(turn, child, kind, *need_ms),
+            InputKind::ChildCompleted { turn, child } => {
+                self.set_child(turn, child, |c| c.state = ChildObs::Resolved)
+            }
+            InputKind::Checkpoint {
+                turn,
+                child,
+                temporary_outputs,
+                ..
+            } => {
+                let stopping = self.turns.get(turn).is_some_and(TurnSeen::stopping);
+                self.set_child(turn, child, |c| {
+                    if !stopping && !c.cancel_requested && c.state == ChildObs::Running {
+                        c.temporaries = c.temporaries.saturating_add(*temporary_outputs);
+                    }
+                })
+            }
+            InputKind::ModelDone { turn } => {
+                if let Some(t) = self.turns.get_mut(turn) {
+                    for c in t.children.values_mut() {
+                        if c.kind == ChildKind::Model && c.state == ChildObs::Running {
+                            c.state = ChildObs::Resolved;
+                        }
+                    }
+                }
+            }
+            InputKind::Stop { turn, request_id } => {
+                self.expect.stop = Some((turn.clone(), request_id.clone()));
+            }
+            InputKind::CommitSent {
+                turn,
+                child,
+                idempotency_key,
+            } => self.set_child(turn, child, |c| {
+                c.state = ChildObs::InFlight(idempotency_key.clone())
+            }),
+            InputKind::CommitAcked { turn, child } | InputKind::CommitFailed { turn, child } => {
+                let uncertain = matches!(input.kind, InputKind::CommitFailed { .. });
+                self.set_child(turn, child, |c| {
+                    if let ChildObs::InFlight(key) | ChildObs::Effect { key, .. } = &c.state {
+                        let was_uncertain = matches!(
+                            c.state,
+                            ChildObs::Effect {
+                                uncertain: true,
+                                ..
+                            }
+                        );
+                        c.state = ChildObs::Effect {
+                            key: key.clone(),
+                            uncertain: uncertain || was_uncertain,
+                        };
+                    }
+                })
+            }
+            InputKind::Disconnect => self.disconnected_at = Some(self.now),
+            InputKind::Resume { after_seq } => self.expect.resume = Some(*after_seq),
+            InputKind::ClientReceive { seq } => self.on_receive(*seq),
+            InputKind::Delta { .. }
+            | InputKind::FramePlayed
+            | InputKind::SpeechStarted { .. }
+            | InputKind::Tick
+            | InputKind::ClientAck { .. } => {}
+        }
+    }
+
+    /// An output of the current step happened.
+    pub(super) fn on_output(&mut self, output: &Output) {
+        match output {
+            Output::TurnRefused { turn, .. } => {
+                if self.expect.accept.as_deref() == Some(turn) {
+                    self.expect.refused = true;
+                    self.turns.remove(turn);
+                }
+            }
+            Output::Delivered {
+                turn,
+                generation,
+                seq,
+            } => self.on_delivered(turn, *generation, *seq),
+            Output::Played {
+                turn, generation, ..
+            } => self.on_played(turn, *generation),
+            Output::LateDropped { reason, .. } => {
+                if *reason != DropReason::OutOfOrder {
+                    self.reach(Invariant::NoLateDelivery);
+                }
+            }
+            Output::PlaybackCleared { frames, .. } => {
+                if *frames > 0 {
+                    self.reach(Invariant::NoLateDelivery);
+                }
+            }
+            Output::ChildCancelRequested { turn, child }
+            | Output::CancelDeferred { turn, child, .. } => {
+                self.set_child(turn, child, |c| c.cancel_requested = true)
+            }
+            Output::ChildCancelled { turn, child, .. } => self.on_child_cancelled(turn, child),
+            Output::TemporaryOutputRemoved { turn, child, count } => {
+                self.reach(Invariant::CancelledToolLeavesNothing);
+                self.set_child(turn, child, |c| {
+                    c.temporaries = c.temporaries.saturating_sub(*count)
+                })
+            }
+            Output::ToolNotStarted { turn, child, .. } => {
+                if let Some((t, c, _)) = &self.expect.spawn {
+                    if t == turn && c == child {
+                        self.expect.not_started = true;
+                    }
+                }
+                self.set_child(turn, child, |c| c.state = ChildObs::Resolved)
+            }
+            Output::ReconcileEnqueued { turn, child, .. } => self.set_child(turn, child, |c| {
+                c.enqueued = true;
+                if let ChildObs::InFlight(key) = &c.state {
+                    c.state = ChildObs::Effect {
+                        key: key.clone(),
+                        uncertain: true,
+                    };
+                }
+            }),
+            Output::StopAnswered {
+                turn,
+                request_id,
+                answer,
+            } => self.on_stop_answered(turn, request_id, *answer),
+            Output::GenerationFenced { turn, generation } => {
+                self.active_generation = Some(generation.saturating_add(1));
+                if let Some(t) = self.turns.get_mut(turn) {
+                    t.cancelled = true;
+                }
+            }
+            Output::DeadlineExceeded { turn } => self.on_deadline(turn),
+            Output::Persisted {
+                turn,
+                text,
+                terminal,
+                ..
+            } => self.store.push((turn.clone(), text.clone(), *terminal)),
+            Output::ResumeRefused { after_seq, reason } => {
+                self.on_resume_refused(*after_seq, *reason)
+            }
+            Output::Replayed { from, to } => self.on_replayed(*from, *to),
+            Output::DuplicateIgnored { seq } => {
+                if self.expect.receive_dup == Some(*seq) {
+                    self.expect.duplicate_ignored = true;
+                }
+            }
+            Output::Rendered { turn, text } => self.on_rendered(turn, text),
+            Output::Terminal { turn, state } => self.on_terminal(turn, *state),
+        }
+    }
+
+    /// The current input's outputs are all in: check what the input demanded of them.
+    pub(super) fn on_end_step(&mut self) {
+        let expect = std::mem::take(&mut self.expect);
+        if let Some((turn, request_id)) = &expect.stop {
+            if !expect.answered && self.turns.contains_key(turn) {
+                self.violate(
+                    Invariant::IdempotentStop,
+                    &[turn, request_id],
+                    format!("stop {request_id} was never answered"),
+                );
+            }
+        }
+        if let Some((turn, child, why)) = &expect.spawn {
+            if !expect.not_started {
+                let (invariant, what) = if why.starts_with("its turn") {
+                    (Invariant::CancelTreeDrained, "after the cancel")
+                } else {
+                    (Invariant::DeadlineRespected, "without the time it needs")
+                };
+                self.violate(
+                    invariant,
+                    &[turn, child],
+                    format!("child {child} started {what}: {why}"),
+                );
+            }
+        }
+        if let Some(seq) = expect.receive_dup {
+            if !expect.duplicate_ignored {
+                let s = seq.to_string();
+                self.violate(
+                    Invariant::ReplayExactlyOnce,
+                    &[&s],
+                    format!("the client took in seq {seq} a second time"),
+                );
+            }
+        }
+        if let Some(after) = expect.resume {
+            if !expect.resume_answered {
+                let a = after.to_string();
+                self.violate(
+                    Invariant::ReplayExactlyOnce,
+                    &[&a],
+                    format!("resume after seq {after} was neither replayed nor refused"),
+                );
+            }
+        }
+        if let Some(turn) = &expect.accept {
+            if let Some(t) = self.turns.get(turn) {
+                if !expect.refused {
+                    self.active_generation = Some(t.generation);
+                }
+            }
+        }
+        self.check_running();
+        self.check_deadlines();
+        self.step += 1;
+    }
+
+    /// The run is over.
+    pub(super) fn on_finish(&mut self) {
+        let now = self.now;
+        let mut stuck = Vec::new();
+        for (id, t) in &self.turns {
+            let quiet = t.terminal.is_none() && t.pending_children().is_empty();
+            if quiet && t.deadline_at.is_some_and(|d| now >= d) {
+                stuck.push(id.clone());
+            }
+        }
+        for turn in stuck {
+            self.violate_once(
+                Invariant::QuiescentTurnsTerminal,
+                &[&turn],
+                "the run ended with the turn quiescent past its deadline but not terminal"
+                    .to_owned(),
+            );
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! What the turn monitor remembers of a run: the turns and children it has seen, the store and
+//! the client as the outputs showed them, the expectations of the current step, and the
+//! violations and reachability it found; the [`crate::Monitor`] interface over them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Invariant, Violation};
+use crate::turn::types::*;
+use crate::turn::TurnMachine;
+use crate::Millis;
+
+#[derive(Clone, Debug, PartialEq, Hash)]
+pub(super) enum ChildObs {
+    Running,
+    Resolved,
+    InFlight(String),
+    Effect { key: String, uncertain: bool },
+}
+
+#[derive(Clone, Debug, Hash)]
+pub(super) struct ChildSeen {
+    pub(super) kind: ChildKind,
+    pub(super) state: ChildObs,
+    pub(super) cancel_requested: bool,
+    pub(super) temporaries: u32,
+    pub(super) enqueued: bool,
+    pub(super) cancelled: bool,
+}
+
+#[derive(Clone, Debug, Default, Hash)]
+pub(super) struct TurnSeen {
+    pub(super) generation: Generation,
+    pub(super) deadline_at: Option<Millis>,
+    pub(super) budget: Option<Budget>,
+    /// Cancel requested by a stop, a barge-in or the deadline.
+    pub(super) cancelled: bool,
+    pub(super) by_deadline: bool,
+    pub(super) cancel_effects: u32,
+    pub(super) terminal: Option<Terminal>,
+    pub(super) children: BTreeMap<ChildId, ChildSeen>,
+    pub(super) last_seq: BTreeMap<Generation, Seq>,
+}
+
+impl TurnSeen {
+    pub(super) fn stopping(&self) -> bool {
+        self.cancelled || self.terminal.is_some()
+    }
+
+    pub(super) fn pending_children(&self) -> Vec<&str> {
+        self.children
+            .iter()
+            .filter(|(_, c)| matches!(c.state, ChildObs::Running | ChildObs::InFlight(_)))
+            .map(|(id, _)| id.as_str())
+            .collect()
+    }
+}
+
+/// Expectations an input sets for its own step's outputs.
+#[derive(Clone, Debug, Default)]
+pub(super) struct StepExpect {
+    pub(super) stop: Option<(TurnId, String)>,
+    pub(super) spawn: Option<(TurnId, ChildId, &'static str)>,
+    pub(super) accept: Option<TurnId>,
+    pub(super) receive_dup: Option<Seq>,
+    pub(super) resume: Option<Seq>,
+    pub(super) answered: bool,
+    pub(super) not_started: bool,
+    pub(super) refused: bool,
+    pub(super) duplicate_ignored: bool,
+    pub(super) resume_answered: bool,
+}
+
+/// The monitor: feed it a run, collect the violations.
+#[derive(Clone, Debug, Default)]
+pub struct Monitor {
+    pub(super) only: Option<Invariant>,
+    pub(super) step: usize,
+    pub(super) now: Millis,
+    pub(super) active_generation: Option<Generation>,
+    pub(super) turns: BTreeMap<TurnId, TurnSeen>,
+    /// The persisted events: (turn, text, terminal). Index i has seq i + 1.
+    pub(super) store: Vec<(TurnId, Option<String>, bool)>,
+    pub(super) client_received: Seq,
+    pub(super) client_text: BTreeMap<TurnId, String>,
+    pub(super) disconnected_at: Option<Millis>,
+    /// A resume was served by a replay.
+    pub(super) replayed: bool,
+    /// Standing conditions already reported, so each is reported once.
+    pub(super) reported: BTreeSet<(Invariant, String)>,
+    pub(super) expect: StepExpect,
+    pub(super) violations: Vec<Violation>,
+    pub(super) reached: BTreeSet<Invariant>,
+}
+
+impl crate::Monitor<TurnMachine> for Monitor {
+    fn only(invariant: Invariant) -> Monitor {
+        Monitor {
+            only: Some(invariant),
+            ..Monitor::default()
+        }
+    }
+
+    fn input(&mut self, input: &Input) {
+        self.on_input(input);
+    }
+
+    fn output(&mut self, output: &Output) {
+        self.on_output(output);
+    }
+
+    fn end_step(&mut self) {
+        self.on_end_step();
+    }
+
+    fn finish(&mut self) {
+        self.on_finish();
+    }
+
+    fn take_violations(&mut self) -> Vec<Violation> {
+        std::mem::take(&mut self.violations)
+    }
+
+    fn reached(&self) -> &BTreeSet<Invariant> {
+        &self.reached
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.now.hash(h);
+        self.active_generation.hash(h);
+        self.turns.hash(h);
+        self.store.hash(h);
+        self.client_received.hash(h);
+        self.client_text.hash(h);
+        self.disconnected_at.hash(h);
+        self.replayed.hash(h);
+        self.reported.hash(h);
+    }
+}
+
+impl Monitor {
+    pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+        if self.only.is_some_and(|o| o != invariant) {
+            return;
+        }
+        self.violations.push(Violation {
+            invariant,
+            step: self.step,
+            at: self.now,
+            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            message,
+        });
+    }
+
+    pub(super) fn reach(&mut self, invariant: Invariant) {
+        self.reached.insert(invariant);
+    }
+
+    /// Reports a standing condition once per (invariant, subject), not at every step it persists.
+    pub(super) fn violate_once(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+        if self.reported.insert((invariant, ids.join(","))) {
+            self.violate(invariant, ids, message);
+        }
+    }
+
+    pub(super) fn set_child(&mut self, turn: &str, child: &str, f: impl FnOnce(&mut ChildSeen)) {
+        if let Some(c) = self
+            .turns
+            .get_mut(turn)
+            .and_then(|t| t.children.get_mut(child))
+        {
+            f(c);
+        }
+    }
+}

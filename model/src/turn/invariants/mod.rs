@@ -1,0 +1,141 @@
+//! The eleven turn invariants of SPEC §2.5, as a monitor over what happened: inputs and the
+//! outputs each one caused. The monitor never looks inside a machine, so it judges the model, a
+//! flawed model and a real system's trace alike.
+//!
+//! Each invariant is an `always` property with a paired `sometimes` ([`Invariant::reached`]): a
+//! run in which an invariant was never put to the test proves nothing about it.
+//!
+//! Feed the monitor `input`, then that input's outputs, then `end_step`; call `finish` at the end.
+//! The named functions ([`one_terminal_state`], …) run it over a recorded [`Step`] sequence.
+//!
+//! The monitor is "memory + handlers": `memory` holds what it remembers of a run and the
+//! [`crate::Monitor`] interface; `handlers` takes each input, output and end of step to the
+//! handler of its subject — `turns` (turns, their children, stops and deadlines), `terminal` (a
+//! turn's terminal state) and `delivery` (what was delivered, played, persisted, replayed and
+//! rendered).
+
+use serde::{Deserialize, Serialize};
+
+use super::types::*;
+use crate::Monitor as _;
+
+mod delivery;
+mod handlers;
+mod memory;
+mod terminal;
+mod turns;
+
+pub use memory::Monitor;
+
+/// The turn invariants. Their names are fixed (SPEC §2.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Invariant {
+    OneTerminalState,
+    IdempotentStop,
+    NoLateDelivery,
+    CancelTreeDrained,
+    DeadlineRespected,
+    NoFalseCancelClaim,
+    CancelledToolLeavesNothing,
+    ReplayExactlyOnce,
+    SeqMonotonic,
+    SingleRunningTurn,
+    QuiescentTurnsTerminal,
+}
+
+impl crate::Invariant for Invariant {
+    const ALL: &'static [Invariant] = &[
+        Invariant::OneTerminalState,
+        Invariant::IdempotentStop,
+        Invariant::NoLateDelivery,
+        Invariant::CancelTreeDrained,
+        Invariant::DeadlineRespected,
+        Invariant::NoFalseCancelClaim,
+        Invariant::CancelledToolLeavesNothing,
+        Invariant::ReplayExactlyOnce,
+        Invariant::SeqMonotonic,
+        Invariant::SingleRunningTurn,
+        Invariant::QuiescentTurnsTerminal,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Invariant::OneTerminalState => "one_terminal_state",
+            Invariant::IdempotentStop => "idempotent_stop",
+            Invariant::NoLateDelivery => "no_late_delivery",
+            Invariant::CancelTreeDrained => "cancel_tree_drained",
+            Invariant::DeadlineRespected => "deadline_respected",
+            Invariant::NoFalseCancelClaim => "no_false_cancel_claim",
+            Invariant::CancelledToolLeavesNothing => "cancelled_tool_leaves_nothing",
+            Invariant::ReplayExactlyOnce => "replay_exactly_once",
+            Invariant::SeqMonotonic => "seq_monotonic",
+            Invariant::SingleRunningTurn => "single_running_turn",
+            Invariant::QuiescentTurnsTerminal => "quiescent_turns_terminal",
+        }
+    }
+
+    /// What a run must show for this invariant to have been put to the test (its `sometimes`).
+    fn reached(self) -> &'static str {
+        match self {
+            Invariant::OneTerminalState => "a turn reached a terminal state",
+            Invariant::IdempotentStop => "a stop was answered for a turn already stopping or ended",
+            Invariant::NoLateDelivery => "the gate dropped a delta, or playback was cleared",
+            Invariant::CancelTreeDrained => "a turn with a stopped child ended cancelled or failed",
+            Invariant::DeadlineRespected => "a deadline fired",
+            Invariant::NoFalseCancelClaim => "a turn ended reconcile_required",
+            Invariant::CancelledToolLeavesNothing => {
+                "a cancelled tool's temporary outputs were removed"
+            }
+            Invariant::ReplayExactlyOnce => "a resume replayed and the client rendered a turn",
+            Invariant::SeqMonotonic => "a second delta of one generation was delivered",
+            Invariant::SingleRunningTurn => "a turn was accepted or refused beside another",
+            Invariant::QuiescentTurnsTerminal => "a turn past its deadline ended",
+        }
+    }
+}
+
+/// A broken invariant of this machine.
+pub type Violation = crate::Violation<Invariant>;
+
+/// One input and the outputs it caused.
+pub type Step = crate::Step<Input, Output>;
+
+macro_rules! named {
+    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(steps: &[Step]) -> Vec<Violation> {
+            Monitor::only(Invariant::$inv).check(steps)
+        }
+    )*};
+}
+
+named! {
+    /// Every turn reaches at most one terminal state and never leaves it.
+    one_terminal_state => OneTerminalState;
+    /// Per turn at most one cancel effect; every stop is answered; later answers agree with the
+    /// terminal state.
+    idempotent_stop => IdempotentStop;
+    /// Nothing is delivered or played for a generation other than the active one, or for a turn
+    /// that is cancel-requested or terminal.
+    no_late_delivery => NoLateDelivery;
+    /// A turn ends only after every child stopped; a child spawned after the cancel never runs.
+    cancel_tree_drained => CancelTreeDrained;
+    /// Nothing starts after the deadline (or with less time left than it needs); a turn still
+    /// running at its deadline ends `failed{DEADLINE_EXCEEDED}`.
+    deadline_respected => DeadlineRespected;
+    /// A committed or possibly-committed side effect means the turn ends `reconcile_required`
+    /// with the key enqueued (or, for a known commit, `completed`) — never `cancelled`/`failed`.
+    no_false_cancel_claim => NoFalseCancelClaim;
+    /// A cancelled cancellable tool leaves no temporary output and no committed effect.
+    cancelled_tool_leaves_nothing => CancelledToolLeavesNothing;
+    /// A replay starts right after the cursor; rendered text equals persisted text, each piece
+    /// once, in order.
+    replay_exactly_once => ReplayExactlyOnce;
+    /// Delivered seqs per (turn, generation) are 1, 2, 3…
+    seq_monotonic => SeqMonotonic;
+    /// At most one turn per session is running.
+    single_running_turn => SingleRunningTurn;
+    /// Once every child is resolved and the deadline has passed, the turn is terminal.
+    quiescent_turns_terminal => QuiescentTurnsTerminal;
+}

@@ -1,0 +1,129 @@
+//! A turn's terminal state, judged: only one, no child still running, the fitting state after a
+//! deadline, and no false claim of a cancel over a side effect.
+
+use super::memory::{ChildObs, Monitor};
+use super::Invariant;
+use crate::turn::types::*;
+
+impl Monitor {
+    pub(super) fn on_terminal(&mut self, turn: &str, state: Terminal) {
+        self.reach(Invariant::OneTerminalState);
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        let first = t.terminal;
+        if first.is_none() {
+            t.terminal = Some(state);
+        }
+        let t = &self.turns[turn];
+        let pending: Vec<String> = t
+            .pending_children()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let stopped_some = t.children.values().any(|c| c.cancelled);
+        let by_deadline = t.by_deadline;
+        let effects: Vec<(String, String, bool, bool)> = t
+            .children
+            .iter()
+            .filter_map(|(id, c)| match &c.state {
+                ChildObs::Effect { key, uncertain } => {
+                    Some((id.clone(), key.clone(), *uncertain, c.enqueued))
+                }
+                _ => None,
+            })
+            .collect();
+        let deadline_passed = t.deadline_at.is_some_and(|d| self.now >= d);
+        if let Some(first) = first {
+            self.violate(
+                Invariant::OneTerminalState,
+                &[turn],
+                format!(
+                    "a second terminal state {} after {}",
+                    state.label(),
+                    first.label()
+                ),
+            );
+        }
+        self.check_drained(turn, state, &pending, stopped_some);
+        self.check_deadline_terminal(turn, state, by_deadline, deadline_passed);
+        self.check_claim(turn, state, &effects);
+    }
+
+    fn check_drained(
+        &mut self,
+        turn: &str,
+        state: Terminal,
+        pending: &[String],
+        stopped_some: bool,
+    ) {
+        let cancelled = matches!(state, Terminal::Cancelled | Terminal::Failed { .. });
+        if cancelled && stopped_some {
+            self.reach(Invariant::CancelTreeDrained);
+        }
+        for child in pending {
+            self.violate(
+                Invariant::CancelTreeDrained,
+                &[turn, child],
+                format!(
+                    "the turn ended {} while child {child} was still running",
+                    state.label()
+                ),
+            );
+        }
+    }
+
+    fn check_deadline_terminal(
+        &mut self,
+        turn: &str,
+        state: Terminal,
+        by_deadline: bool,
+        passed: bool,
+    ) {
+        if passed {
+            self.reach(Invariant::QuiescentTurnsTerminal);
+        }
+        let fitting = matches!(state, Terminal::Failed { .. } | Terminal::ReconcileRequired);
+        if by_deadline && !fitting {
+            self.violate(
+                Invariant::DeadlineRespected,
+                &[turn],
+                format!("the turn ended {} after its deadline fired", state.label()),
+            );
+        }
+    }
+
+    fn check_claim(
+        &mut self,
+        turn: &str,
+        state: Terminal,
+        effects: &[(String, String, bool, bool)],
+    ) {
+        if state == Terminal::ReconcileRequired {
+            self.reach(Invariant::NoFalseCancelClaim);
+        }
+        for (child, key, uncertain, enqueued) in effects {
+            let problem = match state {
+                Terminal::Cancelled | Terminal::Failed { .. } => Some(format!(
+                    "the turn claimed {} after side effect {key} was {}",
+                    state.label(),
+                    if *uncertain {
+                        "possibly committed"
+                    } else {
+                        "committed"
+                    }
+                )),
+                Terminal::Completed if *uncertain => Some(format!(
+                    "the turn claimed COMPLETED with side effect {key} in doubt"
+                )),
+                Terminal::ReconcileRequired if !enqueued => Some(format!(
+                    "the turn ended RECONCILE_REQUIRED without enqueuing {key}"
+                )),
+                _ => None,
+            };
+            if let Some(message) = problem {
+                self.violate(Invariant::NoFalseCancelClaim, &[turn, child, key], message);
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! The monitor's account of turns and their children: accepts and spawns, cancelled children,
+//! stop answers, deadlines, and the standing conditions (two turns running, a turn past its
+//! deadline).
+
+use super::memory::{ChildObs, ChildSeen, Monitor, TurnSeen};
+use super::Invariant;
+use crate::turn::types::*;
+
+impl Monitor {
+    pub(super) fn on_accept(
+        &mut self,
+        turn: &str,
+        generation: Generation,
+        deadline_ms: Option<u64>,
+        budget: Option<Budget>,
+    ) {
+        if self.turns.values().any(|t| t.terminal.is_none()) {
+            self.reach(Invariant::SingleRunningTurn);
+        }
+        self.expect.accept = Some(turn.to_owned());
+        self.turns.insert(
+            turn.to_owned(),
+            TurnSeen {
+                generation,
+                deadline_at: deadline_ms.map(|d| self.now.saturating_add(d)),
+                budget,
+                ..TurnSeen::default()
+            },
+        );
+    }
+
+    pub(super) fn on_spawn(
+        &mut self,
+        turn: &str,
+        child: &str,
+        kind: &ChildKind,
+        need_ms: Option<u64>,
+    ) {
+        let now = self.now;
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        let need = need_ms.unwrap_or(match (kind, t.budget) {
+            (ChildKind::Retrieval, Some(b)) => b.retrieval_ms,
+            (ChildKind::Model, Some(b)) => b.model_ms,
+            _ => 0,
+        });
+        let late = t
+            .deadline_at
+            .is_some_and(|d| now >= d || d.saturating_sub(now) < need);
+        let why = if late {
+            Some("it had less time left than it needs")
+        } else if t.stopping() {
+            Some("its turn was already cancelled")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            self.expect.spawn = Some((turn.to_owned(), child.to_owned(), why));
+        }
+        t.children.insert(
+            child.to_owned(),
+            ChildSeen {
+                kind: kind.clone(),
+                state: ChildObs::Running,
+                cancel_requested: false,
+                temporaries: 0,
+                enqueued: false,
+                cancelled: false,
+            },
+        );
+    }
+
+    pub(super) fn on_child_cancelled(&mut self, turn: &str, child: &str) {
+        let Some(c) = self
+            .turns
+            .get_mut(turn)
+            .and_then(|t| t.children.get_mut(child))
+        else {
+            return;
+        };
+        let was_effect = matches!(c.state, ChildObs::Effect { .. });
+        c.cancelled = true;
+        if !was_effect {
+            c.state = ChildObs::Resolved;
+        }
+        let (cancellable, left) = (c.kind.is_cancellable_tool(), c.temporaries);
+        if cancellable && (left > 0 || was_effect) {
+            self.violate(
+                Invariant::CancelledToolLeavesNothing,
+                &[turn, child],
+                format!(
+                    "cancelled tool left {left} temporary outputs and {} committed effects",
+                    u8::from(was_effect)
+                ),
+            );
+        }
+    }
+
+    pub(super) fn on_stop_answered(&mut self, turn: &str, request_id: &str, answer: StopAnswer) {
+        if self
+            .expect
+            .stop
+            .as_ref()
+            .is_some_and(|(t, r)| t == turn && r == request_id)
+        {
+            self.expect.answered = true;
+        }
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        let (was_cancelled, terminal) = (t.cancelled, t.terminal);
+        let problem = match (answer, terminal) {
+            (StopAnswer::Requested, _) => {
+                t.cancel_effects += 1;
+                t.cancelled = true;
+                (was_cancelled || terminal.is_some()).then(|| {
+                    format!(
+                        "stop {request_id} caused cancel effect #{} of the turn",
+                        t.cancel_effects
+                    )
+                })
+            }
+            (StopAnswer::AlreadyTerminal { state }, Some(actual)) if state != actual => {
+                Some(format!(
+                    "stop {request_id} answered already_terminal {} but the turn ended {}",
+                    state.label(),
+                    actual.label()
+                ))
+            }
+            (StopAnswer::AlreadyTerminal { .. }, None) => Some(format!(
+                "stop {request_id} answered already_terminal for a turn that has not ended"
+            )),
+            (StopAnswer::AlreadyRequested, Some(actual)) => Some(format!(
+                "stop {request_id} answered already_requested for a turn that ended {}",
+                actual.label()
+            )),
+            (StopAnswer::AlreadyRequested, None) if !was_cancelled => Some(format!(
+                "stop {request_id} answered already_requested but nothing had cancelled the turn"
+            )),
+            _ => None,
+        };
+        if answer != StopAnswer::Requested {
+            self.reach(Invariant::IdempotentStop);
+        }
+        if let Some(message) = problem {
+            self.violate(Invariant::IdempotentStop, &[turn, request_id], message);
+        }
+    }
+
+    pub(super) fn on_deadline(&mut self, turn: &str) {
+        self.reach(Invariant::DeadlineRespected);
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        let twice = t.by_deadline;
+        t.by_deadline = true;
+        t.cancelled = true;
+        if twice {
+            self.violate(
+                Invariant::DeadlineRespected,
+                &[turn],
+                "the deadline was reported exceeded twice".to_owned(),
+            );
+        }
+    }
+
+    pub(super) fn check_running(&mut self) {
+        let running: Vec<String> = self
+            .turns
+            .iter()
+            .filter(|(_, t)| !t.stopping())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if running.len() > 1 {
+            let ids: Vec<&str> = running.iter().map(String::as_str).collect();
+            let message = format!("{} turns are running at once", running.len());
+            self.violate_once(Invariant::SingleRunningTurn, &ids, message);
+        }
+    }
+
+    pub(super) fn check_deadlines(&mut self) {
+        let now = self.now;
+        let mut found = Vec::new();
+        for (id, t) in &self.turns {
+            let Some(deadline) = t.deadline_at.filter(|d| now >= *d) else {
+                continue;
+            };
+            if t.terminal.is_some() {
+                continue;
+            }
+            if !t.cancelled {
+                let message = format!(
+                    "the turn is still running at {now} ms, past its deadline at {deadline} ms"
+                );
+                found.push((Invariant::DeadlineRespected, id.clone(), message));
+            }
+            if t.pending_children().is_empty() {
+                let message = format!(
+                    "every child is resolved and the deadline ({deadline} ms) has passed, yet the turn has not ended"
+                );
+                found.push((Invariant::QuiescentTurnsTerminal, id.clone(), message));
+            }
+        }
+        for (invariant, turn, message) in found {
+            self.violate_once(invariant, &[&turn], message);
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! A turn's children: spawned (or never started), their checkpoints, a tool's commit and its
+//! outcome, and the cancel propagated down the tree.
+
+use super::{limit, TurnMachine, MAX_CHILDREN, TTS_CHECKPOINT};
+use crate::turn::misuse::Misuse;
+use crate::turn::state::{Child, ChildState, Phase};
+use crate::turn::types::*;
+
+impl TurnMachine {
+    /// Checks an input about a child against the state: the child must exist (or, for a spawn,
+    /// not yet), be in the state the input needs and of the kind it needs.
+    pub(super) fn validate_child_input(&self, kind: &InputKind) -> Result<(), Misuse> {
+        let s = &self.session;
+        match kind {
+            InputKind::Spawn { turn, child, .. } => {
+                let t = self.index(turn)?;
+                let turn = &s.turns[t];
+                if turn.child(child).is_some() {
+                    return Err(Misuse::DuplicateChild {
+                        turn: turn.id.clone(),
+                        child: child.clone(),
+                    });
+                }
+                limit("children per turn", turn.children.len(), MAX_CHILDREN)
+            }
+            InputKind::ChildCompleted { turn, child } => self
+                .expect_child(turn, child, "running", |s| *s == ChildState::Running)
+                .map(drop),
+            InputKind::Checkpoint {
+                turn,
+                child,
+                temporary_outputs,
+                ..
+            } => {
+                let c = self.expect_child(turn, child, "running", |s| *s == ChildState::Running)?;
+                if *temporary_outputs > 0 && !c.kind.is_cancellable_tool() {
+                    return Err(Misuse::WrongChildKind {
+                        turn: turn.clone(),
+                        child: child.clone(),
+                        expected: "a cancellable tool",
+                    });
+                }
+                Ok(())
+            }
+            InputKind::CommitSent { turn, child, .. } => {
+                let c = self.expect_child(turn, child, "running", |s| *s == ChildState::Running)?;
+                if !c.kind.is_noncancellable_tool() {
+                    return Err(Misuse::WrongChildKind {
+                        turn: turn.clone(),
+                        child: child.clone(),
+                        expected: "a non-cancellable tool",
+                    });
+                }
+                Ok(())
+            }
+            InputKind::CommitAcked { turn, child } | InputKind::CommitFailed { turn, child } => {
+                self.expect_child(turn, child, "commit_sent or commit_unknown", |s| {
+                    matches!(
+                        s,
+                        ChildState::CommitSent { .. } | ChildState::CommitUnknown { .. }
+                    )
+                })
+                .map(drop)
+            }
+            // The other inputs are not about a child: `validate` checks them.
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn spawn(
+        &mut self,
+        turn: &str,
+        child: &str,
+        kind: &ChildKind,
+        need_ms: Option<u64>,
+    ) {
+        let now = self.session.now;
+        let (budget_blind, cancel_blind) = (
+            flawed!(self, ToolStartsAfterDeadline),
+            flawed!(self, SpawnAfterCancelRuns),
+        );
+        let Some(t) = self.turn_mut(turn) else { return };
+        let need = need_ms.unwrap_or(match (kind, t.budget) {
+            (ChildKind::Retrieval, Some(b)) => b.retrieval_ms,
+            (ChildKind::Model, Some(b)) => b.model_ms,
+            _ => 0,
+        });
+        let remaining = t.remaining_ms(now);
+        let no_budget = remaining.is_some_and(|r| r == 0 || r < need);
+        let stopping = !t.phase.is_running();
+        let refused = if budget_blind {
+            None
+        } else if no_budget {
+            Some(NotStartedReason::NoBudget)
+        } else if stopping && !cancel_blind {
+            Some(NotStartedReason::TurnCancelled)
+        } else {
+            None
+        };
+        let state = match refused {
+            // The child exists, so later reports about it are not misuse, but it never ran.
+            Some(_) => ChildState::Cancelled {
+                checkpoint: "not_started".to_owned(),
+            },
+            None => ChildState::Running,
+        };
+        t.children.push(Child {
+            id: child.to_owned(),
+            kind: kind.clone(),
+            state,
+            temporary_outputs: 0,
+            cancel_requested: false,
+            reconcile_enqueued: false,
+        });
+        if let Some(reason) = refused {
+            self.emit(Output::ToolNotStarted {
+                turn: turn.to_owned(),
+                child: child.to_owned(),
+                reason,
+            });
+        }
+    }
+
+    pub(super) fn checkpoint(
+        &mut self,
+        turn: &str,
+        child: &str,
+        phase: &str,
+        temporary_outputs: u32,
+    ) {
+        let keep_temporaries = flawed!(self, TemporaryOutputsKept);
+        let Some(t) = self.turn_mut(turn) else { return };
+        let stopping = !t.phase.is_running();
+        let Some(c) = t.children.iter_mut().find(|c| c.id == child) else {
+            return;
+        };
+        if !(stopping || c.cancel_requested) {
+            c.temporary_outputs = c.temporary_outputs.saturating_add(temporary_outputs);
+            return;
+        }
+        // The cancel is observed here, before the work of this checkpoint is kept.
+        let removed = c.temporary_outputs;
+        if !keep_temporaries {
+            c.temporary_outputs = 0;
+        }
+        c.state = ChildState::Cancelled {
+            checkpoint: phase.to_owned(),
+        };
+        if removed > 0 && !keep_temporaries {
+            self.emit(Output::TemporaryOutputRemoved {
+                turn: turn.to_owned(),
+                child: child.to_owned(),
+                count: removed,
+            });
+        }
+        self.emit(Output::ChildCancelled {
+            turn: turn.to_owned(),
+            child: child.to_owned(),
+            checkpoint: phase.to_owned(),
+        });
+        if !flawed!(self, DrainedTurnNeverEnds) {
+            self.settle(turn);
+        }
+    }
+
+    /// Moves a turn to `cancel_requested{cause}` and propagates the cancel down its tree.
+    pub(super) fn cancel(&mut self, turn: &str, cause: Cause) {
+        self.cancel_with(turn, cause, true);
+    }
+
+    /// [`Self::cancel`], clearing the turn's playback only when `clear_playback`.
+    pub(super) fn cancel_with(&mut self, turn: &str, cause: Cause, clear_playback: bool) {
+        let keep_frames = cause == Cause::BargeIn && flawed!(self, KeepPlaybackOnBargeIn);
+        if clear_playback && !keep_frames {
+            self.clear_playback_of(turn);
+        }
+        let Some(t) = self.turn_mut(turn) else { return };
+        t.phase = Phase::CancelRequested { cause };
+        let mut outputs = Vec::new();
+        for c in &mut t.children {
+            let (turn, child) = (turn.to_owned(), c.id.clone());
+            match (&c.state, &c.kind) {
+                (ChildState::Running, ChildKind::Tts) => {
+                    let checkpoint = TTS_CHECKPOINT.to_owned();
+                    c.state = ChildState::Cancelled {
+                        checkpoint: checkpoint.clone(),
+                    };
+                    outputs.push(Output::ChildCancelled {
+                        turn,
+                        child,
+                        checkpoint,
+                    });
+                }
+                (ChildState::Running, _) => {
+                    c.cancel_requested = true;
+                    outputs.push(Output::ChildCancelRequested { turn, child });
+                }
+                (ChildState::CommitSent { .. }, _) => {
+                    c.cancel_requested = true;
+                    outputs.push(Output::CancelDeferred {
+                        turn,
+                        child,
+                        reason: DeferReason::CommitInFlight,
+                    });
+                }
+                _ => {}
+            }
+        }
+        self.outputs.extend(outputs);
+        self.settle(turn);
+    }
+
+    pub(super) fn commit_resolved(&mut self, turn: &str, child: &str, acked: bool) {
+        let Some(c) = self
+            .turn_mut(turn)
+            .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+        else {
+            return;
+        };
+        let Some(key) = c.state.effect_key().or(match &c.state {
+            ChildState::CommitSent { idempotency_key } => Some(idempotency_key),
+            _ => None,
+        }) else {
+            return;
+        };
+        let key = key.to_owned();
+        c.state = if acked {
+            ChildState::Committed {
+                idempotency_key: key,
+            }
+        } else {
+            ChildState::CommitFailed {
+                idempotency_key: key,
+            }
+        };
+        self.settle(turn);
+    }
+}

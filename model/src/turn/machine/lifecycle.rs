@@ -1,0 +1,248 @@
+//! A turn's life: accepted (or refused beside a running one), its model done, a stop answered, its
+//! deadline fired, and settled — ended in its one terminal state — once nothing is left to wait for.
+
+use super::{limit, TurnMachine, MAX_TURNS};
+use crate::turn::misuse::Misuse;
+use crate::turn::state::{ChildState, Phase, Turn};
+use crate::turn::types::*;
+
+impl TurnMachine {
+    pub(super) fn validate_accept(
+        &self,
+        turn: &str,
+        generation: Generation,
+        deadline_ms: Option<u64>,
+        budget: Option<Budget>,
+    ) -> Result<(), Misuse> {
+        let s = &self.session;
+        if s.turn(turn).is_some() {
+            return Err(Misuse::DuplicateTurn {
+                turn: turn.to_owned(),
+            });
+        }
+        limit("turns per session", s.turns.len(), MAX_TURNS)?;
+        // The floor stands for every generation the session used: no turn's is above the highest,
+        // and the active one is that highest or the one a barge-in made active above it.
+        debug_assert!(
+            self.generations_in_order(),
+            "the session's generations are in order"
+        );
+        // Above every used generation, and not below the one a barge-in made active.
+        let floor = match (s.max_generation, s.active_generation) {
+            (Some(max), Some(active)) => Some(max.max(active.saturating_sub(1))),
+            (max, active) => max.or(active.map(|a| a.saturating_sub(1))),
+        };
+        if let Some(floor) = floor {
+            if generation <= floor {
+                return Err(Misuse::StaleGeneration {
+                    expected_above: floor,
+                    got: generation,
+                });
+            }
+        }
+        match (deadline_ms, budget) {
+            (None, Some(_)) => Err(Misuse::BudgetWithoutDeadline {
+                turn: turn.to_owned(),
+            }),
+            (Some(deadline_ms), Some(b)) if b.total_ms() > deadline_ms => {
+                Err(Misuse::BudgetExceedsDeadline {
+                    turn: turn.to_owned(),
+                    deadline_ms,
+                    budget_ms: b.total_ms(),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn accept(
+        &mut self,
+        turn: &str,
+        generation: Generation,
+        mode: Mode,
+        deadline_ms: Option<u64>,
+        budget: Option<Budget>,
+    ) {
+        let running = self.session.turns.iter().any(|t| t.phase.is_running());
+        if running && !flawed!(self, AcceptWhileRunning) {
+            self.emit(Output::TurnRefused {
+                turn: turn.to_owned(),
+                reason: RefuseReason::ActiveTurnExists,
+            });
+            return;
+        }
+        let s = &mut self.session;
+        s.active_generation = Some(generation);
+        s.max_generation = Some(generation);
+        s.turns.push(Turn {
+            id: turn.to_owned(),
+            generation,
+            mode,
+            accepted_at: s.now,
+            deadline_at: deadline_ms.map(|d| s.now.saturating_add(d)),
+            budget,
+            phase: Phase::Running,
+            children: Vec::new(),
+            last_delivered_seq: 0,
+            model_done: false,
+        });
+        debug_assert!(
+            self.generations_in_order(),
+            "the session's generations are in order"
+        );
+        // A deadline that is already due (`deadline_ms: 0`) fires at once.
+        self.fire_deadlines();
+    }
+
+    pub(super) fn model_done(&mut self, turn: &str) {
+        let Some(t) = self.turn_mut(turn) else { return };
+        t.model_done = true;
+        for c in &mut t.children {
+            if c.kind == ChildKind::Model && c.state == ChildState::Running {
+                c.state = ChildState::Completed;
+            }
+        }
+        self.settle(turn);
+    }
+
+    pub(super) fn stop(&mut self, turn: &str, request_id: &str) {
+        let Some(t) = self.turn_mut(turn) else { return };
+        let phase = t.phase;
+        let answer = match phase {
+            Phase::Running => StopAnswer::Requested,
+            Phase::CancelRequested { .. } if flawed!(self, RepeatedStopRecancels) => {
+                StopAnswer::Requested
+            }
+            Phase::CancelRequested { .. } => StopAnswer::AlreadyRequested,
+            Phase::Terminal { state } => StopAnswer::AlreadyTerminal { state },
+        };
+        self.emit(Output::StopAnswered {
+            turn: turn.to_owned(),
+            request_id: request_id.to_owned(),
+            answer,
+        });
+        // A terminal turn gets its answer and nothing more: it holds nothing a cancel could stop.
+        debug_assert!(
+            !phase.is_terminal() || !self.sound() || self.holds_nothing(turn),
+            "a terminal turn holds nothing"
+        );
+        match phase {
+            Phase::Running => self.cancel(turn, Cause::Stop),
+            Phase::CancelRequested { cause } if answer == StopAnswer::Requested => {
+                self.cancel(turn, cause)
+            }
+            Phase::Terminal { state } if flawed!(self, SecondTerminalOnRepeatedStop) => {
+                self.emit(Output::Terminal {
+                    turn: turn.to_owned(),
+                    state,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Deadlines due by now fire: the running turn fails, its in-flight commits become unknown.
+    pub(super) fn fire_deadlines(&mut self) {
+        if flawed!(self, DeadlineIgnored) {
+            return;
+        }
+        let now = self.session.now;
+        let due: Vec<TurnId> = self
+            .session
+            .turns
+            .iter()
+            .filter(|t| t.phase.is_running() && t.deadline_at.is_some_and(|d| d <= now))
+            .map(|t| t.id.clone())
+            .collect();
+        for turn in due {
+            self.emit(Output::DeadlineExceeded { turn: turn.clone() });
+            if let Some(t) = self.turn_mut(&turn) {
+                for c in &mut t.children {
+                    if let ChildState::CommitSent { idempotency_key } = &c.state {
+                        c.state = ChildState::CommitUnknown {
+                            idempotency_key: idempotency_key.clone(),
+                        };
+                    }
+                }
+            }
+            self.cancel(&turn, Cause::Deadline);
+        }
+    }
+
+    /// Ends the turn if it has nothing left to wait for.
+    pub(super) fn settle(&mut self, turn: &str) {
+        let early = flawed!(self, CancelledBeforeChildrenStopped);
+        let blind = flawed!(self, CancelledAfterCommit);
+        // A speaking turn is not done before its audio has played out.
+        let buffered = self.session.playback.iter().any(|f| f.turn == turn);
+        let Some(t) = self.turn_mut(turn) else { return };
+        let waiting = t.has_pending_children();
+        let uncertain = t.children.iter().any(|c| c.state.is_uncertain());
+        let committed = t.children.iter().any(|c| c.state.effect_key().is_some());
+        let state = match t.phase {
+            Phase::Running if t.model_done && !waiting && !buffered => {
+                if uncertain {
+                    Terminal::ReconcileRequired
+                } else {
+                    Terminal::Completed
+                }
+            }
+            Phase::CancelRequested { cause } if !waiting || early => {
+                if committed && !blind {
+                    Terminal::ReconcileRequired
+                } else if cause == Cause::Deadline {
+                    Terminal::Failed {
+                        code: FailCode::DeadlineExceeded,
+                    }
+                } else {
+                    Terminal::Cancelled
+                }
+            }
+            _ => return,
+        };
+        t.phase = Phase::Terminal { state };
+        let mut outputs = Vec::new();
+        if state == Terminal::ReconcileRequired {
+            for c in t.children.iter_mut().filter(|c| !c.reconcile_enqueued) {
+                if let Some(key) = c.state.effect_key() {
+                    c.reconcile_enqueued = true;
+                    outputs.push(Output::ReconcileEnqueued {
+                        turn: turn.to_owned(),
+                        child: c.id.clone(),
+                        idempotency_key: key.to_owned(),
+                    });
+                }
+            }
+        }
+        self.outputs.extend(outputs);
+        self.emit(Output::Terminal {
+            turn: turn.to_owned(),
+            state,
+        });
+        self.persist(turn.to_owned(), None, true);
+        // It ended with no child pending and none of its frames left to play.
+        debug_assert!(
+            !self.sound() || self.holds_nothing(turn),
+            "a terminal turn holds nothing"
+        );
+    }
+
+    /// The session's generations are in order: no turn's is above the highest used, and the
+    /// active one is that highest or, after a barge-in, the one above it. Checked by debug
+    /// assertions only.
+    pub(super) fn generations_in_order(&self) -> bool {
+        let s = &self.session;
+        let highest = s.max_generation;
+        s.turns.iter().all(|t| Some(t.generation) <= highest)
+            && highest <= s.active_generation
+            && s.active_generation <= highest.map(|g| g.saturating_add(1))
+    }
+
+    /// A terminal turn holds nothing: no child pending, none of its frames in the playback
+    /// buffer. True of a machine without a planted flaw; checked by debug assertions only.
+    fn holds_nothing(&self, turn: &str) -> bool {
+        let s = &self.session;
+        !s.playback.iter().any(|f| f.turn == turn)
+            && s.turn(turn).is_none_or(|t| !t.has_pending_children())
+    }
+}

@@ -1,0 +1,347 @@
+//! The turn machine: one conversation session driven by [`Input`]s, answering with [`Output`]s.
+//!
+//! `handle` takes one input; `poll_output` hands back what the system did. Every input first
+//! moves virtual time to its `at` (deadlines due by then fire), then is checked against the state
+//! (a caller's mistake is a [`Misuse`] and changes nothing more), then applied. Applying never
+//! fails and never panics.
+//!
+//! The machine is one struct, [`TurnMachine`], with one `impl` block per concept: this file holds
+//! its state, the [`crate::Machine`] interface and the validate/apply dispatch; `lifecycle` a
+//! turn's life from accept to its terminal state, `children` its children and the cancel tree,
+//! `delivery` the delivery gate, playback and barge-in, `store` the stream store and the client.
+
+use std::collections::VecDeque;
+
+use super::misuse::Misuse;
+use super::state::{Child, ChildState, Session, Turn};
+use super::types::*;
+#[cfg(feature = "flaws")]
+use super::Flaw;
+use super::{Invariant, Monitor};
+use crate::Millis;
+
+/// At most this many turns per session.
+pub const MAX_TURNS: usize = 1 << 16;
+/// At most this many children per turn.
+pub const MAX_CHILDREN: usize = 256;
+/// At most this many frames wait in the playback buffer.
+pub const MAX_BUFFERED_FRAMES: usize = 1 << 16;
+/// At most this many events in the stream store.
+pub const MAX_STORED_EVENTS: usize = 1 << 20;
+/// A disconnected client may resume within this window; later its cursor has expired.
+pub const RESUME_TTL_MS: Millis = 60_000;
+/// The checkpoint name a TTS child is stopped at: its buffer is cleared, no cooperation needed.
+pub const TTS_CHECKPOINT: &str = "buffer_cleared";
+
+/// The turn machine of one session.
+#[derive(Clone, Debug, Default)]
+pub struct TurnMachine {
+    session: Session,
+    outputs: VecDeque<Output>,
+    #[cfg(feature = "flaws")]
+    flaw: Option<Flaw>,
+}
+
+/// Which rule a flaw may break at a given spot. Without the `flaws` feature every check is `false`
+/// and compiles away. Defined before the concepts' modules, so that each of them can use it.
+macro_rules! flawed {
+    ($self:ident, $flaw:ident) => {{
+        #[cfg(feature = "flaws")]
+        let on = $self.flaw == Some($crate::turn::Flaw::$flaw);
+        #[cfg(not(feature = "flaws"))]
+        let on = false;
+        on
+    }};
+}
+
+mod children;
+mod delivery;
+mod lifecycle;
+mod store;
+
+impl crate::Machine for TurnMachine {
+    type Input = Input;
+    type Output = Output;
+    type Misuse = Misuse;
+    type Invariant = Invariant;
+    type Monitor = Monitor;
+    #[cfg(feature = "flaws")]
+    type Flaw = Flaw;
+
+    const NAME: &'static str = "turn";
+
+    #[cfg(feature = "flaws")]
+    fn with_flaw(flaw: Flaw) -> Self {
+        TurnMachine {
+            flaw: Some(flaw),
+            ..TurnMachine::default()
+        }
+    }
+
+    #[cfg(feature = "flaws")]
+    const FLAWS: &'static [Flaw] = &Flaw::ALL;
+
+    #[cfg(feature = "flaws")]
+    fn breaks(flaw: Flaw) -> Invariant {
+        flaw.breaks()
+    }
+
+    fn at(input: &Input) -> Millis {
+        input.at
+    }
+
+    fn tick(at: Millis) -> Input {
+        Input::new(at, InputKind::Tick)
+    }
+
+    fn is_tick(input: &Input) -> bool {
+        matches!(input.kind, InputKind::Tick)
+    }
+
+    /// Deadlines due by `at` fire.
+    fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
+        if at < self.session.now {
+            return Err(Misuse::TimeWentBackwards {
+                expected_at_least: self.session.now,
+                got: at,
+            });
+        }
+        self.session.now = at;
+        self.fire_deadlines();
+        Ok(())
+    }
+
+    fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
+        self.advance_to(input.at)?;
+        self.validate(&input.kind)?;
+        self.apply(&input.kind);
+        Ok(())
+    }
+
+    fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// The next deadline of a turn not yet ended: a running turn's fires there; a stopping
+    /// turn's is where the invariants judge whether it ended in time
+    /// (`quiescent_turns_terminal`).
+    fn poll_timeout(&self) -> Option<Millis> {
+        let s = &self.session;
+        s.turns
+            .iter()
+            .filter(|t| !t.phase.is_terminal())
+            .filter_map(|t| t.deadline_at)
+            .filter(|d| *d > s.now)
+            .min()
+    }
+
+    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+        use std::hash::Hash;
+        self.session.hash(h);
+    }
+}
+
+impl TurnMachine {
+    pub fn new() -> TurnMachine {
+        TurnMachine::default()
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn emit(&mut self, output: Output) {
+        self.outputs.push_back(output);
+    }
+
+    /// No flaw is planted: the machine keeps every rule, so the invariants of its own state that
+    /// a flaw would break hold, and the debug assertions check them.
+    fn sound(&self) -> bool {
+        #[cfg(feature = "flaws")]
+        {
+            self.flaw.is_none()
+        }
+        #[cfg(not(feature = "flaws"))]
+        {
+            true
+        }
+    }
+
+    fn index(&self, turn: &str) -> Result<usize, Misuse> {
+        self.session
+            .turns
+            .iter()
+            .position(|t| t.id == turn)
+            .ok_or_else(|| Misuse::UnknownTurn {
+                turn: turn.to_owned(),
+            })
+    }
+
+    fn child_index(&self, t: usize, child: &str) -> Result<usize, Misuse> {
+        let turn = &self.session.turns[t];
+        turn.children
+            .iter()
+            .position(|c| c.id == child)
+            .ok_or_else(|| Misuse::UnknownChild {
+                turn: turn.id.clone(),
+                child: child.to_owned(),
+            })
+    }
+
+    fn child_state(&self, turn: &str, child: &str) -> Result<&Child, Misuse> {
+        let t = self.index(turn)?;
+        let c = self.child_index(t, child)?;
+        Ok(&self.session.turns[t].children[c])
+    }
+
+    fn expect_child(
+        &self,
+        turn: &str,
+        child: &str,
+        expected: &'static str,
+        ok: impl Fn(&ChildState) -> bool,
+    ) -> Result<&Child, Misuse> {
+        let c = self.child_state(turn, child)?;
+        if ok(&c.state) {
+            Ok(c)
+        } else {
+            Err(Misuse::ChildNotInState {
+                turn: turn.to_owned(),
+                child: child.to_owned(),
+                expected,
+                got: c.state.name(),
+            })
+        }
+    }
+
+    /// Checks an input against the state, changing nothing. The inputs about a child and the
+    /// client's are checked beside where they are applied (`children`, `store`).
+    fn validate(&self, kind: &InputKind) -> Result<(), Misuse> {
+        let s = &self.session;
+        match kind {
+            InputKind::Accept {
+                turn,
+                generation,
+                deadline_ms,
+                budget,
+                ..
+            } => self.validate_accept(turn, *generation, *deadline_ms, *budget),
+            InputKind::Spawn { .. }
+            | InputKind::ChildCompleted { .. }
+            | InputKind::Checkpoint { .. }
+            | InputKind::CommitSent { .. }
+            | InputKind::CommitAcked { .. }
+            | InputKind::CommitFailed { .. } => self.validate_child_input(kind),
+            InputKind::Delta { turn, frames, .. } => {
+                self.index(turn)?;
+                limit("stored events", s.store.len(), MAX_STORED_EVENTS)?;
+                limit(
+                    "buffered frames",
+                    s.playback.len().saturating_add(*frames as usize),
+                    MAX_BUFFERED_FRAMES,
+                )
+            }
+            InputKind::ModelDone { turn } | InputKind::Stop { turn, .. } => {
+                self.index(turn).map(drop)
+            }
+            InputKind::FramePlayed if s.playback.is_empty() => Err(Misuse::PlaybackEmpty),
+            InputKind::ClientAck { .. }
+            | InputKind::Disconnect
+            | InputKind::Resume { .. }
+            | InputKind::ClientReceive { .. } => self.validate_client_input(kind),
+            InputKind::FramePlayed | InputKind::SpeechStarted { .. } | InputKind::Tick => Ok(()),
+        }
+    }
+
+    /// Applies a validated input.
+    fn apply(&mut self, kind: &InputKind) {
+        match kind {
+            InputKind::Accept {
+                turn,
+                generation,
+                mode,
+                deadline_ms,
+                budget,
+            } => self.accept(turn, *generation, *mode, *deadline_ms, *budget),
+            InputKind::Spawn {
+                turn,
+                child,
+                kind,
+                need_ms,
+            } => self.spawn(turn, child, kind, *need_ms),
+            InputKind::ChildCompleted { turn, child } => {
+                self.set_child(turn, child, ChildState::Completed);
+                self.settle(turn);
+            }
+            InputKind::Checkpoint {
+                turn,
+                child,
+                phase,
+                temporary_outputs,
+            } => self.checkpoint(turn, child, phase, *temporary_outputs),
+            InputKind::Delta {
+                turn,
+                generation,
+                seq,
+                text,
+                frames,
+            } => self.delta(turn, *generation, *seq, text, *frames),
+            InputKind::ModelDone { turn } => self.model_done(turn),
+            InputKind::FramePlayed => self.frame_played(),
+            InputKind::Stop { turn, request_id } => self.stop(turn, request_id),
+            InputKind::SpeechStarted { .. } => self.speech_started(),
+            InputKind::CommitSent {
+                turn,
+                child,
+                idempotency_key,
+            } => {
+                let key = idempotency_key.clone();
+                self.set_child(
+                    turn,
+                    child,
+                    ChildState::CommitSent {
+                        idempotency_key: key,
+                    },
+                );
+            }
+            InputKind::CommitAcked { turn, child } => self.commit_resolved(turn, child, true),
+            InputKind::CommitFailed { turn, child } => self.commit_resolved(turn, child, false),
+            InputKind::Tick => {}
+            InputKind::ClientAck { seq } => {
+                let c = &mut self.session.client;
+                c.acked = c.acked.max(*seq);
+            }
+            InputKind::Disconnect => {
+                self.session.client.connected = false;
+                self.session.client.disconnected_at = Some(self.session.now);
+                debug_assert!(
+                    self.disconnect_time_known(),
+                    "a disconnected client has its disconnect time"
+                );
+            }
+            InputKind::Resume { after_seq } => self.resume(*after_seq),
+            InputKind::ClientReceive { seq } => self.client_receive(*seq),
+        }
+    }
+
+    fn turn_mut(&mut self, turn: &str) -> Option<&mut Turn> {
+        self.session.turns.iter_mut().find(|t| t.id == turn)
+    }
+
+    fn set_child(&mut self, turn: &str, child: &str, state: ChildState) {
+        if let Some(c) = self
+            .turn_mut(turn)
+            .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+        {
+            c.state = state;
+        }
+    }
+}
+
+fn limit(what: &'static str, len: usize, limit: usize) -> Result<(), Misuse> {
+    if len >= limit {
+        Err(Misuse::LimitReached { what, limit })
+    } else {
+        Ok(())
+    }
+}
