@@ -34,7 +34,8 @@ mod machine;
 pub mod turn;
 
 pub use machine::{
-    check_all, drain, reached, run, step, Invariant, Machine, Monitor, Ran, Step, StepOf, Violation,
+    check_all, drain, reached, run, step, Findings, Invariant, Machine, Monitor, Ran, Step, StepOf,
+    Violation,
 };
 
 #[cfg(feature = "flaws")]

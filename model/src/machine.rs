@@ -134,14 +134,84 @@ impl<V: Invariant> Violation<V> {
     }
 }
 
+/// What a monitor found and saw put to the test — the part every monitor shares, apart from
+/// what it remembers of the run: the violations, the invariants reached, the step count, and
+/// the one invariant it reports when it reports one only.
+#[derive(Clone, Debug)]
+pub struct Findings<V> {
+    only: Option<V>,
+    step: usize,
+    violations: Vec<Violation<V>>,
+    reached: BTreeSet<V>,
+}
+
+impl<V> Default for Findings<V> {
+    fn default() -> Findings<V> {
+        Findings {
+            only: None,
+            step: 0,
+            violations: Vec::new(),
+            reached: BTreeSet::new(),
+        }
+    }
+}
+
+impl<V: Invariant> Findings<V> {
+    /// Findings that keep one invariant's violations only.
+    pub fn only(invariant: V) -> Findings<V> {
+        Findings {
+            only: Some(invariant),
+            ..Findings::default()
+        }
+    }
+
+    /// The invariant is broken at `at` by the current step, about `ids`, for the reason given.
+    pub fn violate(&mut self, invariant: V, at: Millis, ids: &[&str], message: String) {
+        if self.only.is_some_and(|o| o != invariant) {
+            return;
+        }
+        self.violations.push(Violation {
+            invariant,
+            step: self.step,
+            at,
+            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
+            message,
+        });
+    }
+
+    /// The invariant was put to the test (its `sometimes`).
+    pub fn reach(&mut self, invariant: V) {
+        self.reached.insert(invariant);
+    }
+
+    /// The current step is over.
+    pub fn end_step(&mut self) {
+        self.step += 1;
+    }
+
+    /// The current step's index (0-based).
+    pub fn step(&self) -> usize {
+        self.step
+    }
+}
+
 /// The invariants of a machine as a monitor over what happened. It never looks inside a
 /// machine, so it judges the model, a flawed model and a real system's trace alike.
 ///
 /// Feed it [`input`](Monitor::input), then that input's outputs, then
 /// [`end_step`](Monitor::end_step); call [`finish`](Monitor::finish) when the run is over.
 pub trait Monitor<M: Machine>: Clone + Debug + Default {
+    /// What it found so far.
+    fn findings(&self) -> &Findings<M::Invariant>;
+
+    fn findings_mut(&mut self) -> &mut Findings<M::Invariant>;
+
     /// A monitor that reports one invariant only.
-    fn only(invariant: M::Invariant) -> Self;
+    fn only(invariant: M::Invariant) -> Self {
+        let mut monitor = Self::default();
+        *monitor.findings_mut() = Findings::only(invariant);
+        monitor
+    }
 
     /// An input happened.
     fn input(&mut self, input: &M::Input);
@@ -156,10 +226,14 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
     fn finish(&mut self) {}
 
     /// Takes the violations found so far.
-    fn take_violations(&mut self) -> Vec<Violation<M::Invariant>>;
+    fn take_violations(&mut self) -> Vec<Violation<M::Invariant>> {
+        std::mem::take(&mut self.findings_mut().violations)
+    }
 
     /// The invariants the run put to the test so far (their `sometimes`).
-    fn reached(&self) -> &BTreeSet<M::Invariant>;
+    fn reached(&self) -> &BTreeSet<M::Invariant> {
+        &self.findings().reached
+    }
 
     /// Hashes what the monitor remembers that can decide a future verdict — not its step count,
     /// its findings or its reachability. Call between steps.

@@ -3,7 +3,7 @@
 //! (`Machine`, `Monitor`, `Invariant`; `Fuzz`, `Explore`, `Conform`), is checked, fuzzed (its
 //! flaw found and shrunk) and explored exactly as the turn and fence machines are.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use turnfence_checks::fuzz::{self, FaultMix, Fuzz, Gen};
 use turnfence_checks::trace::canonical::CanonicalReader;
 use turnfence_checks::trace::conform::Conform;
 use turnfence_checks::trace::{self, FindingKind};
-use turnfence_model::{Invariant, Machine, Millis, Monitor, Violation};
+use turnfence_model::{Findings, Invariant, Machine, Millis, Monitor};
 
 // The machine: a dozen lines of behaviour.
 
@@ -145,15 +145,17 @@ impl Invariant for Never {
 
 #[derive(Clone, Debug, Default)]
 struct Watch {
-    step: usize,
     now: Millis,
-    violations: Vec<Violation<Never>>,
-    reached: BTreeSet<Never>,
+    findings: Findings<Never>,
 }
 
 impl Monitor<Counter> for Watch {
-    fn only(_: Never) -> Watch {
-        Watch::default()
+    fn findings(&self) -> &Findings<Never> {
+        &self.findings
+    }
+
+    fn findings_mut(&mut self) -> &mut Findings<Never> {
+        &mut self.findings
     }
 
     fn input(&mut self, input: &In) {
@@ -162,30 +164,19 @@ impl Monitor<Counter> for Watch {
 
     fn output(&mut self, output: &Out) {
         match output {
-            Out::Value { n } if *n < 0 => self.violations.push(Violation {
-                invariant: Never::NeverNegative,
-                step: self.step,
-                at: self.now,
-                ids: vec![n.to_string()],
-                message: format!("the counter went to {n}"),
-            }),
-            Out::Refused => {
-                self.reached.insert(Never::NeverNegative);
+            Out::Value { n } if *n < 0 => {
+                let message = format!("the counter went to {n}");
+                let id = n.to_string();
+                self.findings
+                    .violate(Never::NeverNegative, self.now, &[&id], message);
             }
+            Out::Refused => self.findings.reach(Never::NeverNegative),
             Out::Value { .. } => {}
         }
     }
 
     fn end_step(&mut self) {
-        self.step += 1;
-    }
-
-    fn take_violations(&mut self) -> Vec<Violation<Never>> {
-        std::mem::take(&mut self.violations)
-    }
-
-    fn reached(&self) -> &BTreeSet<Never> {
-        &self.reached
+        self.findings.end_step();
     }
 
     fn fingerprint<H: Hasher>(&self, _: &mut H) {}

@@ -132,6 +132,6 @@ impl Monitor {
     }
 
     pub(super) fn on_end_step(&mut self) {
-        self.step += 1;
+        self.findings.end_step();
     }
 }

@@ -4,11 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Invariant, Violation};
+use super::Invariant;
 use crate::fence::table::normalize;
 use crate::fence::types::*;
 use crate::fence::FenceMachine;
-use crate::Millis;
+use crate::{Findings, Millis};
 
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub(super) struct RowSeen {
@@ -50,8 +50,6 @@ pub(super) struct Asked {
 
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
-    pub(super) only: Option<Invariant>,
-    pub(super) step: usize,
     pub(super) now: Millis,
     pub(super) rows: BTreeMap<RootId, RowSeen>,
     pub(super) dead: BTreeSet<Token>,
@@ -62,8 +60,7 @@ pub struct Monitor {
     /// The last reply applied per (token, req): what an ack carries.
     pub(super) replies: BTreeMap<(Token, Req), (Action, Reply)>,
     pub(super) restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
-    pub(super) violations: Vec<Violation>,
-    pub(super) reached: BTreeSet<Invariant>,
+    pub(super) findings: Findings<Invariant>,
 }
 
 pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
@@ -71,11 +68,12 @@ pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
 }
 
 impl crate::Monitor<FenceMachine> for Monitor {
-    fn only(invariant: Invariant) -> Monitor {
-        Monitor {
-            only: Some(invariant),
-            ..Monitor::default()
-        }
+    fn findings(&self) -> &Findings<Invariant> {
+        &self.findings
+    }
+
+    fn findings_mut(&mut self) -> &mut Findings<Invariant> {
+        &mut self.findings
     }
 
     fn input(&mut self, input: &Input) {
@@ -88,14 +86,6 @@ impl crate::Monitor<FenceMachine> for Monitor {
 
     fn end_step(&mut self) {
         self.on_end_step();
-    }
-
-    fn take_violations(&mut self) -> Vec<Violation> {
-        std::mem::take(&mut self.violations)
-    }
-
-    fn reached(&self) -> &BTreeSet<Invariant> {
-        &self.reached
     }
 
     fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
@@ -113,19 +103,10 @@ impl crate::Monitor<FenceMachine> for Monitor {
 
 impl Monitor {
     pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
-        if self.only.is_some_and(|o| o != invariant) {
-            return;
-        }
-        self.violations.push(Violation {
-            invariant,
-            step: self.step,
-            at: self.now,
-            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
-            message,
-        });
+        self.findings.violate(invariant, self.now, ids, message);
     }
 
     pub(super) fn reach(&mut self, i: Invariant) {
-        self.reached.insert(i);
+        self.findings.reach(i);
     }
 }

@@ -230,7 +230,7 @@ impl Monitor {
         }
         self.check_running();
         self.check_deadlines();
-        self.step += 1;
+        self.findings.end_step();
     }
 
     /// The run is over.

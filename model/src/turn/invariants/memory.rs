@@ -4,10 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Invariant, Violation};
+use super::Invariant;
 use crate::turn::types::*;
 use crate::turn::TurnMachine;
-use crate::Millis;
+use crate::{Findings, Millis};
 
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub(super) enum ChildObs {
@@ -73,8 +73,6 @@ pub(super) struct StepExpect {
 /// The monitor: feed it a run, collect the violations.
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
-    pub(super) only: Option<Invariant>,
-    pub(super) step: usize,
     pub(super) now: Millis,
     pub(super) active_generation: Option<Generation>,
     pub(super) turns: BTreeMap<TurnId, TurnSeen>,
@@ -88,16 +86,16 @@ pub struct Monitor {
     /// Standing conditions already reported, so each is reported once.
     pub(super) reported: BTreeSet<(Invariant, String)>,
     pub(super) expect: StepExpect,
-    pub(super) violations: Vec<Violation>,
-    pub(super) reached: BTreeSet<Invariant>,
+    pub(super) findings: Findings<Invariant>,
 }
 
 impl crate::Monitor<TurnMachine> for Monitor {
-    fn only(invariant: Invariant) -> Monitor {
-        Monitor {
-            only: Some(invariant),
-            ..Monitor::default()
-        }
+    fn findings(&self) -> &Findings<Invariant> {
+        &self.findings
+    }
+
+    fn findings_mut(&mut self) -> &mut Findings<Invariant> {
+        &mut self.findings
     }
 
     fn input(&mut self, input: &Input) {
@@ -116,14 +114,6 @@ impl crate::Monitor<TurnMachine> for Monitor {
         self.on_finish();
     }
 
-    fn take_violations(&mut self) -> Vec<Violation> {
-        std::mem::take(&mut self.violations)
-    }
-
-    fn reached(&self) -> &BTreeSet<Invariant> {
-        &self.reached
-    }
-
     fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
         use std::hash::Hash;
         self.now.hash(h);
@@ -140,20 +130,11 @@ impl crate::Monitor<TurnMachine> for Monitor {
 
 impl Monitor {
     pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
-        if self.only.is_some_and(|o| o != invariant) {
-            return;
-        }
-        self.violations.push(Violation {
-            invariant,
-            step: self.step,
-            at: self.now,
-            ids: ids.iter().map(|s| (*s).to_owned()).collect(),
-            message,
-        });
+        self.findings.violate(invariant, self.now, ids, message);
     }
 
     pub(super) fn reach(&mut self, invariant: Invariant) {
-        self.reached.insert(invariant);
+        self.findings.reach(invariant);
     }
 
     /// Reports a standing condition once per (invariant, subject), not at every step it persists.
