@@ -35,11 +35,11 @@ pub mod turn;
 
 pub use machine::{
     check_all, drain, reached, run, step, Findings, Invariant, Machine, Monitor, Ran, Step, StepOf,
-    Violation,
+    TickKind, Timed, Timing, Violation,
 };
 
 #[cfg(feature = "flaws")]
-pub use turn::Flaw;
+pub use machine::Flaw;
 
 /// Virtual time in milliseconds since the start of a session.
 pub type Millis = u64;
@@ -52,5 +52,7 @@ pub const FLAWS_COMPILED: bool = cfg!(feature = "flaws");
 /// call `handle`, `poll_output`, a monitor's `input` or an invariant's `name` on the concrete
 /// types (`turn::Monitor`, `fence::Invariant`, …) without a clash of names.
 pub mod prelude {
+    #[cfg(feature = "flaws")]
+    pub use crate::Flaw as _;
     pub use crate::{Invariant as _, Machine as _, Monitor as _};
 }

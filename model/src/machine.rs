@@ -19,10 +19,55 @@ use serde::{Deserialize, Serialize};
 
 use crate::Millis;
 
+/// One thing that happens to a machine: its kind of input, at virtual time `at` (one JSON object,
+/// the kind's fields beside `at`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Timed<K> {
+    pub at: Millis,
+    #[serde(flatten)]
+    pub kind: K,
+}
+
+impl<K> Timed<K> {
+    pub fn new(at: Millis, kind: K) -> Timed<K> {
+        Timed { at, kind }
+    }
+}
+
+/// A machine's kinds of input, time passing among them.
+pub trait TickKind: PartialEq {
+    /// Time passing, and nothing else.
+    const TICK: Self;
+}
+
+/// An input at its time: what a machine needs to know of its inputs to record time passing.
+pub trait Timing {
+    fn at(&self) -> Millis;
+    /// Time passing to `at`, as an input.
+    fn tick(at: Millis) -> Self;
+    /// Whether the input is only time passing.
+    fn is_tick(&self) -> bool;
+}
+
+impl<K: TickKind> Timing for Timed<K> {
+    fn at(&self) -> Millis {
+        self.at
+    }
+
+    fn tick(at: Millis) -> Timed<K> {
+        Timed::new(at, K::TICK)
+    }
+
+    fn is_tick(&self) -> bool {
+        self.kind == K::TICK
+    }
+}
+
 /// A pure state machine: inputs in, outputs out, time as data.
 pub trait Machine: Clone + Debug + Default {
     /// One thing that happens to the system, at a virtual time.
-    type Input: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
+    type Input: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Timing;
     /// One thing the system does.
     type Output: Clone + Debug + PartialEq + Serialize + DeserializeOwned;
     /// A caller's mistake: the input is refused, nothing changes but the clock.
@@ -34,7 +79,7 @@ pub trait Machine: Clone + Debug + Default {
 
     /// The machine's planted flaws (`flaws` feature only), each breaking one named invariant.
     #[cfg(feature = "flaws")]
-    type Flaw: Copy + Debug + Serialize + DeserializeOwned + 'static;
+    type Flaw: Flaw<Invariant = Self::Invariant>;
 
     /// What the machine is called (`turn`, `fence`): in reports and on the command line.
     const NAME: &'static str;
@@ -43,22 +88,20 @@ pub trait Machine: Clone + Debug + Default {
     #[cfg(feature = "flaws")]
     fn with_flaw(flaw: Self::Flaw) -> Self;
 
-    /// Every planted flaw of the machine.
-    #[cfg(feature = "flaws")]
-    const FLAWS: &'static [Self::Flaw];
-
-    /// The invariant a flaw breaks first.
-    #[cfg(feature = "flaws")]
-    fn breaks(flaw: Self::Flaw) -> Self::Invariant;
-
     /// When an input happens.
-    fn at(input: &Self::Input) -> Millis;
+    fn at(input: &Self::Input) -> Millis {
+        input.at()
+    }
 
     /// Time passing to `at`, as an input.
-    fn tick(at: Millis) -> Self::Input;
+    fn tick(at: Millis) -> Self::Input {
+        Self::Input::tick(at)
+    }
 
     /// Whether an input is only time passing.
-    fn is_tick(input: &Self::Input) -> bool;
+    fn is_tick(input: &Self::Input) -> bool {
+        input.is_tick()
+    }
 
     /// Moves virtual time to `at`; what falls due by then happens. [`handle`](Machine::handle)
     /// does this first; a recorder that wants what time passing caused as a step of its own
@@ -80,6 +123,19 @@ pub trait Machine: Clone + Debug + Default {
     /// Hashes the machine's state (not its unread outputs): with the monitor's
     /// [`fingerprint`](Monitor::fingerprint), one state for an explorer.
     fn fingerprint<H: Hasher>(&self, h: &mut H);
+}
+
+/// A rule broken on purpose (`flaws` feature only): the suite proves it catches each one.
+#[cfg(feature = "flaws")]
+pub trait Flaw: Copy + Debug + Serialize + DeserializeOwned + 'static {
+    /// The machine's invariants.
+    type Invariant: Invariant;
+
+    /// Every planted flaw of the machine.
+    const ALL: &'static [Self];
+
+    /// The invariant this flaw breaks first.
+    fn breaks(self) -> Self::Invariant;
 }
 
 /// A named invariant: an `always` property with its paired `sometimes` ([`reached`](Invariant::reached)).

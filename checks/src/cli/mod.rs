@@ -198,7 +198,7 @@ pub fn maker<M: turnfence_model::Machine + 'static>(flaw: Option<&str>) -> Maker
         Some(name) => {
             let flaw: M::Flaw = serde_json::from_value(serde_json::Value::String(name.into()))
                 .map_err(|_| {
-                    let names: Vec<String> = M::FLAWS
+                    let names: Vec<String> = <M::Flaw as turnfence_model::Flaw>::ALL
                         .iter()
                         .filter_map(|f| serde_json::to_value(f).ok())
                         .filter_map(|v| v.as_str().map(str::to_owned))

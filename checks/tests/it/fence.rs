@@ -103,7 +103,7 @@ fn every_fence_flaw_is_caught_naming_its_invariant() {
         .map(|p| inputs_of(&p))
         .collect();
     let mut table = String::new();
-    for flaw in fence::Flaw::ALL {
+    for &flaw in fence::Flaw::ALL {
         let mut broken = BTreeSet::new();
         for inputs in &all {
             let steps = record(&mut FenceMachine::with_flaw(flaw), inputs);

@@ -30,7 +30,7 @@ fn expected_check(flaw: Flaw) -> &'static str {
 #[test]
 fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
     let mut table = String::new();
-    for flaw in Flaw::ALL {
+    for &flaw in Flaw::ALL {
         let run = gate::run(&gate::NAMES, || TurnMachine::with_flaw(flaw));
         assert!(!run.passed(), "{flaw:?}: the gate passed");
         let failed = run.failed();

@@ -243,9 +243,9 @@ fn catch_every_flaw<M: Fuzz + Explore + 'static>(
     lengths: &mut String,
     reports: &mut Vec<(String, String)>,
 ) {
-    for &flaw in M::FLAWS {
+    for &flaw in M::Flaw::ALL {
         let make: Rc<dyn Fn() -> M> = Rc::new(move || M::with_flaw(flaw));
-        catch::<M>(&flaw_name(flaw), M::breaks(flaw), make, lengths, reports);
+        catch::<M>(&flaw_name(flaw), flaw.breaks(), make, lengths, reports);
     }
 }
 

@@ -12,16 +12,11 @@ use turnfence_checks::fuzz::{self, FaultMix, Fuzz, Gen};
 use turnfence_checks::trace::canonical::CanonicalReader;
 use turnfence_checks::trace::conform::Conform;
 use turnfence_checks::trace::{self, FindingKind};
-use turnfence_model::{Findings, Invariant, Machine, Millis, Monitor};
+use turnfence_model::{Findings, Flaw, Invariant, Machine, Millis, Monitor, TickKind, Timed};
 
 // The machine: a dozen lines of behaviour.
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-struct In {
-    at: Millis,
-    #[serde(flatten)]
-    kind: Kind,
-}
+type In = Timed<Kind>;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "input", rename_all = "snake_case", deny_unknown_fields)]
@@ -29,6 +24,10 @@ enum Kind {
     Inc,
     Dec,
     Tick,
+}
+
+impl TickKind for Kind {
+    const TICK: Kind = Kind::Tick;
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -56,35 +55,14 @@ impl Machine for Counter {
     type Misuse = String;
     type Invariant = Never;
     type Monitor = Watch;
-    type Flaw = ();
+    type Flaw = DecAtZero;
     const NAME: &'static str = "counter";
 
-    const FLAWS: &'static [()] = &[()];
-
-    fn breaks((): ()) -> Never {
-        Never::NeverNegative
-    }
-
-    fn with_flaw((): ()) -> Counter {
+    fn with_flaw(_: DecAtZero) -> Counter {
         Counter {
             flawed: true,
             ..Counter::default()
         }
-    }
-
-    fn at(input: &In) -> Millis {
-        input.at
-    }
-
-    fn tick(at: Millis) -> In {
-        In {
-            at,
-            kind: Kind::Tick,
-        }
-    }
-
-    fn is_tick(input: &In) -> bool {
-        input.kind == Kind::Tick
     }
 
     fn advance_to(&mut self, at: Millis) -> Result<(), String> {
@@ -120,6 +98,20 @@ impl Machine for Counter {
 
     fn fingerprint<H: Hasher>(&self, h: &mut H) {
         self.n.hash(h);
+    }
+}
+
+/// The planted flaw: a decrement at zero goes through.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+struct DecAtZero;
+
+impl Flaw for DecAtZero {
+    type Invariant = Never;
+    const ALL: &'static [DecAtZero] = &[DecAtZero];
+
+    fn breaks(self) -> Never {
+        Never::NeverNegative
     }
 }
 
@@ -188,7 +180,7 @@ impl Fuzz for Counter {
     fn next_input(&self, g: &mut Gen, _: &FaultMix, at: &mut Millis) -> In {
         *at += g.range(0, 3);
         let kind = if g.chance(40) { Kind::Dec } else { Kind::Inc };
-        In { at: *at, kind }
+        In::new(*at, kind)
     }
 
     fn summary(&self) -> BTreeMap<String, String> {
@@ -286,7 +278,7 @@ fn fuzzing_finds_and_shrinks_the_counters_flaw() {
             "case {i} of the correct counter broke an invariant"
         );
     }
-    let flawed = || Counter::with_flaw(());
+    let flawed = || Counter::with_flaw(DecAtZero);
     let found = (0..200)
         .find_map(|i| fuzz::run_case::<Counter>(fuzz::case_seed(1, i), 50, None, &flawed).err())
         .expect("the flaw is found");
@@ -309,7 +301,7 @@ fn exploration_covers_the_counter_and_finds_its_flaw() {
         "{missing:?} {wrong:?}"
     );
     assert!(e.reached.contains(&Never::NeverNegative));
-    let flawed = || Counter::with_flaw(());
+    let flawed = || Counter::with_flaw(DecAtZero);
     let e = explore::exhaustive::<Counter>(&flawed, &bounds);
     let (path, broken) = e.counterexample.expect("the explorer finds the flaw");
     assert_eq!(broken.invariant, Never::NeverNegative);

@@ -39,8 +39,10 @@ pub enum Flaw {
     RestoreIgnoresFences,
 }
 
-impl Flaw {
-    pub const ALL: [Flaw; 14] = [
+impl crate::Flaw for Flaw {
+    type Invariant = Invariant;
+
+    const ALL: &'static [Flaw] = &[
         Flaw::AckPerToken,
         Flaw::NoReadoption,
         Flaw::EndKeepsBinding,
@@ -58,7 +60,7 @@ impl Flaw {
     ];
 
     /// The invariant the flaw breaks.
-    pub fn breaks(self) -> Invariant {
+    fn breaks(self) -> Invariant {
         use Invariant as I;
         match self {
             Flaw::AckPerToken => I::AckIdentity,

@@ -3,8 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Millis;
-
 pub type Token = String;
 pub type Req = String;
 pub type RootId = String;
@@ -140,18 +138,10 @@ pub struct SnapshotTask {
 }
 
 /// One thing that happens to the fence system, at virtual time `at`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Input {
-    pub at: Millis,
-    #[serde(flatten)]
-    pub kind: InputKind,
-}
+pub type Input = crate::Timed<InputKind>;
 
-impl Input {
-    pub fn new(at: Millis, kind: InputKind) -> Input {
-        Input { at, kind }
-    }
+impl crate::TickKind for InputKind {
+    const TICK: InputKind = InputKind::Tick;
 }
 
 impl InputKind {

@@ -39,8 +39,10 @@ pub enum Flaw {
     DrainedTurnNeverEnds,
 }
 
-impl Flaw {
-    pub const ALL: [Flaw; 14] = [
+impl crate::Flaw for Flaw {
+    type Invariant = Invariant;
+
+    const ALL: &'static [Flaw] = &[
         Flaw::DeliverAfterStop,
         Flaw::KeepPlaybackOnBargeIn,
         Flaw::SecondTerminalOnRepeatedStop,
@@ -58,7 +60,7 @@ impl Flaw {
     ];
 
     /// The invariant this flaw breaks first.
-    pub fn breaks(self) -> Invariant {
+    fn breaks(self) -> Invariant {
         match self {
             Flaw::DeliverAfterStop | Flaw::KeepPlaybackOnBargeIn => Invariant::NoLateDelivery,
             Flaw::SecondTerminalOnRepeatedStop => Invariant::OneTerminalState,

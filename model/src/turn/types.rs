@@ -4,8 +4,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::Millis;
-
 /// A turn's id, as the client and the logs know it.
 pub type TurnId = String;
 /// A child's id, unique within its turn.
@@ -184,19 +182,13 @@ pub enum ResumeRefusal {
 }
 
 /// One thing that happens to the system, at virtual time `at`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
-pub struct Input {
-    pub at: Millis,
-    #[serde(flatten)]
-    pub kind: InputKind,
+pub type Input = crate::Timed<InputKind>;
+
+impl crate::TickKind for InputKind {
+    const TICK: InputKind = InputKind::Tick;
 }
 
 impl Input {
-    pub fn new(at: Millis, kind: InputKind) -> Input {
-        Input { at, kind }
-    }
-
     /// The turn this input names, if it names one.
     pub fn turn(&self) -> Option<&str> {
         use InputKind::*;

@@ -159,26 +159,6 @@ impl crate::Machine for FenceMachine {
         }
     }
 
-    #[cfg(feature = "flaws")]
-    const FLAWS: &'static [Flaw] = &Flaw::ALL;
-
-    #[cfg(feature = "flaws")]
-    fn breaks(flaw: Flaw) -> Invariant {
-        flaw.breaks()
-    }
-
-    fn at(input: &Input) -> Millis {
-        input.at
-    }
-
-    fn tick(at: Millis) -> Input {
-        Input::new(at, InputKind::Tick)
-    }
-
-    fn is_tick(input: &Input) -> bool {
-        matches!(input.kind, InputKind::Tick)
-    }
-
     /// Waits that ran out by `at` are re-sent or end `unknown`.
     fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
         if at < self.state.now {

@@ -78,26 +78,6 @@ impl crate::Machine for TurnMachine {
         }
     }
 
-    #[cfg(feature = "flaws")]
-    const FLAWS: &'static [Flaw] = &Flaw::ALL;
-
-    #[cfg(feature = "flaws")]
-    fn breaks(flaw: Flaw) -> Invariant {
-        flaw.breaks()
-    }
-
-    fn at(input: &Input) -> Millis {
-        input.at
-    }
-
-    fn tick(at: Millis) -> Input {
-        Input::new(at, InputKind::Tick)
-    }
-
-    fn is_tick(input: &Input) -> bool {
-        matches!(input.kind, InputKind::Tick)
-    }
-
     /// Deadlines due by `at` fire.
     fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
         if at < self.session.now {
