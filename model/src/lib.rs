@@ -29,6 +29,17 @@
 //! are named by their role inside its module: `turn::Input`, `fence::Input`, `turn::Monitor`,
 //! `fence::Monitor`, …; the machines themselves are `TurnMachine` and `FenceMachine`.
 
+/// One public function per named invariant of a machine's module, each running the module's
+/// `Monitor` over a recorded run with that invariant alone.
+macro_rules! named {
+    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(steps: &[Step]) -> Vec<Violation> {
+            Monitor::only(Invariant::$inv).check(steps)
+        }
+    )*};
+}
+
 pub mod fence;
 mod machine;
 pub mod turn;

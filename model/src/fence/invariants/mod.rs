@@ -98,15 +98,6 @@ pub type Violation = crate::Violation<Invariant>;
 /// One input and the outputs it caused.
 pub type Step = crate::Step<Input, Output>;
 
-macro_rules! named {
-    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(steps: &[Step]) -> Vec<Violation> {
-            Monitor::only(Invariant::$inv).check(steps)
-        }
-    )*};
-}
-
 named! {
     /// No begin succeeds as active on a sealed row (with a new token, or the same one).
     sealed_never_readopted => SealedNeverReadopted;

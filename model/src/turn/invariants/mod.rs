@@ -101,15 +101,6 @@ pub type Violation = crate::Violation<Invariant>;
 /// One input and the outputs it caused.
 pub type Step = crate::Step<Input, Output>;
 
-macro_rules! named {
-    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(steps: &[Step]) -> Vec<Violation> {
-            Monitor::only(Invariant::$inv).check(steps)
-        }
-    )*};
-}
-
 named! {
     /// Every turn reaches at most one terminal state and never leaves it.
     one_terminal_state => OneTerminalState;
