@@ -162,8 +162,8 @@ fn input_name(kind: &InputKind) -> String {
 
 /// Runs one scenario on the given machine.
 pub fn run_scenario(scenario: &Scenario, mut machine: TurnMachine) -> ScenarioRun {
-    let (steps, misuse) = turn::run(&mut machine, &scenario.inputs);
-    let violations = turn::check_all(&steps);
+    let (steps, misuse) = turnfence_model::run(&mut machine, &scenario.inputs);
+    let violations = turnfence_model::check_all::<TurnMachine>(&steps);
     let mut run = ScenarioRun {
         name: scenario.name,
         turn: scenario.turn,
@@ -308,7 +308,7 @@ impl GateRun {
                     "checks": checks,
                     "violations": s.violations,
                     "misuse": s.misuse.as_ref().map(|(i, m)| json!({ "input": i, "error": m.to_string() })),
-                    "invariants_reached": turn::reached(&s.steps)
+                    "invariants_reached": turnfence_model::reached::<TurnMachine>(&s.steps)
                         .iter().map(|i| i.name()).collect::<Vec<_>>(),
                 })
             })
@@ -379,7 +379,7 @@ impl GateRun {
     pub fn reached(&self) -> std::collections::BTreeSet<Invariant> {
         self.scenarios
             .iter()
-            .flat_map(|s| turn::reached(&s.steps))
+            .flat_map(|s| turnfence_model::reached::<TurnMachine>(&s.steps))
             .collect()
     }
 }

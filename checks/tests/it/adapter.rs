@@ -260,7 +260,7 @@ mod planted {
 #[test]
 fn adapter_sequential_runs_match_the_model() {
     use proptest::prelude::*;
-    use turnfence_model::turn::{self as model, TurnMachine};
+    use turnfence_model::turn::TurnMachine;
 
     let ops = prop::collection::vec(0u8..6, 1..40);
     let seed = crate::seed();
@@ -288,7 +288,7 @@ fn adapter_sequential_runs_match_the_model() {
         let mut m = TurnMachine::new();
         for o in &record {
             let mut steps = Vec::new();
-            let taken = model::step(&mut m, &o.input, &mut steps).is_ok();
+            let taken = turnfence_model::step(&mut m, &o.input, &mut steps).is_ok();
             let outputs: Vec<_> = steps.into_iter().flat_map(|s| s.outputs).collect();
             let told: Vec<_> = if taken { outputs } else { Vec::new() };
             prop_assert_eq!(&told, &o.told);

@@ -40,7 +40,7 @@ fn inputs_of(path: &Path) -> Vec<fence::Input> {
 fn record(machine: &mut FenceMachine, inputs: &[fence::Input]) -> Vec<fence::Step> {
     let mut steps = Vec::new();
     for i in inputs {
-        let _ = fence::step(machine, i, &mut steps);
+        let _ = turnfence_model::step(machine, i, &mut steps);
     }
     steps
 }
@@ -84,10 +84,10 @@ fn the_fence_model_keeps_every_invariant_on_the_fixtures_and_reaches_them_all() 
         .chain(fence_fixtures("rejected"))
     {
         let steps = record(&mut FenceMachine::new(), &inputs_of(&path));
-        let violations = fence::check_all(&steps);
+        let violations = turnfence_model::check_all::<FenceMachine>(&steps);
         assert!(violations.is_empty(), "{}: {violations:#?}", path.display());
         if path.to_string_lossy().contains("accepted") {
-            reached.extend(fence::reached(&steps));
+            reached.extend(turnfence_model::reached::<FenceMachine>(&steps));
         }
     }
     let missing = unreached(&reached);
@@ -108,7 +108,7 @@ fn every_fence_flaw_is_caught_naming_its_invariant() {
         for inputs in &all {
             let steps = record(&mut FenceMachine::with_flaw(flaw), inputs);
             broken.extend(
-                fence::check_all(&steps)
+                turnfence_model::check_all::<FenceMachine>(&steps)
                     .into_iter()
                     .map(|v| v.invariant.name()),
             );
@@ -249,7 +249,7 @@ fn the_fence_machine_never_panics_and_keeps_every_invariant() {
         let mut steps = Vec::new();
         for input in &inputs {
             let before = m.clone();
-            if let Err(misuse) = fence::step(&mut m, input, &mut steps) {
+            if let Err(misuse) = turnfence_model::step(&mut m, input, &mut steps) {
                 prop_assert!(!misuse.to_string().is_empty());
                 let mut ticked = before;
                 let _ = ticked.advance_to(input.at);
@@ -258,7 +258,7 @@ fn the_fence_machine_never_panics_and_keeps_every_invariant() {
             let json = serde_json::to_string(input).unwrap();
             prop_assert_eq!(&serde_json::from_str::<fence::Input>(&json).unwrap(), input);
         }
-        let violations = fence::check_all(&steps);
+        let violations = turnfence_model::check_all::<FenceMachine>(&steps);
         prop_assert!(violations.is_empty(), "{:#?}", violations);
         Ok(())
     });

@@ -4,9 +4,7 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use turnfence_model::prelude::*;
-use turnfence_model::turn::{
-    check_all, Budget, ChildKind, Input, InputKind, Mode, Step, TurnMachine,
-};
+use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, Step, TurnMachine};
 
 fn name(options: &'static [&'static str]) -> impl Strategy<Value = String> {
     select(options).prop_map(str::to_owned)
@@ -144,7 +142,7 @@ fn record(inputs: &[Input]) -> Vec<Step> {
     let mut m = TurnMachine::new();
     let mut steps = Vec::new();
     for input in inputs {
-        let _ = turnfence_model::turn::step(&mut m, input, &mut steps);
+        let _ = turnfence_model::step(&mut m, input, &mut steps);
     }
     steps
 }
@@ -194,7 +192,7 @@ fn the_model_keeps_every_invariant_on_random_runs() {
     let seed = crate::seed();
     let result = crate::runner(seed).run(&inputs(), |inputs| {
         let steps = record(&inputs);
-        let violations = check_all(&steps);
+        let violations = turnfence_model::check_all::<TurnMachine>(&steps);
         prop_assert!(violations.is_empty(), "{:#?}", violations);
         Ok(())
     });
@@ -230,7 +228,7 @@ fn a_deadline_due_at_accept_fires_at_once() {
         })
         .collect();
     assert_eq!(names, ["deadline_exceeded", "terminal", "persisted"]);
-    assert!(check_all(&[Step {
+    assert!(turnfence_model::check_all::<TurnMachine>(&[Step {
         input: accept,
         outputs
     }])
@@ -284,5 +282,5 @@ fn a_barge_in_reports_one_playback_clear() {
             .any(|o| matches!(o, turnfence_model::turn::Output::ChildCancelled { .. })),
         "the TTS child is cancelled by the barge-in: {barge_in:?}"
     );
-    assert!(check_all(&steps).is_empty());
+    assert!(turnfence_model::check_all::<TurnMachine>(&steps).is_empty());
 }

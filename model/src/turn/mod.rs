@@ -10,20 +10,9 @@ mod misuse;
 pub mod state;
 mod types;
 
-pub use crate::machine::{run, step};
 #[cfg(feature = "flaws")]
 pub use flaw::Flaw;
 pub use invariants::{Invariant, Monitor, Step, Violation};
 pub use machine::*;
 pub use misuse::Misuse;
 pub use types::*;
-
-/// Every invariant over a recorded run.
-pub fn check_all(steps: &[Step]) -> Vec<Violation> {
-    crate::check_all::<TurnMachine>(steps)
-}
-
-/// The invariants a recorded run put to the test.
-pub fn reached(steps: &[Step]) -> std::collections::BTreeSet<Invariant> {
-    crate::reached::<TurnMachine>(steps)
-}

@@ -92,13 +92,10 @@ pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["child"])?;
-    o.output(
-        Output::ChildCancelRequested {
-            turn: x.turn(),
-            child: d.need_str("child")?,
-        },
-        &[],
-    );
+    o.exact(Output::ChildCancelRequested {
+        turn: x.turn(),
+        child: d.need_str("child")?,
+    });
     Ok(())
 }
 
@@ -123,14 +120,11 @@ pub(super) fn not_started(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), I
         "turn_cancelled" => NotStartedReason::TurnCancelled,
         r => return Err(InputError::at(x.line, format!("unknown reason {r:?}"))),
     };
-    o.output(
-        Output::ToolNotStarted {
-            turn: x.turn(),
-            child,
-            reason,
-        },
-        &[],
-    );
+    o.exact(Output::ToolNotStarted {
+        turn: x.turn(),
+        child,
+        reason,
+    });
     Ok(())
 }
 

@@ -45,12 +45,9 @@ pub(super) fn received(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
 pub(super) fn duplicate_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["seq"])?;
-    o.output(
-        Output::DuplicateIgnored {
-            seq: d.need_u64("seq")?,
-        },
-        &[],
-    );
+    o.exact(Output::DuplicateIgnored {
+        seq: d.need_u64("seq")?,
+    });
     Ok(())
 }
 
@@ -58,13 +55,10 @@ pub(super) fn duplicate_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result
 pub(super) fn rendered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["text"])?;
-    o.output(
-        Output::Rendered {
-            turn: x.turn(),
-            text: d.need_str("text")?,
-        },
-        &[],
-    );
+    o.exact(Output::Rendered {
+        turn: x.turn(),
+        text: d.need_str("text")?,
+    });
     Ok(())
 }
 

@@ -77,6 +77,12 @@ impl Out {
         });
     }
 
+    /// An observed output, every field as the line states it.
+    pub fn exact(&mut self, output: Output) {
+        self.output(output, &[]);
+    }
+
+    /// An observed output; `wildcards` names the fields the line does not state.
     pub fn output(&mut self, output: Output, wildcards: &'static [&'static str]) {
         self.events.push(Event::Output {
             session: self.session.clone(),

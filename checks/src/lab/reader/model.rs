@@ -41,14 +41,11 @@ pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
         frames,
     });
     match d.bool("delivered")? {
-        Some(true) => o.output(
-            Output::Delivered {
-                turn,
-                generation,
-                seq,
-            },
-            &[],
-        ),
+        Some(true) => o.exact(Output::Delivered {
+            turn,
+            generation,
+            seq,
+        }),
         Some(false) => o.output(
             Output::LateDropped {
                 turn,
@@ -76,14 +73,11 @@ pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
     d.only(&["generation", "seq"])?;
     let generation = d.need_u64("generation")?;
     let turn = x.turn_at(Some(generation));
-    o.output(
-        Output::Delivered {
-            turn,
-            generation,
-            seq: d.need_u64("seq")?,
-        },
-        &[],
-    );
+    o.exact(Output::Delivered {
+        turn,
+        generation,
+        seq: d.need_u64("seq")?,
+    });
     Ok(())
 }
 

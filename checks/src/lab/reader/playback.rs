@@ -24,14 +24,11 @@ pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), 
         // The lab logs the speaker's consumption and the play as one line.
         o.input(InputKind::FramePlayed);
     }
-    o.output(
-        Output::Played {
-            turn,
-            generation,
-            seq: d.need_u64("seq")?,
-        },
-        &[],
-    );
+    o.exact(Output::Played {
+        turn,
+        generation,
+        seq: d.need_u64("seq")?,
+    });
     Ok(())
 }
 

@@ -13,15 +13,12 @@ pub(super) fn persisted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
     d.only(&["seq", "text", "delivered", "terminal"])?;
     let terminal = d.bool("terminal")?.unwrap_or(false);
     let text = d.str("text")?;
-    o.output(
-        Output::Persisted {
-            turn: x.turn(),
-            seq: d.need_u64("seq")?,
-            text,
-            terminal,
-        },
-        &[],
-    );
+    o.exact(Output::Persisted {
+        turn: x.turn(),
+        seq: d.need_u64("seq")?,
+        text,
+        terminal,
+    });
     Ok(())
 }
 
@@ -34,7 +31,7 @@ pub(super) fn replay(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputE
         .split_once("..")
         .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
         .ok_or_else(|| InputError::at(x.line, format!("seq_range {range:?} is not FROM..TO")))?;
-    o.output(Output::Replayed { from, to }, &[]);
+    o.exact(Output::Replayed { from, to });
     Ok(())
 }
 
@@ -43,12 +40,9 @@ pub(super) fn resume_refused(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
     let d = &x.d;
     d.only(&["after_seq", "reason"])?;
     let reason = from_name(&d.need_str("reason")?, x.line)?;
-    o.output(
-        Output::ResumeRefused {
-            after_seq: d.need_u64("after_seq")?,
-            reason,
-        },
-        &[],
-    );
+    o.exact(Output::ResumeRefused {
+        after_seq: d.need_u64("after_seq")?,
+        reason,
+    });
     Ok(())
 }

@@ -24,6 +24,6 @@ pub(super) fn passes(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputE
 pub(super) fn deadline_exceeded(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     x.d.only(&["source"])?;
     o.input(InputKind::Tick);
-    o.output(Output::DeadlineExceeded { turn: x.turn() }, &[]);
+    o.exact(Output::DeadlineExceeded { turn: x.turn() });
     Ok(())
 }

@@ -12,14 +12,11 @@ use crate::trace::InputError;
 pub(super) fn temporary_removed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     let (turn, child) = turn_and_child(x, &["synthetic_files", "child"], "tool")?;
-    o.output(
-        Output::TemporaryOutputRemoved {
-            turn,
-            child,
-            count: d.need_u64("synthetic_files")? as u32,
-        },
-        &[],
-    );
+    o.exact(Output::TemporaryOutputRemoved {
+        turn,
+        child,
+        count: d.need_u64("synthetic_files")? as u32,
+    });
     Ok(())
 }
 
@@ -50,14 +47,11 @@ pub(super) fn cancel_deferred(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(
     let d = &x.d;
     let (turn, child) = turn_and_child(x, &["reason", "child"], "tool")?;
     match d.need_str("reason")?.as_str() {
-        "commit_in_flight" => o.output(
-            Output::CancelDeferred {
-                turn,
-                child,
-                reason: DeferReason::CommitInFlight,
-            },
-            &[],
-        ),
+        "commit_in_flight" => o.exact(Output::CancelDeferred {
+            turn,
+            child,
+            reason: DeferReason::CommitInFlight,
+        }),
         r => return Err(InputError::at(x.line, format!("unknown reason {r:?}"))),
     }
     Ok(())
@@ -67,13 +61,10 @@ pub(super) fn cancel_deferred(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(
 pub(super) fn reconcile_enqueued(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     let (turn, child) = turn_and_child(x, &["key", "child"], "tool")?;
-    o.output(
-        Output::ReconcileEnqueued {
-            turn,
-            child,
-            idempotency_key: d.need_str("key")?,
-        },
-        &[],
-    );
+    o.exact(Output::ReconcileEnqueued {
+        turn,
+        child,
+        idempotency_key: d.need_str("key")?,
+    });
     Ok(())
 }

@@ -66,14 +66,11 @@ pub(super) fn stop_answered(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(),
             state: terminal_from_label(&d.need_str("state")?, x.line)?,
         },
     };
-    o.output(
-        Output::StopAnswered {
-            turn,
-            request_id,
-            answer,
-        },
-        &[],
-    );
+    o.exact(Output::StopAnswered {
+        turn,
+        request_id,
+        answer,
+    });
     Ok(())
 }
 
@@ -108,7 +105,7 @@ pub(super) fn terminal(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         "reconcile_required" => Terminal::ReconcileRequired,
         _ => Terminal::Cancelled,
     };
-    o.output(Output::Terminal { turn, state }, &[]);
+    o.exact(Output::Terminal { turn, state });
     Ok(())
 }
 
@@ -121,7 +118,7 @@ pub(super) fn barge_in(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         None => d.need_u64("new_generation")?.saturating_sub(1),
     };
     let turn = x.turn_at(Some(generation));
-    o.output(Output::GenerationFenced { turn, generation }, &[]);
+    o.exact(Output::GenerationFenced { turn, generation });
     Ok(())
 }
 
