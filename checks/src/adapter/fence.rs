@@ -208,15 +208,9 @@ impl FenceAdapter {
         } else {
             s.table.transition(&request, TableFlaws::default())
         };
-        s.told(fence::Output::Applied {
-            worker: ev.worker.clone(),
-            token: token.clone(),
-            req: req.clone(),
-            action: request.action,
-            outcome: request.outcome,
-            expected_generation: request.expected_generation,
-            reply: reply.clone(),
-        });
+        s.told(fence::Output::applied(
+            &ev.worker, &token, &req, &request, &reply,
+        ));
         if lose_ack {
             s.told(fence::Output::AckLost { token, req });
         } else {
@@ -298,15 +292,9 @@ impl Worker {
         let direct = self.path == Path::Direct && a.variant != FenceVariant::DirectThroughQueue;
         if direct {
             let reply = s.table.transition(&request, TableFlaws::default());
-            s.told(fence::Output::Applied {
-                worker: self.id.clone(),
-                token: token.into(),
-                req: req.into(),
-                action,
-                outcome,
-                expected_generation: request.expected_generation,
-                reply: reply.clone(),
-            });
+            s.told(fence::Output::applied(
+                &self.id, token, req, &request, &reply,
+            ));
             return Some(self.conclude(&mut s, action, token, req, Some(&reply)));
         }
         s.queue.push_back(Ev {

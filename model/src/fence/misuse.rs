@@ -5,6 +5,7 @@ use std::fmt;
 use serde::Serialize;
 
 use super::types::{TaskId, WorkerId};
+use crate::machine::said;
 use crate::Millis;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -50,10 +51,7 @@ impl fmt::Display for Misuse {
             Misuse::TimeWentBackwards {
                 expected_at_least,
                 got,
-            } => write!(
-                f,
-                "time went backwards: expected at >= {expected_at_least}, got {got}"
-            ),
+            } => said::time_went_backwards(f, *expected_at_least, *got),
             Misuse::UnknownWorker { worker } => write!(f, "unknown worker {worker:?}"),
             Misuse::DuplicateWorker { worker } => {
                 write!(f, "worker {worker:?} already started")
@@ -67,9 +65,7 @@ impl fmt::Display for Misuse {
                 write!(f, "worker {worker:?} already used req {req:?}")
             }
             Misuse::NoToken { worker } => write!(f, "worker {worker:?} has no token to send"),
-            Misuse::LimitReached { what, limit } => {
-                write!(f, "limit reached: at most {limit} {what}")
-            }
+            Misuse::LimitReached { what, limit } => said::limit_reached(f, what, *limit),
         }
     }
 }

@@ -315,3 +315,24 @@ pub enum Output {
         fail_closed: bool,
     },
 }
+
+impl Output {
+    /// The table applied `request`, sent by `worker` as (`token`, `req`), and replied `reply`.
+    pub fn applied(
+        worker: &str,
+        token: &str,
+        req: &str,
+        request: &crate::fence::table::Request,
+        reply: &Reply,
+    ) -> Output {
+        Output::Applied {
+            worker: worker.to_owned(),
+            token: token.to_owned(),
+            req: req.to_owned(),
+            action: request.action,
+            outcome: request.outcome,
+            expected_generation: request.expected_generation,
+            reply: reply.clone(),
+        }
+    }
+}

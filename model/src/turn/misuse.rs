@@ -6,6 +6,7 @@ use std::fmt;
 use serde::Serialize;
 
 use super::types::{ChildId, Generation, Seq, TurnId};
+use crate::machine::said;
 use crate::Millis;
 
 /// An input the machine refuses as the caller's mistake. The state is unchanged.
@@ -88,10 +89,7 @@ impl fmt::Display for Misuse {
             TimeWentBackwards {
                 expected_at_least,
                 got,
-            } => write!(
-                f,
-                "time went backwards: expected at >= {expected_at_least}, got {got}"
-            ),
+            } => said::time_went_backwards(f, *expected_at_least, *got),
             UnknownTurn { turn } => write!(f, "unknown turn {turn:?}"),
             DuplicateTurn { turn } => write!(f, "turn {turn:?} was already accepted"),
             StaleGeneration {
@@ -146,7 +144,7 @@ impl fmt::Display for Misuse {
                 "client received seq {got} past a gap (expected at most {expected_at_most})"
             ),
             Connection { expected } => write!(f, "the client is not {expected}"),
-            LimitReached { what, limit } => write!(f, "limit reached: at most {limit} {what}"),
+            LimitReached { what, limit } => said::limit_reached(f, what, *limit),
         }
     }
 }

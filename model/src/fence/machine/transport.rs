@@ -15,15 +15,13 @@ impl FenceMachine {
         let path = self.state.workers[worker].path;
         if path == Path::Direct && !flawed!(self, DirectUsesTransport) {
             let reply = self.state.table.transition(&request, self.table_flaws());
-            self.emit(Output::Applied {
-                worker: worker.to_owned(),
-                token: request.token.clone(),
-                req: req.to_owned(),
-                action: request.action,
-                outcome: request.outcome,
-                expected_generation: request.expected_generation,
-                reply: reply.clone(),
-            });
+            self.emit(Output::applied(
+                worker,
+                &request.token,
+                req,
+                &request,
+                &reply,
+            ));
             self.conclude(worker, &request, req, Some(reply));
             return;
         }
@@ -123,15 +121,13 @@ impl FenceMachine {
             ..event.request.clone()
         };
         let reply = self.state.table.transition(&request, self.table_flaws());
-        self.emit(Output::Applied {
-            worker: event.worker.clone(),
-            token: token.clone(),
-            req: req.clone(),
-            action: request.action,
-            outcome: request.outcome,
-            expected_generation: request.expected_generation,
-            reply: reply.clone(),
-        });
+        self.emit(Output::applied(
+            &event.worker,
+            &token,
+            &req,
+            &request,
+            &reply,
+        ));
         self.prune_acks();
         if lose_ack {
             self.emit(Output::AckLost { token, req });
