@@ -12,6 +12,7 @@ pub fn run(
     dialect: Dialect,
     machine: Option<Machine>,
     format: Format,
+    max_findings: usize,
 ) -> ExitCode {
     #[allow(clippy::disallowed_methods)] // The CLI reads the trace it is asked to check.
     let verdict = if file.as_os_str() == "-" {
@@ -19,10 +20,18 @@ pub fn run(
     } else {
         match std::fs::File::open(file) {
             Ok(f) => trace::check_input(std::io::BufReader::new(f), dialect, machine),
-            Err(e) => Err(trace::InputError::at(
-                0,
-                format!("cannot read {}: {e}", file.display()),
-            )),
+            Err(e) => {
+                // Not a line of a trace: the file itself could not be opened.
+                let message = format!("cannot read {}: {e}", file.display());
+                match format {
+                    Format::Text => eprintln!("turnfence check: {message}"),
+                    Format::Json => write_stdout(&format!(
+                        "{}\n",
+                        serde_json::json!({ "status": "input_error", "error": { "message": message } })
+                    )),
+                }
+                return ExitCode::from(2);
+            }
         }
     };
     let v = match verdict {
@@ -44,7 +53,7 @@ pub fn run(
         "violations"
     };
     let text = match format {
-        Format::Text => trace::render_text(&v),
+        Format::Text => trace::render_text(&v, max_findings),
         Format::Json => format!(
             "{}\n",
             serde_json::json!({ "status": status, "verdict": v })

@@ -73,6 +73,10 @@ enum Command {
         machine: Option<Machine>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// At most this many findings in the text report (every one is still counted; the
+        /// JSON report keeps them all).
+        #[arg(long, default_value_t = turnfence_checks::trace::MAX_TEXT_FINDINGS)]
+        max_findings: usize,
     },
     /// Deep random runs: `cases` cases of `steps` inputs each, case i seeded from (seed, i).
     /// Shard across machines by giving each a different `--first` (a range of case numbers).
@@ -153,7 +157,8 @@ pub fn run(cli: Cli) -> ExitCode {
             dialect,
             machine,
             format,
-        } => check::run(&file, dialect, machine, format),
+            max_findings,
+        } => check::run(&file, dialect, machine, format, max_findings),
         Command::Fuzz {
             machine,
             seed,

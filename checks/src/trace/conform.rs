@@ -45,6 +45,13 @@ pub trait Conform: Machine {
     fn counterpart(_: &[&Self::Output], _: &Self::Output) -> String {
         String::new()
     }
+
+    /// When a session ends: each subject the trace leaves unfinished (neither the machine nor
+    /// the trace ended it, `shown` being every output of the effective trace), and a sentence
+    /// saying what it still waits for.
+    fn left_open(&self, _shown: &[&Self::Output]) -> Vec<(String, String)> {
+        Vec::new()
+    }
 }
 
 /// An output the trace observed. `wildcards` names fields the log does not record: they match
@@ -92,6 +99,9 @@ fn value_of(output: &impl Serialize) -> Value {
     serde_json::to_value(output).unwrap_or(Value::Null)
 }
 
+/// How far back an unexpected output's explanation is looked for.
+const RECENT_OUTPUTS: usize = 256;
+
 /// Fields that say *which* output this is, as opposed to *what* it says.
 const IDENTITY: [&str; 6] = [
     "seq",
@@ -130,12 +140,15 @@ pub struct SessionCheck<M: Conform> {
     /// Output kinds the log records completely: one the machine produced that the trace does not
     /// show is missing, not merely unlogged.
     complete: Vec<String>,
-    /// The latest `at` the trace showed for this session.
+    /// The latest `at` the trace showed for this session, and the line that showed it.
     last_at: Millis,
+    last_line: usize,
+    /// The capture is partial (meta line): a session may end with its turns unfinished.
+    partial: bool,
 }
 
 impl<M: Conform> SessionCheck<M> {
-    pub fn new(session: &str, complete: &[String]) -> SessionCheck<M> {
+    pub fn new(session: &str, complete: &[String], partial: bool) -> SessionCheck<M> {
         SessionCheck {
             session: session.to_owned(),
             machine: M::default(),
@@ -144,6 +157,8 @@ impl<M: Conform> SessionCheck<M> {
             findings: Vec::new(),
             complete: complete.to_vec(),
             last_at: 0,
+            last_line: 0,
+            partial,
         }
     }
 
@@ -159,6 +174,7 @@ impl<M: Conform> SessionCheck<M> {
             ));
         }
         self.last_at = at;
+        self.last_line = line;
         Ok(())
     }
 
@@ -211,6 +227,20 @@ impl<M: Conform> SessionCheck<M> {
         Ok(())
     }
 
+    /// The session's last outputs, oldest first: where an explanation of a deviation is looked
+    /// for (bounded, so a trace of many deviations is not judged in quadratic time).
+    fn recent_outputs(&self) -> Vec<&M::Output> {
+        let mut recent: Vec<&M::Output> = self
+            .steps
+            .iter()
+            .rev()
+            .flat_map(|s| s.outputs.iter().rev().map(|o| &o.output))
+            .take(RECENT_OUTPUTS)
+            .collect();
+        recent.reverse();
+        recent
+    }
+
     fn all_outputs(&self) -> Vec<&M::Output> {
         self.steps
             .iter()
@@ -241,15 +271,10 @@ impl<M: Conform> SessionCheck<M> {
                 format!("the model refuses this input: {misuse}"),
             ),
         };
-        self.findings.push(Finding {
-            line,
-            kind,
-            invariant,
-            ids: M::input_subject(input)
-                .map(|t| vec![t.to_owned()])
-                .unwrap_or_default(),
-            message,
-        });
+        let ids = M::input_subject(input)
+            .map(|t| vec![t.to_owned()])
+            .unwrap_or_default();
+        self.found(line, self.last_at, kind, invariant, ids, message);
     }
 
     /// Finds a pending machine output the observation matches, and marks it observed.
@@ -331,7 +356,7 @@ impl<M: Conform> SessionCheck<M> {
                 ),
             )
         } else {
-            let instead = M::counterpart(&self.all_outputs(), &observed.output);
+            let instead = M::counterpart(&self.recent_outputs(), &observed.output);
             if let Some(s) = self.steps.last_mut() {
                 s.outputs.push(EffOutput {
                     output: observed.output.clone(),
@@ -347,19 +372,37 @@ impl<M: Conform> SessionCheck<M> {
                 ),
             )
         };
+        self.found(line, self.last_at, kind, None, ids, message);
+    }
+
+    fn found(
+        &mut self,
+        line: usize,
+        at: Millis,
+        kind: FindingKind,
+        invariant: Option<&'static str>,
+        ids: Vec<String>,
+        message: String,
+    ) {
         self.findings.push(Finding {
             line,
+            session: self.session.clone(),
+            at,
             kind,
-            invariant: None,
+            invariant,
             ids,
             message,
         });
     }
 
-    /// The session is over: the invariants judge the effective trace.
-    pub fn finish(mut self) -> Vec<Finding> {
+    /// The session is over (at `end_line`, its `session_end`, or its last line at the end of
+    /// the trace): what it left unfinished, then the invariants over the effective trace.
+    pub fn finish(mut self, end_line: Option<usize>) -> Vec<Finding> {
         self.drop_missing();
         self.drop_superseded();
+        if !self.partial {
+            self.left_open(end_line.unwrap_or(self.last_line));
+        }
         let mut monitor = M::Monitor::default();
         let mut judged = Vec::new();
         for step in &self.steps {
@@ -379,15 +422,34 @@ impl<M: Conform> SessionCheck<M> {
                     .and_then(|o| o.line)
                     .unwrap_or(s.line)
             });
-            self.findings.push(Finding {
+            let name = v.name();
+            self.found(
                 line,
-                kind: FindingKind::Invariant,
-                invariant: Some(v.name()),
-                ids: v.ids,
-                message: v.message,
-            });
+                v.at,
+                FindingKind::Invariant,
+                Some(name),
+                v.ids,
+                v.message,
+            );
         }
         self.findings
+    }
+
+    /// Every subject the session leaves unfinished: a finding at its end.
+    fn left_open(&mut self, line: usize) {
+        let shown = self.all_outputs();
+        let open = self.machine.left_open(&shown);
+        for (subject, waits) in open {
+            let message = format!("the session ended with {waits}");
+            self.found(
+                line,
+                self.last_at,
+                FindingKind::LeftOpen,
+                None,
+                vec![subject],
+                message,
+            );
+        }
     }
 
     /// Outputs of a kind the log records completely that the trace never showed: findings, and
@@ -398,7 +460,7 @@ impl<M: Conform> SessionCheck<M> {
         }
         let mut missing = Vec::new();
         for step in &mut self.steps {
-            let line = step.line;
+            let (line, at) = (step.line, M::at(&step.input));
             let complete = &self.complete;
             step.outputs.retain(|o| {
                 if o.seen != Seen::Implicit {
@@ -412,21 +474,23 @@ impl<M: Conform> SessionCheck<M> {
                 let gone = complete.iter().any(|c| c == kind);
                 if gone {
                     let subject = M::subject(&o.output).map(str::to_owned);
-                    missing.push((line, subject, compact(&value, &[])));
+                    missing.push((line, at, subject, compact(&value, &[])));
                 }
                 !gone
             });
         }
-        for (line, subject, what) in missing {
-            self.findings.push(Finding {
+        for (line, at, subject, what) in missing {
+            let message = format!(
+                "the model gives {what} here; the trace, complete for its kind, never shows it"
+            );
+            self.found(
                 line,
-                kind: FindingKind::MissingOutput,
-                invariant: None,
-                ids: subject.into_iter().collect(),
-                message: format!(
-                    "the model gives {what} here; the trace, complete for its kind, never shows it"
-                ),
-            });
+                at,
+                FindingKind::MissingOutput,
+                None,
+                subject.into_iter().collect(),
+                message,
+            );
         }
     }
 

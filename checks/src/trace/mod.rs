@@ -25,6 +25,44 @@ use turnfence_model::Millis;
 use crate::lab::reader::LabReader;
 use conform::{Conform, Observed, SessionCheck};
 
+/// The meta line's fields (first line only). Strict: a key not listed here is an input error.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Meta {
+    /// The trace's dialect and machine (read before the trace is, by `check_input`).
+    #[serde(default)]
+    #[allow(dead_code)]
+    dialect: Option<String>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    machine: Option<String>,
+    /// The output kinds the log records completely.
+    #[serde(default)]
+    complete: Option<Vec<String>>,
+    /// The capture is partial: a session may end with its turns unfinished.
+    #[serde(default)]
+    partial: bool,
+    /// A fixture's expectations and provenance, read by the fixture tests.
+    #[serde(default)]
+    #[allow(dead_code)]
+    expect: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    invariant: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    line: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    error: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    story: Option<serde_json::Value>,
+    #[serde(default)]
+    #[allow(dead_code)]
+    source: Option<serde_json::Value>,
+}
+
 /// What a dialect read from one line.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event<S: Conform> {
@@ -90,12 +128,18 @@ pub enum FindingKind {
     /// The model produces an output of a kind the meta line declares complete, and the trace
     /// does not show it.
     MissingOutput,
+    /// The session ended with a turn that never ended, waiting for something the trace never
+    /// shows (unless the meta line declares the capture `partial`).
+    LeftOpen,
 }
 
 /// One thing found wrong, with where and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub line: usize,
+    /// The session the finding is about, and its time (ms) there.
+    pub session: String,
+    pub at: Millis,
     pub kind: FindingKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invariant: Option<&'static str>,
@@ -112,6 +156,7 @@ impl Finding {
             (None, FindingKind::ContradictedOutput) => "contradicted_output",
             (None, FindingKind::RefusedInput) => "refused_input",
             (None, FindingKind::MissingOutput) => "missing_output",
+            (None, FindingKind::LeftOpen) => "left_open",
             (None, FindingKind::Invariant) => "invariant",
         }
     }
@@ -131,6 +176,17 @@ pub struct Verdict {
 impl Verdict {
     pub fn conforms(&self) -> bool {
         self.findings.is_empty()
+    }
+
+    /// How many findings of each name (an invariant's, or a kind of non-conformance), most first.
+    pub fn counts(&self) -> Vec<(&'static str, usize)> {
+        let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for f in &self.findings {
+            *counts.entry(f.name()).or_default() += 1;
+        }
+        let mut counts: Vec<(&'static str, usize)> = counts.into_iter().collect();
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        counts
     }
 
     /// The distinct invariants broken, in order.
@@ -177,6 +233,8 @@ pub struct Sessions<S: Conform> {
     open: BTreeMap<String, SessionCheck<S>>,
     /// Output kinds the trace records completely (from the meta line).
     complete: Vec<String>,
+    /// The capture is partial (from the meta line): sessions may end with turns unfinished.
+    partial: bool,
 }
 
 impl<S: Conform> Default for Sessions<S> {
@@ -184,6 +242,7 @@ impl<S: Conform> Default for Sessions<S> {
         Sessions {
             open: BTreeMap::new(),
             complete: Vec::new(),
+            partial: false,
         }
     }
 }
@@ -191,7 +250,7 @@ impl<S: Conform> Default for Sessions<S> {
 impl<S: Conform> Sessions<S> {
     fn get(&mut self, session: &str) -> &mut SessionCheck<S> {
         if !self.open.contains_key(session) {
-            let fresh = SessionCheck::new(session, &self.complete);
+            let fresh = SessionCheck::new(session, &self.complete, self.partial);
             self.open.insert(session.to_owned(), fresh);
         }
         self.open.get_mut(session).expect("inserted above")
@@ -235,7 +294,7 @@ impl<S: Conform> Checker<S> {
                 Ok(())
             }
             Event::End { session } => {
-                self.end(&session);
+                self.end(&session, Some(line));
                 Ok(())
             }
         }
@@ -248,18 +307,17 @@ impl<S: Conform> Checker<S> {
             .max(self.sessions.open.len());
     }
 
-    /// The meta line: the fixture's expectations (ignored here) and `complete`, the output kinds
-    /// the log records completely.
+    /// The meta line: `complete`, the output kinds the log records completely, and `partial`,
+    /// a capture that may end with turns unfinished; the rest is read elsewhere (`machine`,
+    /// `dialect`) or by the fixture tests (`expect`, `invariant`, …). A key it does not know is
+    /// an input error, like any other line's.
     fn meta(&mut self, meta: &serde_json::Value) -> Result<(), InputError> {
-        let Some(complete) = meta.get("complete") else {
+        let meta: Meta = serde_json::from_value(meta.clone())
+            .map_err(|e| InputError::at(1, format!("meta line: {e}")))?;
+        self.sessions.partial = meta.partial;
+        let Some(kinds) = meta.complete else {
             return Ok(());
         };
-        let kinds: Option<Vec<String>> = complete
-            .as_array()
-            .map(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect())
-            .unwrap_or(None);
-        let kinds =
-            kinds.ok_or_else(|| InputError::at(1, "`complete` must be a list of output kinds"))?;
         for k in &kinds {
             let probe = serde_json::json!({ "output": k });
             let known = serde_json::from_value::<S::Output>(probe)
@@ -277,10 +335,10 @@ impl<S: Conform> Checker<S> {
     }
 
     /// A session is over: judge it and drop its state. A later line naming it opens a new one.
-    fn end(&mut self, session: &str) {
+    fn end(&mut self, session: &str, line: Option<usize>) {
         if let Some(s) = self.sessions.open.remove(session) {
             self.verdict.sessions += 1;
-            self.verdict.findings.extend(s.finish());
+            self.verdict.findings.extend(s.finish(line));
         }
     }
 }
@@ -336,7 +394,7 @@ pub fn check<S: Conform, R: Reader<S>>(
     c.records(reader, records)?;
     let open: Vec<String> = c.sessions.open.keys().cloned().collect();
     for s in open {
-        c.end(&s);
+        c.end(&s, None);
     }
     c.verdict.findings.sort_by_key(|f| f.line);
     Ok(c.verdict)
@@ -350,16 +408,21 @@ pub enum Machine {
 }
 
 /// Checks events that were never text (a concurrency adapter's record): each with its line
-/// (its position in the record). An input error here is a bug of the recorder, reported as one.
+/// (its position in the record), as a partial capture. An input error here is a bug of the
+/// recorder, reported as one.
 pub fn check_events<S: Conform>(events: Vec<(usize, Event<S>)>) -> Verdict {
     let mut c = Checker::<S> {
         sessions: Sessions::default(),
         verdict: Verdict::default(),
     };
+    // A record is a window of a system's activity: it may end with turns unfinished.
+    c.sessions.partial = true;
     for (line, event) in events {
         if let Err(e) = c.event(event, line) {
             c.verdict.findings.push(Finding {
                 line: e.line,
+                session: "adapter".into(),
+                at: 0,
                 kind: FindingKind::RefusedInput,
                 invariant: None,
                 ids: Vec::new(),
@@ -370,7 +433,7 @@ pub fn check_events<S: Conform>(events: Vec<(usize, Event<S>)>) -> Verdict {
     }
     let open: Vec<String> = c.sessions.open.keys().cloned().collect();
     for s in open {
-        c.end(&s);
+        c.end(&s, None);
     }
     c.verdict.findings.sort_by_key(|f| f.line);
     c.verdict
@@ -429,20 +492,34 @@ pub fn check_input(
     check_dialect(whole, dialect, machine)
 }
 
-/// The verdict as text: one line per finding, then a summary.
-pub fn render_text(v: &Verdict) -> String {
+/// How many findings the text report prints unless told otherwise: a few hundred lines at most,
+/// however many there are (the JSON report keeps every one).
+pub const MAX_TEXT_FINDINGS: usize = 200;
+
+/// The verdict as text: one line per finding (at most `max_findings`, the rest counted), each
+/// with its line, session and time, its name, ids and sentence; then the summary and the count
+/// of each name.
+pub fn render_text(v: &Verdict, max_findings: usize) -> String {
     let mut out = String::new();
-    for f in &v.findings {
+    for f in v.findings.iter().take(max_findings) {
         let ids = if f.ids.is_empty() {
             String::new()
         } else {
             format!(" [{}]", f.ids.join(", "))
         };
         out.push_str(&format!(
-            "line {}: {}{ids}: {}\n",
+            "line {} ({} at {} ms): {}{ids}: {}\n",
             f.line,
+            f.session,
+            f.at,
             f.name(),
             f.message
+        ));
+    }
+    if v.findings.len() > max_findings {
+        out.push_str(&format!(
+            "… {} more findings not shown (--max-findings {max_findings}; --format json has every one)\n",
+            v.findings.len() - max_findings
         ));
     }
     let status = if v.conforms() {
@@ -457,5 +534,8 @@ pub fn render_text(v: &Verdict) -> String {
         v.events,
         v.sessions
     ));
+    for (name, count) in v.counts() {
+        out.push_str(&format!("  {count:>7}  {name}\n"));
+    }
     out
 }

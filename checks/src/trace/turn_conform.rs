@@ -2,7 +2,7 @@
 //! leave out that the model can explain), the refusals that are evidence of a broken invariant,
 //! and its invariants.
 
-use turnfence_model::turn::state::Session;
+use turnfence_model::turn::state::{ChildState, Phase, Session, Turn};
 use turnfence_model::turn::{
     ChildKind, Input, InputKind, Invariant, Misuse, NotStartedReason, Output, Terminal, TurnMachine,
 };
@@ -64,6 +64,21 @@ impl Conform for TurnMachine {
         hidden_before(self.session(), output)
             .into_iter()
             .map(|k| Input::new(at, k))
+            .collect()
+    }
+
+    /// A turn that neither the model nor the trace ended, and what it waits for.
+    fn left_open(&self, shown: &[&Output]) -> Vec<(String, String)> {
+        let s = self.session();
+        let ended = |turn: &str| {
+            shown
+                .iter()
+                .any(|o| matches!(o, Output::Terminal { turn: t, .. } if t == turn))
+        };
+        s.turns
+            .iter()
+            .filter(|t| !t.phase.is_terminal() && !ended(&t.id))
+            .map(|t| (t.id.clone(), waits_for(s, t)))
             .collect()
     }
 
@@ -250,4 +265,41 @@ fn received_up_to(s: &Session, seq: u64) -> Vec<InputKind> {
     (s.client.received + 1..=seq)
         .map(|seq| InputKind::ClientReceive { seq })
         .collect()
+}
+
+/// What an unfinished turn waits for, as a clause: its state, then each thing it needs.
+fn waits_for(s: &Session, t: &Turn) -> String {
+    let state = match t.phase {
+        Phase::CancelRequested { cause } => {
+            let cause = serde_json::to_value(cause).unwrap_or_default();
+            let cause = cause.as_str().unwrap_or("?");
+            format!("turn {} cancelled (by {cause}) but never ended", t.id)
+        }
+        _ => format!("turn {} still running", t.id),
+    };
+    let mut needs = Vec::new();
+    if t.phase.is_running() && !t.model_done {
+        needs.push("the model to finish".to_owned());
+    }
+    let children: Vec<String> = t
+        .children
+        .iter()
+        .filter(|c| c.state.is_pending())
+        .map(|c| match &c.state {
+            ChildState::Running if t.phase.is_cancel_requested() => {
+                format!("{} to reach a checkpoint", c.id)
+            }
+            ChildState::Running => format!("{} to finish", c.id),
+            _ => format!("{}'s commit to be acknowledged or fail", c.id),
+        })
+        .collect();
+    needs.extend(children);
+    let frames = s.playback.iter().filter(|f| f.turn == t.id).count();
+    if frames > 0 {
+        needs.push(format!("{frames} buffered frames to play"));
+    }
+    if needs.is_empty() {
+        return state;
+    }
+    format!("{state}: it waits for {}", needs.join(", "))
 }

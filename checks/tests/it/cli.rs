@@ -230,3 +230,71 @@ fn the_gates_own_evidence_checks_clean() {
         String::from_utf8_lossy(&canonical.stdout)
     );
 }
+
+/// A trace with 100 000 findings: the text report stays a few hundred lines, says how many it
+/// left out, and ends with the count of each name; JSON keeps every finding.
+#[test]
+fn check_caps_the_text_report_and_counts_every_finding() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("noisy.jsonl");
+    let mut text = String::from(
+        "{\"at\":0,\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"audio\"}\n",
+    );
+    for seq in 1..=100_000 {
+        text.push_str(&format!(
+            "{{\"at\":1,\"output\":\"delivered\",\"turn\":\"t1\",\"generation\":1,\"seq\":{seq}}}\n"
+        ));
+    }
+    std::fs::write(&path, text).unwrap();
+    let out = turnfence(&["check", path.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = report.lines().collect();
+    assert!(lines.len() <= 300, "{} lines", lines.len());
+    assert!(
+        report.contains("more findings not shown"),
+        "the report says what it left out"
+    );
+    let status = lines
+        .iter()
+        .position(|l| l.starts_with("VIOLATIONS: "))
+        .unwrap();
+    let total: usize = lines[status]
+        .trim_start_matches("VIOLATIONS: ")
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // After the status line: one count per name, adding up to the total.
+    let counted: usize = lines[status + 1..]
+        .iter()
+        .map(|l| {
+            l.split_whitespace()
+                .next()
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert_eq!(counted, total);
+    assert!(total >= 100_000, "every delivery is a finding: {total}");
+    let (code, v) = check_json(&path, dir.path());
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        v["verdict"]["findings"].as_array().unwrap().len(),
+        total,
+        "JSON keeps every finding"
+    );
+}
+
+/// A file that cannot be opened is not a line of a trace: no "line 0", the path said once.
+#[test]
+fn check_names_a_missing_file_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(&["check", "no-such-trace.jsonl"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("line 0"), "{err}");
+    assert_eq!(err.matches("no-such-trace.jsonl").count(), 1, "{err}");
+}
