@@ -50,7 +50,7 @@ impl ScenarioRun {
         for step in &self.steps {
             let at = step.input.at;
             let turn = step.input.turn().unwrap_or(self.turn);
-            let (component, event, detail) = input_line(&step.input, &kinds);
+            let (component, event, detail) = input_line(&step.input, &step.outputs, &kinds);
             events.push(self.lab_event(at, turn, component, event, detail));
             for output in &step.outputs {
                 let turn = output.turn().unwrap_or(self.turn);

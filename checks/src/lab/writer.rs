@@ -72,25 +72,38 @@ fn child_component(
     kinds(turn, child).map_or("cancel-tree", |k| component_of(&k))
 }
 
-/// An input as a lab line: `(component, event, detail)`.
+/// An input as a lab line: `(component, event, detail)`. `outputs` are the machine's answer to
+/// it: an accept or a spawn the machine refused is written as what it was, a request
+/// (`turn accept.requested`, `cancel-tree child.spawn_requested`), never as done.
 pub fn input_line(
     input: &Input,
+    outputs: &[Output],
     kinds: &dyn Fn(&str, &str) -> Option<ChildKind>,
 ) -> (&'static str, &'static str, Map<String, Value>) {
     let (component, event, d): Part = match &input.kind {
         InputKind::Accept {
+            turn,
             generation,
             mode,
             deadline_ms,
             budget,
-            ..
-        } => accepted(*generation, mode, *deadline_ms, budget.as_ref()),
+        } => {
+            let refused = outputs
+                .iter()
+                .any(|o| matches!(o, Output::TurnRefused { turn: t, .. } if t == turn));
+            accept(*generation, mode, *deadline_ms, budget.as_ref(), refused)
+        }
         InputKind::Spawn {
+            turn,
             child,
             kind,
             need_ms,
-            ..
-        } => spawned(child, kind, *need_ms),
+        } => {
+            let refused = outputs.iter().any(|o| {
+                matches!(o, Output::ToolNotStarted { turn: t, child: c, .. } if t == turn && c == child)
+            });
+            spawn(child, kind, *need_ms, refused)
+        }
         InputKind::ChildCompleted { turn, child } => (
             child_component(kinds, turn, child),
             "completed",
@@ -151,12 +164,14 @@ pub fn input_line(
     (component, event, detail(d))
 }
 
-/// `turn accepted`: the generation and mode, and the deadline and budget when the turn has them.
-fn accepted(
+/// `turn accepted` (`turn accept.requested` when the machine refused it): the generation and
+/// mode, and the deadline and budget when the turn has them.
+fn accept(
     generation: u64,
     mode: &Mode,
     deadline_ms: Option<u64>,
     budget: Option<&Budget>,
+    refused: bool,
 ) -> Part {
     let mut d = json!({ "generation": generation, "mode": mode });
     if let Some(ms) = deadline_ms {
@@ -165,11 +180,17 @@ fn accepted(
     if let Some(b) = budget {
         d["budget"] = json!(b);
     }
-    ("turn", "accepted", d)
+    let event = if refused {
+        "accept.requested"
+    } else {
+        "accepted"
+    };
+    ("turn", event, d)
 }
 
-/// `cancel-tree child.spawned`: a tool by its name and cancellability, any other child by kind.
-fn spawned(child: &str, kind: &ChildKind, need_ms: Option<u64>) -> Part {
+/// `cancel-tree child.spawned` (`child.spawn_requested` when the machine did not start it): a
+/// tool by its name and cancellability, any other child by kind.
+fn spawn(child: &str, kind: &ChildKind, need_ms: Option<u64>, refused: bool) -> Part {
     let mut d = match kind {
         ChildKind::Tool { name, cancellable } => {
             json!({ "child": child, "tool": name, "cancellable": cancellable })
@@ -179,7 +200,12 @@ fn spawned(child: &str, kind: &ChildKind, need_ms: Option<u64>) -> Part {
     if let Some(ms) = need_ms {
         d["need_ms"] = json!(ms);
     }
-    ("cancel-tree", "child.spawned", d)
+    let event = if refused {
+        "child.spawn_requested"
+    } else {
+        "child.spawned"
+    };
+    ("cancel-tree", event, d)
 }
 
 /// The detail that names a delta: its generation and seq.
