@@ -20,7 +20,7 @@ use turnfence_model::turn::{
 };
 use turnfence_model::Millis;
 
-pub use checks::Check;
+pub use checks::{Check, CommitAfterCancel};
 pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES};
 
@@ -332,7 +332,9 @@ impl GateRun {
         })
     }
 
-    /// `metrics.json`: the lab's counters, computed from the outputs.
+    /// `metrics.json`: the lab's counters, computed from the outputs. The commits after a cancel
+    /// request come with their detail: how each turn ended, and per effect when its commit was
+    /// sent, what the tool answered the cancel and whether it went to reconciliation.
     pub fn metrics(&self) -> Value {
         let outputs = || {
             self.scenarios
@@ -359,6 +361,15 @@ impl GateRun {
             .flat_map(|s| &s.steps)
             .filter(|st| matches!(st.input.kind, InputKind::Stop { .. }))
             .count();
+        let commits: Vec<_> = self
+            .scenarios
+            .iter()
+            .flat_map(checks::commits_after_cancel)
+            .collect();
+        let mut by_terminal = std::collections::BTreeMap::<&str, usize>::new();
+        for c in &commits {
+            *by_terminal.entry(c.turn_terminal.as_str()).or_default() += 1;
+        }
         json!({
             "turns_total": accepted,
             "cancel_requests_total": stops,
@@ -368,8 +379,11 @@ impl GateRun {
             "deadline_exceeded_total": count(&|o| matches!(o, Output::DeadlineExceeded { .. })),
             "reconnect_replays_total": count(&|o| matches!(o, Output::Replayed { .. })),
             "duplicate_stop_effects": self.scenarios.iter().map(checks::duplicate_stop_effects).sum::<usize>(),
-            "committed_side_effects_after_cancel_request":
-                self.scenarios.iter().map(checks::commits_after_cancel).sum::<usize>(),
+            "committed_side_effects_after_cancel_request": commits.len(),
+            "committed_side_effects_after_cancel_request_detail": {
+                "by_turn_terminal": by_terminal,
+                "effects": commits,
+            },
             "invariant_violations": self.scenarios.iter().map(|s| s.violations.len()).sum::<usize>(),
             "external_cost": 0,
         })

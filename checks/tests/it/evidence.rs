@@ -1,8 +1,10 @@
 //! The gate's evidence read as someone who has not read the code reads it: no line says
 //! something happened that the next line takes back, and every number says what it counts.
 
+use serde_json::Value;
 use turnfence_checks::gate::{self, GateRun};
-use turnfence_model::turn::TurnMachine;
+use turnfence_model::prelude::*;
+use turnfence_model::turn::{Flaw, TurnMachine};
 
 fn gate_run() -> GateRun {
     gate::run(&gate::NAMES, TurnMachine::new)
@@ -75,6 +77,67 @@ fn a_child_not_started_is_logged_as_requested_not_spawned() {
         }
     }
     assert!(not_started > 0, "no scenario refuses a child");
+}
+
+/// The count of side effects committed after a cancel request stands next to what they were:
+/// for each, when its commit was sent, what the tool answered the cancel, how the turn ended and
+/// whether it went to reconciliation, all measured from the run.
+#[test]
+fn commits_after_a_cancel_request_carry_their_meaning() {
+    let metrics = gate_run().metrics();
+    let count = &metrics["committed_side_effects_after_cancel_request"];
+    assert_eq!(count, 1, "the count stays a number a dashboard reads");
+    let detail = &metrics["committed_side_effects_after_cancel_request_detail"];
+    assert_eq!(
+        detail["by_turn_terminal"],
+        serde_json::json!({ "RECONCILE_REQUIRED": 1 })
+    );
+    let effects = detail["effects"].as_array().expect("one entry per effect");
+    assert_eq!(effects.len() as u64, count.as_u64().unwrap());
+    let e = &effects[0];
+    assert_eq!(e["scenario"], "noncancellable_tool");
+    assert_eq!(e["idempotency_key"], "idem-demo-001");
+    assert_eq!(
+        (&e["commit_sent_ms"], &e["cancel_ms"], &e["committed_ms"]),
+        (&Value::from(50), &Value::from(55), &Value::from(105))
+    );
+    assert_eq!(e["cancel"], "stop");
+    assert_eq!(e["cancel_deferred"], "commit_in_flight");
+    assert_eq!(e["turn_terminal"], "RECONCILE_REQUIRED");
+    assert_eq!(e["reconcile_enqueued"], true);
+    assert_eq!(
+        e["note"],
+        "commit idem-demo-001 sent at 50ms, before the cancel request at 55ms; the tool deferred \
+         the cancel (commit_in_flight); committed at 105ms; the turn ended RECONCILE_REQUIRED; \
+         the effect was enqueued for reconciliation"
+    );
+}
+
+/// The meaning is measured, not written down: a machine that claims `cancelled` after the
+/// commit went through gets a detail that says so.
+#[test]
+fn the_meaning_of_commits_after_a_cancel_follows_the_behaviour() {
+    let run = gate::run(&gate::NAMES, || {
+        TurnMachine::with_flaw(Flaw::CancelledAfterCommit)
+    });
+    let metrics = run.metrics();
+    let detail = &metrics["committed_side_effects_after_cancel_request_detail"];
+    assert_eq!(
+        detail["by_turn_terminal"],
+        serde_json::json!({ "CANCELLED": 1 })
+    );
+    let note = detail["effects"][0]["note"].as_str().unwrap();
+    assert!(note.contains("the turn ended CANCELLED"), "{note}");
+    // Likewise the log: a machine that accepts a second turn while one runs is logged accepting it.
+    let run = gate::run(&["voice_barge_in"], || {
+        TurnMachine::with_flaw(Flaw::AcceptWhileRunning)
+    });
+    let log = run.scenarios[0].log();
+    assert!(
+        log.contains("turn           accepted generation=8"),
+        "{log}"
+    );
+    assert!(!log.contains("accept.requested"), "{log}");
 }
 
 fn scenario<'a>(run: &'a GateRun, name: &str) -> &'a gate::ScenarioRun {
