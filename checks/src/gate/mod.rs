@@ -43,17 +43,23 @@ impl ScenarioRun {
         self.checks.iter().all(|c| c.passed)
     }
 
-    /// Every input and output, in order, as the lab's events.
+    /// Every input and output, in order, as the lab's events. An input that names no turn (a
+    /// frame played, a tick, the client's) is logged under the turn its outputs name, else under
+    /// the scenario's; an output that names none, under its input's.
     pub fn lab_events(&self) -> Vec<LabEvent> {
         let kinds = |turn: &str, child: &str| self.child_kind(turn, child);
         let mut events = Vec::new();
         for step in &self.steps {
             let at = step.input.at;
-            let turn = step.input.turn().unwrap_or(self.turn);
+            let turn = step
+                .input
+                .turn()
+                .or_else(|| step.outputs.iter().find_map(Output::turn))
+                .unwrap_or(self.turn);
             let (component, event, detail) = input_line(&step.input, &step.outputs, &kinds);
             events.push(self.lab_event(at, turn, component, event, detail));
             for output in &step.outputs {
-                let turn = output.turn().unwrap_or(self.turn);
+                let turn = output.turn().unwrap_or(turn);
                 let (component, event, detail) = output_line(output, &kinds);
                 events.push(self.lab_event(at, turn, component, event, detail));
             }
@@ -91,7 +97,8 @@ impl ScenarioRun {
         })
     }
 
-    /// The scenario's log, in the lab's form: header, one line per event, then the assertions.
+    /// The scenario's log, in the lab's form: header (naming the scenario's turn), one line per
+    /// event (naming its turn when it is another), then the assertions.
     pub fn log(&self) -> String {
         let mut lines = vec![
             format!("TURNFENCE GATE :: {}", self.name),
@@ -101,7 +108,7 @@ impl ScenarioRun {
             ),
             String::new(),
         ];
-        lines.extend(self.lab_events().iter().map(LabEvent::log_line));
+        lines.extend(self.lab_events().iter().map(|e| e.log_line(self.turn)));
         if let Some((index, misuse)) = &self.misuse {
             lines.push(format!("MISUSE at input {index}: {misuse}"));
         }

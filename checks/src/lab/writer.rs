@@ -1,7 +1,7 @@
 //! The lab vocabulary's writer: every input and output of the turn machine as a lab event
 //! (`t_ms`, `scenario`, `turn_id`, `component`, `event`, `detail`), and the lab's one-line log form
-//! (`[0061ms] model          response.delta seq=1 text=Storage`). The gate writes its log and
-//! `events.jsonl` with it.
+//! (`[0061ms] model          response.delta seq=1 text=Storage`; a line about another turn than
+//! the log's header names it, `turn=…`). The gate writes its log and `events.jsonl` with it.
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -24,12 +24,18 @@ pub struct LabEvent {
 }
 
 impl LabEvent {
-    /// The lab's log line for this event.
-    pub fn log_line(&self) -> String {
-        let detail: Vec<String> = self
-            .detail
-            .iter()
-            .map(|(k, v)| format!("{k}={}", compact(v)))
+    /// The lab's log line for this event, in a log whose header names `header_turn`: a line about
+    /// another turn names it before its detail (`turn=turn-voice-002`), so a log with two turns
+    /// never reads as one turn ending twice.
+    pub fn log_line(&self, header_turn: &str) -> String {
+        let turn = (self.turn_id != header_turn).then(|| format!("turn={}", self.turn_id));
+        let detail: Vec<String> = turn
+            .into_iter()
+            .chain(
+                self.detail
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", compact(v))),
+            )
             .collect();
         let suffix = if detail.is_empty() {
             String::new()

@@ -134,10 +134,73 @@ fn the_meaning_of_commits_after_a_cancel_follows_the_behaviour() {
     });
     let log = run.scenarios[0].log();
     assert!(
-        log.contains("turn           accepted generation=8"),
+        log.contains("turn           accepted turn=turn-voice-001b generation=8"),
         "{log}"
     );
     assert!(!log.contains("accept.requested"), "{log}");
+}
+
+/// Read from its log alone, each turn of a scenario ends once: a line about another turn than the
+/// header's names it, so barge-in's cancelled turn and its successor's completion are two turns.
+#[test]
+fn read_from_the_log_each_turn_ends_once() {
+    let run = gate_run();
+    for s in &run.scenarios {
+        let log = s.log();
+        let header_turn = log
+            .lines()
+            .nth(1)
+            .and_then(|l| l.split_whitespace().next())
+            .and_then(|t| t.strip_prefix("turn="))
+            .expect("the header names the turn");
+        let mut ended = Vec::new();
+        for line in log
+            .lines()
+            .filter(|l| l.starts_with('[') && l.contains("ms] "))
+        {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let terminal = ["completed", "cancelled", "failed", "reconcile_required"];
+            if words[1] != "turn" || !terminal.contains(&words[2]) {
+                continue;
+            }
+            let turn = words
+                .get(3)
+                .and_then(|w| w.strip_prefix("turn="))
+                .unwrap_or(header_turn);
+            assert!(
+                !ended.contains(&turn),
+                "{}: {turn} ends again: {line}\n{log}",
+                s.name
+            );
+            ended.push(turn);
+        }
+        assert!(!ended.is_empty(), "{}: no turn ends\n{log}", s.name);
+    }
+    let log = scenario(&run, "voice_barge_in").log();
+    assert!(
+        log.contains("turn           completed turn=turn-voice-002\n"),
+        "{log}"
+    );
+}
+
+/// An input that names no turn is logged under the turn it moved: the speaker's consumption of a
+/// frame under the turn whose frame played, not under a turn that had already ended.
+#[test]
+fn a_frame_consumed_is_logged_under_the_turn_whose_frame_played() {
+    let run = gate_run();
+    let mut seen = 0;
+    for s in &run.scenarios {
+        let events = s.lab_events();
+        for pair in events.windows(2) {
+            if (pair[0].component, pair[0].event) != ("speaker", "frame.consumed") {
+                continue;
+            }
+            seen += 1;
+            assert_eq!(pair[1].event, "frame.played", "{}", s.name);
+            assert_eq!(pair[0].turn_id, pair[1].turn_id, "{}: {pair:?}", s.name);
+        }
+    }
+    assert!(seen > 0, "no frame consumed");
 }
 
 fn scenario<'a>(run: &'a GateRun, name: &str) -> &'a gate::ScenarioRun {
