@@ -24,7 +24,7 @@ pub use checks::{Check, CommitAfterCancel};
 pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES};
 
-use crate::lab::writer::{input_line, output_line, LabEvent};
+use crate::lab::writer::{input_line, number_frames, output_line, LabEvent};
 
 /// One scenario, run.
 #[derive(Clone, Debug)]
@@ -64,6 +64,7 @@ impl ScenarioRun {
                 events.push(self.lab_event(at, turn, component, event, detail));
             }
         }
+        number_frames(&mut events);
         events
     }
 

@@ -49,6 +49,25 @@ impl LabEvent {
     }
 }
 
+/// Numbers each `tts frame.played` within its delta (`frame=2`: the second of the delta's frames
+/// to play), so a delta's frames played one after another do not read as one frame played twice.
+pub fn number_frames(events: &mut [LabEvent]) {
+    let mut played: Vec<(String, Value, Value)> = Vec::new();
+    for e in events
+        .iter_mut()
+        .filter(|e| (e.component, e.event) == ("tts", "frame.played"))
+    {
+        let key = (
+            e.turn_id.clone(),
+            e.detail.get("generation").cloned().unwrap_or(Value::Null),
+            e.detail.get("seq").cloned().unwrap_or(Value::Null),
+        );
+        played.push(key.clone());
+        let n = played.iter().filter(|k| **k == key).count();
+        e.detail.insert("frame".into(), json!(n));
+    }
+}
+
 /// The lab's compact value form: booleans lower-case, spaces in strings as `_`, structures as JSON.
 pub fn compact(v: &Value) -> String {
     match v {

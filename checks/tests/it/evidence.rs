@@ -203,6 +203,27 @@ fn a_frame_consumed_is_logged_under_the_turn_whose_frame_played() {
     assert!(seen > 0, "no frame consumed");
 }
 
+/// Two frames of one delta played one after the other read as two frames, not one frame twice.
+#[test]
+fn each_frame_played_says_which_of_its_deltas_frames_it_was() {
+    let run = gate_run();
+    let log = scenario(&run, "voice_barge_in").log();
+    let played: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("frame.played"))
+        .map(|l| l.split_once("frame.played ").map_or(l, |(_, d)| d))
+        .collect();
+    assert_eq!(
+        played,
+        [
+            "generation=7 seq=1 frame=1",
+            "generation=7 seq=1 frame=2",
+            "turn=turn-voice-002 generation=8 seq=1 frame=1",
+        ],
+        "{log}"
+    );
+}
+
 fn scenario<'a>(run: &'a GateRun, name: &str) -> &'a gate::ScenarioRun {
     run.scenarios
         .iter()
