@@ -104,7 +104,7 @@ impl ScenarioRun {
         let mut lines = vec![
             format!("TURNFENCE GATE :: {}", self.name),
             format!(
-                "turn={} clock=virtual network=none provider=model",
+                "turn={} clock=virtual network=none provider=scripted outputs=turn-machine",
                 self.turn
             ),
             String::new(),

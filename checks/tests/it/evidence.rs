@@ -224,6 +224,24 @@ fn each_frame_played_says_which_of_its_deltas_frames_it_was() {
     );
 }
 
+/// The log's header says where its lines come from without using the word the agent's world
+/// uses for a language model: no model is called (`acceptance.log` says models=0); the model's
+/// stream is scripted and every output is the turn machine's.
+#[test]
+fn the_log_header_says_the_stream_is_scripted_and_the_outputs_the_machines() {
+    for s in &gate_run().scenarios {
+        let log = s.log();
+        let header = log.lines().nth(1).unwrap_or_default();
+        assert_eq!(
+            header,
+            format!(
+                "turn={} clock=virtual network=none provider=scripted outputs=turn-machine",
+                s.turn
+            )
+        );
+    }
+}
+
 fn scenario<'a>(run: &'a GateRun, name: &str) -> &'a gate::ScenarioRun {
     run.scenarios
         .iter()
