@@ -267,9 +267,10 @@ impl GateRun {
         for name in self.failed() {
             lines.push(format!("FAILED {name}"));
         }
-        lines.push(
-            "Evidence: per-scenario logs + events.jsonl + metrics.json + report.json".to_owned(),
-        );
+        lines.push(format!(
+            "Evidence: per-scenario logs + {}",
+            evidence::RUN_FILES.join(" + ")
+        ));
         lines.join("\n") + "\n"
     }
 

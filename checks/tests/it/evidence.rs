@@ -242,6 +242,32 @@ fn the_log_header_says_the_stream_is_scripted_and_the_outputs_the_machines() {
     }
 }
 
+/// `acceptance.log` names every evidence file the gate wrote.
+#[test]
+fn acceptance_names_every_evidence_file() {
+    let run = gate_run();
+    let dir = tempfile::tempdir().unwrap();
+    gate::write_evidence(&run, dir.path(), false).unwrap();
+    let acceptance = run.acceptance();
+    let listed = acceptance
+        .lines()
+        .find_map(|l| l.strip_prefix("Evidence: "))
+        .expect("acceptance.log lists the evidence");
+    let mut files = 0;
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        files += 1;
+        if name.ends_with(".log") {
+            continue; // The per-scenario logs, and acceptance.log itself.
+        }
+        assert!(
+            listed.split(" + ").any(|f| f == name),
+            "{name} is not in {listed:?}"
+        );
+    }
+    assert_eq!(files, gate::NAMES.len() + 5);
+}
+
 fn scenario<'a>(run: &'a GateRun, name: &str) -> &'a gate::ScenarioRun {
     run.scenarios
         .iter()
