@@ -6,17 +6,16 @@ use std::path::Path;
 
 use super::{scenarios, GateRun};
 
+/// The run-wide evidence files besides `acceptance.log`, in the order `acceptance.log` lists them.
+pub const RUN_FILES: [&str; 4] = ["events.jsonl", "trace.jsonl", "metrics.json", "report.json"];
+
 /// Every file name the gate may write into its output directory.
 pub fn known_files() -> Vec<String> {
-    let mut names: Vec<String> = [
-        "events.jsonl",
-        "report.json",
-        "metrics.json",
-        "acceptance.log",
-    ]
-    .iter()
-    .map(|s| (*s).to_owned())
-    .collect();
+    let mut names: Vec<String> = RUN_FILES
+        .iter()
+        .chain(&["acceptance.log"])
+        .map(|s| (*s).to_owned())
+        .collect();
     names.extend(scenarios::NAMES.iter().map(|n| format!("{n}.log")));
     names
 }

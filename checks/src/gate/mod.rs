@@ -20,11 +20,11 @@ use turnfence_model::turn::{
 };
 use turnfence_model::Millis;
 
-pub use checks::Check;
+pub use checks::{Check, CommitAfterCancel};
 pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES};
 
-use crate::lab::writer::{input_line, output_line, LabEvent};
+use crate::lab::writer::{input_line, number_frames, output_line, LabEvent};
 
 /// One scenario, run.
 #[derive(Clone, Debug)]
@@ -43,21 +43,28 @@ impl ScenarioRun {
         self.checks.iter().all(|c| c.passed)
     }
 
-    /// Every input and output, in order, as the lab's events.
+    /// Every input and output, in order, as the lab's events. An input that names no turn (a
+    /// frame played, a tick, the client's) is logged under the turn its outputs name, else under
+    /// the scenario's; an output that names none, under its input's.
     pub fn lab_events(&self) -> Vec<LabEvent> {
         let kinds = |turn: &str, child: &str| self.child_kind(turn, child);
         let mut events = Vec::new();
         for step in &self.steps {
             let at = step.input.at;
-            let turn = step.input.turn().unwrap_or(self.turn);
-            let (component, event, detail) = input_line(&step.input, &kinds);
+            let turn = step
+                .input
+                .turn()
+                .or_else(|| step.outputs.iter().find_map(Output::turn))
+                .unwrap_or(self.turn);
+            let (component, event, detail) = input_line(&step.input, &step.outputs, &kinds);
             events.push(self.lab_event(at, turn, component, event, detail));
             for output in &step.outputs {
-                let turn = output.turn().unwrap_or(self.turn);
+                let turn = output.turn().unwrap_or(turn);
                 let (component, event, detail) = output_line(output, &kinds);
                 events.push(self.lab_event(at, turn, component, event, detail));
             }
         }
+        number_frames(&mut events);
         events
     }
 
@@ -91,17 +98,18 @@ impl ScenarioRun {
         })
     }
 
-    /// The scenario's log, in the lab's form: header, one line per event, then the assertions.
+    /// The scenario's log, in the lab's form: header (naming the scenario's turn), one line per
+    /// event (naming its turn when it is another), then the assertions.
     pub fn log(&self) -> String {
         let mut lines = vec![
             format!("TURNFENCE GATE :: {}", self.name),
             format!(
-                "turn={} clock=virtual network=none provider=model",
+                "turn={} clock=virtual network=none provider=scripted outputs=turn-machine",
                 self.turn
             ),
             String::new(),
         ];
-        lines.extend(self.lab_events().iter().map(LabEvent::log_line));
+        lines.extend(self.lab_events().iter().map(|e| e.log_line(self.turn)));
         if let Some((index, misuse)) = &self.misuse {
             lines.push(format!("MISUSE at input {index}: {misuse}"));
         }
@@ -259,9 +267,10 @@ impl GateRun {
         for name in self.failed() {
             lines.push(format!("FAILED {name}"));
         }
-        lines.push(
-            "Evidence: per-scenario logs + events.jsonl + metrics.json + report.json".to_owned(),
-        );
+        lines.push(format!(
+            "Evidence: per-scenario logs + {}",
+            evidence::RUN_FILES.join(" + ")
+        ));
         lines.join("\n") + "\n"
     }
 
@@ -332,7 +341,9 @@ impl GateRun {
         })
     }
 
-    /// `metrics.json`: the lab's counters, computed from the outputs.
+    /// `metrics.json`: the lab's counters, computed from the outputs. The commits after a cancel
+    /// request come with their detail: how each turn ended, and per effect when its commit was
+    /// sent, what the tool answered the cancel and whether it went to reconciliation.
     pub fn metrics(&self) -> Value {
         let outputs = || {
             self.scenarios
@@ -359,6 +370,15 @@ impl GateRun {
             .flat_map(|s| &s.steps)
             .filter(|st| matches!(st.input.kind, InputKind::Stop { .. }))
             .count();
+        let commits: Vec<_> = self
+            .scenarios
+            .iter()
+            .flat_map(checks::commits_after_cancel)
+            .collect();
+        let mut by_terminal = std::collections::BTreeMap::<&str, usize>::new();
+        for c in &commits {
+            *by_terminal.entry(c.turn_terminal.as_str()).or_default() += 1;
+        }
         json!({
             "turns_total": accepted,
             "cancel_requests_total": stops,
@@ -368,8 +388,11 @@ impl GateRun {
             "deadline_exceeded_total": count(&|o| matches!(o, Output::DeadlineExceeded { .. })),
             "reconnect_replays_total": count(&|o| matches!(o, Output::Replayed { .. })),
             "duplicate_stop_effects": self.scenarios.iter().map(checks::duplicate_stop_effects).sum::<usize>(),
-            "committed_side_effects_after_cancel_request":
-                self.scenarios.iter().map(checks::commits_after_cancel).sum::<usize>(),
+            "committed_side_effects_after_cancel_request": commits.len(),
+            "committed_side_effects_after_cancel_request_detail": {
+                "by_turn_terminal": by_terminal,
+                "effects": commits,
+            },
             "invariant_violations": self.scenarios.iter().map(|s| s.violations.len()).sum::<usize>(),
             "external_cost": 0,
         })

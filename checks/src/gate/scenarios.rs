@@ -9,7 +9,8 @@ use turnfence_model::Millis;
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub name: &'static str,
-    /// The turn the scenario is about (the lab logs every line under it).
+    /// The turn the scenario is about (its log's header names it; a line about another turn
+    /// names its own).
     pub turn: &'static str,
     pub inputs: Vec<Input>,
 }

@@ -1,7 +1,7 @@
 //! The lab vocabulary's writer: every input and output of the turn machine as a lab event
 //! (`t_ms`, `scenario`, `turn_id`, `component`, `event`, `detail`), and the lab's one-line log form
-//! (`[0061ms] model          response.delta seq=1 text=Storage`). The gate writes its log and
-//! `events.jsonl` with it.
+//! (`[0061ms] model          response.delta seq=1 text=Storage`; a line about another turn than
+//! the log's header names it, `turn=…`). The gate writes its log and `events.jsonl` with it.
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -24,12 +24,18 @@ pub struct LabEvent {
 }
 
 impl LabEvent {
-    /// The lab's log line for this event.
-    pub fn log_line(&self) -> String {
-        let detail: Vec<String> = self
-            .detail
-            .iter()
-            .map(|(k, v)| format!("{k}={}", compact(v)))
+    /// The lab's log line for this event, in a log whose header names `header_turn`: a line about
+    /// another turn names it before its detail (`turn=turn-voice-002`), so a log with two turns
+    /// never reads as one turn ending twice.
+    pub fn log_line(&self, header_turn: &str) -> String {
+        let turn = (self.turn_id != header_turn).then(|| format!("turn={}", self.turn_id));
+        let detail: Vec<String> = turn
+            .into_iter()
+            .chain(
+                self.detail
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", compact(v))),
+            )
             .collect();
         let suffix = if detail.is_empty() {
             String::new()
@@ -40,6 +46,25 @@ impl LabEvent {
             "[{:04}ms] {:<14} {}{suffix}",
             self.t_ms, self.component, self.event
         )
+    }
+}
+
+/// Numbers each `tts frame.played` within its delta (`frame=2`: the second of the delta's frames
+/// to play), so a delta's frames played one after another do not read as one frame played twice.
+pub fn number_frames(events: &mut [LabEvent]) {
+    let mut played: Vec<(String, Value, Value)> = Vec::new();
+    for e in events
+        .iter_mut()
+        .filter(|e| (e.component, e.event) == ("tts", "frame.played"))
+    {
+        let key = (
+            e.turn_id.clone(),
+            e.detail.get("generation").cloned().unwrap_or(Value::Null),
+            e.detail.get("seq").cloned().unwrap_or(Value::Null),
+        );
+        played.push(key.clone());
+        let n = played.iter().filter(|k| **k == key).count();
+        e.detail.insert("frame".into(), json!(n));
     }
 }
 
@@ -72,25 +97,38 @@ fn child_component(
     kinds(turn, child).map_or("cancel-tree", |k| component_of(&k))
 }
 
-/// An input as a lab line: `(component, event, detail)`.
+/// An input as a lab line: `(component, event, detail)`. `outputs` are the machine's answer to
+/// it: an accept or a spawn the machine refused is written as what it was, a request
+/// (`turn accept.requested`, `cancel-tree child.spawn_requested`), never as done.
 pub fn input_line(
     input: &Input,
+    outputs: &[Output],
     kinds: &dyn Fn(&str, &str) -> Option<ChildKind>,
 ) -> (&'static str, &'static str, Map<String, Value>) {
     let (component, event, d): Part = match &input.kind {
         InputKind::Accept {
+            turn,
             generation,
             mode,
             deadline_ms,
             budget,
-            ..
-        } => accepted(*generation, mode, *deadline_ms, budget.as_ref()),
+        } => {
+            let refused = outputs
+                .iter()
+                .any(|o| matches!(o, Output::TurnRefused { turn: t, .. } if t == turn));
+            accept(*generation, mode, *deadline_ms, budget.as_ref(), refused)
+        }
         InputKind::Spawn {
+            turn,
             child,
             kind,
             need_ms,
-            ..
-        } => spawned(child, kind, *need_ms),
+        } => {
+            let refused = outputs.iter().any(|o| {
+                matches!(o, Output::ToolNotStarted { turn: t, child: c, .. } if t == turn && c == child)
+            });
+            spawn(child, kind, *need_ms, refused)
+        }
         InputKind::ChildCompleted { turn, child } => (
             child_component(kinds, turn, child),
             "completed",
@@ -151,12 +189,14 @@ pub fn input_line(
     (component, event, detail(d))
 }
 
-/// `turn accepted`: the generation and mode, and the deadline and budget when the turn has them.
-fn accepted(
+/// `turn accepted` (`turn accept.requested` when the machine refused it): the generation and
+/// mode, and the deadline and budget when the turn has them.
+fn accept(
     generation: u64,
     mode: &Mode,
     deadline_ms: Option<u64>,
     budget: Option<&Budget>,
+    refused: bool,
 ) -> Part {
     let mut d = json!({ "generation": generation, "mode": mode });
     if let Some(ms) = deadline_ms {
@@ -165,11 +205,17 @@ fn accepted(
     if let Some(b) = budget {
         d["budget"] = json!(b);
     }
-    ("turn", "accepted", d)
+    let event = if refused {
+        "accept.requested"
+    } else {
+        "accepted"
+    };
+    ("turn", event, d)
 }
 
-/// `cancel-tree child.spawned`: a tool by its name and cancellability, any other child by kind.
-fn spawned(child: &str, kind: &ChildKind, need_ms: Option<u64>) -> Part {
+/// `cancel-tree child.spawned` (`child.spawn_requested` when the machine did not start it): a
+/// tool by its name and cancellability, any other child by kind.
+fn spawn(child: &str, kind: &ChildKind, need_ms: Option<u64>, refused: bool) -> Part {
     let mut d = match kind {
         ChildKind::Tool { name, cancellable } => {
             json!({ "child": child, "tool": name, "cancellable": cancellable })
@@ -179,7 +225,12 @@ fn spawned(child: &str, kind: &ChildKind, need_ms: Option<u64>) -> Part {
     if let Some(ms) = need_ms {
         d["need_ms"] = json!(ms);
     }
-    ("cancel-tree", "child.spawned", d)
+    let event = if refused {
+        "child.spawn_requested"
+    } else {
+        "child.spawned"
+    };
+    ("cancel-tree", event, d)
 }
 
 /// The detail that names a delta: its generation and seq.

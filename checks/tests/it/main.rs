@@ -2,6 +2,7 @@
 
 mod adapter;
 mod cli;
+mod evidence;
 mod explore;
 mod fence;
 mod fixtures;

@@ -23,7 +23,7 @@ use turnfence_model::turn::{Invariant, Terminal};
 use turnfence_model::Millis;
 
 use super::{Scenario, ScenarioRun};
-pub use counters::{commits_after_cancel, duplicate_stop_effects};
+pub use counters::{commits_after_cancel, duplicate_stop_effects, CommitAfterCancel};
 use facts::Facts;
 
 /// One check of the gate.

@@ -12,7 +12,8 @@ use crate::lab::{kind_of, usual_child};
 use crate::trace::turn_conform::kind_from_name;
 use crate::trace::InputError;
 
-/// `<child> started`, `cancel-tree child.spawned`: a child asks to start.
+/// `<child> started`, `cancel-tree child.spawned`, `child.spawn_requested`: a child asks to start
+/// (`child.spawn_requested` when the lab then logs it not started).
 pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;

@@ -231,7 +231,9 @@ type Handler = fn(&Line, &mut Out, &mut Memory) -> Result<(), InputError>;
 fn handler(component: &str, event: &str) -> Option<Handler> {
     Some(match (component, event) {
         // The turn.
-        ("turn", "accepted") => turn::accepted,
+        // `accept.requested` is an accept the system refused (the gate's word for it; the seed
+        // lab logs only accepts that succeed, as `accepted`).
+        ("turn", "accepted" | "accept.requested") => turn::accepted,
         ("turn", "accept.refused") => turn::refused,
         ("turn", "cancel.requested" | "cancel.already_requested" | "cancel.already_terminal") => {
             turn::stop_answered
@@ -253,9 +255,8 @@ fn handler(component: &str, event: &str) -> Option<Handler> {
         }
         ("deadline", "exceeded") => time::deadline_exceeded,
         // The turn's children.
-        ("retriever" | "model" | "tool" | "tts", "started") | ("cancel-tree", "child.spawned") => {
-            children::spawn
-        }
+        ("retriever" | "model" | "tool" | "tts", "started")
+        | ("cancel-tree", "child.spawned" | "child.spawn_requested") => children::spawn,
         ("retriever" | "model" | "tool" | "tts", "completed") => children::completed,
         ("retriever" | "model" | "tool" | "tts", "checkpoint") | ("tool", "cancel.observed") => {
             children::checkpoint

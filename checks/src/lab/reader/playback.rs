@@ -15,10 +15,11 @@ pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 }
 
 /// `tts frame.played`: a frame was played. Without a generation, the line is also the speaker
-/// consuming it (the gate logs the two as separate lines).
+/// consuming it (the gate logs the two as separate lines). Which of its delta's frames it was
+/// (`frame`, the gate's) is not compared.
 pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
-    d.only(&["seq", "generation"])?;
+    d.only(&["seq", "generation", "frame"])?;
     let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
     if d.u64("generation")?.is_none() {
         // The lab logs the speaker's consumption and the play as one line.

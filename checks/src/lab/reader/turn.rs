@@ -8,7 +8,8 @@ use turnfence_model::turn::{
 use super::context::{Line, Memory, Out};
 use crate::trace::InputError;
 
-/// `turn accepted`: a new turn; without a generation it takes the session's next.
+/// `turn accepted`, `accept.requested`: a new turn (`accept.requested` when the lab then logs it
+/// refused); without a generation it takes the session's next.
 pub(super) fn accepted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (d, line) = (&x.d, x.line);
     d.only(&[
