@@ -96,6 +96,22 @@ fn rejected_fixtures_are_rejected_naming_their_invariant() {
     });
 }
 
+/// The worked examples of `docs/MAPPING.md` give the verdicts the guide quotes.
+#[test]
+fn the_mapping_guides_examples_give_their_verdicts() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/examples");
+    let mut files: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 3, "{files:?}");
+    for f in files {
+        check(&f);
+    }
+}
+
 /// At least two fixtures per invariant, and both dialects among them.
 #[test]
 fn every_invariant_has_rejected_fixtures_in_both_dialects() {
