@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use turnfence_checks::explore;
 use turnfence_checks::fuzz::{self, report};
+use turnfence_model::Invariant;
 
 use super::{maker, Driven};
 
@@ -31,17 +32,60 @@ pub fn run<M: Driven + 'static>(
     };
     let (bounds, make) = make;
     let mut code = ExitCode::SUCCESS;
+    let mut union = Union::default();
+    let sets = bounds.len();
     for (name, bounds) in bounds {
         println!(
             "bounds {name}: {}",
             serde_json::to_string(&bounds).unwrap_or_default()
         );
-        let c = walk::<M>(make.as_ref(), &bounds, depth, flaw);
+        let c = walk::<M>(make.as_ref(), &bounds, depth, flaw, &mut union);
         if c != ExitCode::SUCCESS {
             code = c;
         }
     }
+    union.verdict::<M>(sets);
     code
+}
+
+/// What every bound set explored so far reached between them.
+#[derive(Default)]
+struct Union {
+    states: usize,
+    broken: bool,
+    truncated: bool,
+    coverage: std::collections::BTreeSet<String>,
+    reached: std::collections::BTreeSet<&'static str>,
+}
+
+impl Union {
+    /// The verdict over every bound set, then the coverage of their union.
+    fn verdict<M: Driven>(&self, sets: usize) {
+        let verdict = if self.broken {
+            "an invariant broke (above)"
+        } else if self.truncated {
+            "no violation up to the depth bound (not exhaustive: a bound set was cut off)"
+        } else {
+            "no violation: every state within the bounds explored"
+        };
+        println!(
+            "VERDICT: {verdict}; {} bound set(s), {} distinct states",
+            sets, self.states
+        );
+        let (missing, wrong) = M::coverage().gaps(&self.coverage);
+        let required = M::coverage().required.len();
+        if missing.is_empty() && wrong.is_empty() {
+            println!(
+                "coverage of the union: every one of the {required} required points reached or listed impossible; {} of {} invariants put to the test",
+                self.reached.len(),
+                <M::Invariant as turnfence_model::Invariant>::ALL.len()
+            );
+        } else {
+            println!(
+                "coverage of the union: missing {missing:?}, listed impossible but reached {wrong:?}"
+            );
+        }
+    }
 }
 
 /// Explores one bound set; on a counterexample, writes its report (replayable from a fresh
@@ -51,6 +95,7 @@ fn walk<M: Driven>(
     bounds: &M::Bounds,
     depth: usize,
     flaw: Option<&str>,
+    union: &mut Union,
 ) -> ExitCode {
     let tty = std::io::stderr().is_terminal();
     #[allow(clippy::disallowed_methods)] // Progress and the summary's time are for a person.
@@ -70,9 +115,15 @@ fn walk<M: Driven>(
         eprintln!();
     }
     let secs = start.elapsed().as_secs_f64();
-    let (missing, wrong) = M::coverage().gaps(&found.coverage);
+    let verdict = if found.counterexample.is_some() {
+        "BROKEN"
+    } else if found.truncated {
+        "no violation up to the depth bound"
+    } else {
+        "no violation"
+    };
     println!(
-        "{} machine: {} distinct states, {} transitions, depth {}{} in {secs:.2} s ({:.0} states/s); {} invariants reached; coverage {} points, missing {:?}, listed impossible but reached {:?}",
+        "{verdict} ({} machine): {} distinct states, {} transitions, depth {}{} in {secs:.2} s ({:.0} states/s); {} invariants reached, {} coverage points",
         M::NAME,
         found.states,
         found.transitions,
@@ -87,9 +138,12 @@ fn walk<M: Driven>(
         found.states as f64 / secs.max(1e-9),
         found.reached.len(),
         found.coverage.len(),
-        missing,
-        wrong
     );
+    union.states += found.states;
+    union.broken |= found.counterexample.is_some();
+    union.truncated |= found.truncated;
+    union.coverage.extend(found.coverage.iter().cloned());
+    union.reached.extend(found.reached.iter().map(|i| i.name()));
     if found.truncated {
         println!("a path still growing at the depth bound:");
         for input in &found.deepest {

@@ -139,14 +139,29 @@ fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
     } else {
         (1, 100)
     };
-    let next = std::fs::read_dir(fixtures)
+    let text = lines.join("\n") + "\n";
+    std::fs::create_dir_all(fixtures)
+        .map_err(|e| format!("cannot create {}: {e}", fixtures.display()))?;
+    let existing: Vec<PathBuf> = std::fs::read_dir(fixtures)
         .map_err(|e| format!("cannot read {}: {e}", fixtures.display()))?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.get(..4)?.parse::<u32>().ok())
+        .filter_map(|e| Some(e.ok()?.path()))
+        .collect();
+    // The same report promoted again is the fixture it already made.
+    let stem = format!("_promoted_{invariant}_{seed}.jsonl");
+    #[allow(clippy::disallowed_methods)] // The CLI compares the fixtures it is asked to extend.
+    let same = existing.iter().find(|p| {
+        p.to_string_lossy().ends_with(&stem) && std::fs::read_to_string(p).is_ok_and(|t| t == text)
+    });
+    if let Some(path) = same {
+        return Ok(path.clone());
+    }
+    let next = existing
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str()?.get(..4)?.parse::<u32>().ok())
         .filter(|n| (first..end).contains(n))
         .max()
         .map_or(first, |n| n + 1);
-    let file = fixtures.join(format!("{next:04}_promoted_{invariant}_{seed}.jsonl"));
-    turnfence_checks::gate::write_atomic(&file, &(lines.join("\n") + "\n"))
-        .map_err(|e| e.to_string())?;
+    let file = fixtures.join(format!("{next:04}{stem}"));
+    turnfence_checks::gate::write_atomic(&file, &text).map_err(|e| e.to_string())?;
     Ok(file)
 }

@@ -298,3 +298,33 @@ fn check_names_a_missing_file_once() {
     assert!(!err.contains("line 0"), "{err}");
     assert_eq!(err.matches("no-such-trace.jsonl").count(), 1, "{err}");
 }
+
+/// `explore` leads each bound set's line with its verdict and ends with the verdict over all of
+/// them and the coverage of their union.
+#[test]
+fn explore_says_its_verdict_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let bounds =
+        r#"{"turns":1,"children_per_turn":1,"deltas_per_turn":1,"deadline_ms":100,"client":false}"#;
+    let out = turnfence(
+        &["explore", "--machine", "turn", "--bounds", bounds],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[1].starts_with("no violation (turn machine): "),
+        "{text}"
+    );
+    assert!(
+        lines.iter().any(|l| l.starts_with(
+            "VERDICT: no violation: every state within the bounds explored; 1 bound set(s)"
+        )),
+        "{text}"
+    );
+    assert!(
+        lines.last().unwrap().starts_with("coverage of the union: "),
+        "{text}"
+    );
+}

@@ -132,24 +132,29 @@ fn replay_and_promote_from_the_command_line() {
         report.violated.step
     );
     assert!(text.contains(&expected), "{text}");
-    let fixtures = dir.path().join("fixtures");
-    std::fs::create_dir_all(&fixtures).unwrap();
-    let out = std::process::Command::new(bin)
-        .args([
-            "promote",
-            path.to_str().unwrap(),
-            "--fixtures",
-            fixtures.to_str().unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let promoted = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    // The fixtures folder need not exist; promoting the same report twice makes one fixture.
+    let fixtures = dir.path().join("fixtures").join("rejected");
+    let promote = || {
+        let out = std::process::Command::new(bin)
+            .args([
+                "promote",
+                path.to_str().unwrap(),
+                "--fixtures",
+                fixtures.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let promoted = promote();
+    assert_eq!(promote(), promoted, "the same report promoted twice");
+    assert_eq!(std::fs::read_dir(&fixtures).unwrap().count(), 1);
     let out = std::process::Command::new(bin)
         .args(["check", &promoted])
         .output()
