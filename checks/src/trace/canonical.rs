@@ -32,21 +32,22 @@ pub fn parse_object(text: &str, line: usize) -> Result<Map<String, Value>, Input
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(InputError::at(line, "expected a JSON object")),
-        Err(e) => Err(syntax(e, line)),
+        Err(e) => Err(syntax(e, line, text)),
     }
 }
 
-fn syntax(e: serde_json::Error, line: usize) -> InputError {
+fn syntax(e: serde_json::Error, line: usize, text: &str) -> InputError {
     let column = (e.column() > 0).then_some(e.column());
+    // serde's own position is within the line; the column says it, the message need not.
+    let said = e.to_string();
+    let raw = match said.rfind(" at line ") {
+        Some(i) => &said[..i],
+        None => said.as_str(),
+    };
     let message = if e.is_syntax() || e.is_eof() {
-        format!("malformed JSON: {e}")
+        format!("malformed JSON: {raw}")
     } else {
-        // serde's own position is within the line; the column says it, the message need not.
-        let text = e.to_string();
-        match text.rfind(" at line ") {
-            Some(i) => text[..i].to_owned(),
-            None => text,
-        }
+        super::wording::in_schema_words(raw, text, column)
     };
     InputError {
         line,
@@ -116,7 +117,7 @@ fn session(s: Option<String>, line: usize) -> Result<String, InputError> {
 
 fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Result<T, InputError> {
     serde_json::from_str(text).map_err(|e| {
-        let mut err = syntax(e, line);
+        let mut err = syntax(e, line, text);
         err.message = format!("{what} line: {}", err.message);
         err
     })
@@ -140,7 +141,7 @@ pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputE
         | (false, false, true, false)
         | (false, false, false, true) => kind,
         _ => {
-            let head: Head = serde_json::from_str(text).map_err(|e| syntax(e, line))?;
+            let head: Head = serde_json::from_str(text).map_err(|e| syntax(e, line, text))?;
             (
                 head.input.is_some(),
                 head.output.is_some(),

@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod conform;
 pub mod fence_conform;
 pub mod turn_conform;
+mod wording;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -94,9 +95,11 @@ pub struct InputError {
 
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.column {
-            Some(c) => write!(f, "line {}, column {c}: {}", self.line, self.message),
-            None => write!(f, "line {}: {}", self.line, self.message),
+        match (self.line, self.column) {
+            // Not about a line: the trace as a whole (it is empty).
+            (0, _) => write!(f, "{}", self.message),
+            (line, Some(c)) => write!(f, "line {line}, column {c}: {}", self.message),
+            (line, None) => write!(f, "line {line}: {}", self.message),
         }
     }
 }
@@ -370,6 +373,8 @@ pub fn check<S: Conform, R: Reader<S>>(
     let mut buf = String::new();
     let mut input = input;
     let mut line = 0;
+    // The first of a run of blank lines, not yet followed by a line.
+    let mut blank: Option<usize> = None;
     loop {
         buf.clear();
         let n = input
@@ -379,13 +384,23 @@ pub fn check<S: Conform, R: Reader<S>>(
             break;
         }
         line += 1;
-        let text = buf.trim_end_matches(['\n', '\r']);
+        let mut text = buf.trim_end_matches(['\n', '\r']);
+        if line == 1 {
+            // A byte-order mark some editors write: not part of the first line's JSON.
+            text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        }
         if text.trim().is_empty() {
-            return Err(InputError::at(line, "empty line"));
+            // Blank lines at the very end are tolerated; one between lines is an input error.
+            blank.get_or_insert(line);
+            continue;
+        }
+        if let Some(at) = blank {
+            return Err(InputError::at(at, "empty line"));
         }
         let records = reader.read(text, line)?;
         c.records(reader, records)?;
     }
+    let line = line - blank.map_or(0, |at| line + 1 - at);
     c.verdict.lines = line;
     if line == 0 {
         return Err(InputError::at(0, "the trace is empty"));

@@ -128,7 +128,7 @@ impl Conform for TurnMachine {
             } = o
             {
                 if t == turn && s == seq {
-                    return format!("; its delivery gate dropped seq {seq} ({reason:?})");
+                    return format!("; its delivery gate dropped seq {seq} ({})", reason.name());
                 }
             }
         }

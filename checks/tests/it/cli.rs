@@ -328,3 +328,26 @@ fn explore_says_its_verdict_first() {
         "{text}"
     );
 }
+
+/// A byte-order mark before the first line and blank lines at the very end are tolerated; a
+/// blank line between lines is still an input error at its line.
+#[test]
+fn check_tolerates_a_byte_order_mark_and_a_trailing_blank_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "{\"meta\":{\"partial\":true}}\n{\"at\":0,\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n";
+    let tolerated = dir.path().join("bom.jsonl");
+    std::fs::write(&tolerated, format!("\u{feff}{body}\n\n")).unwrap();
+    let out = turnfence(&["check", tolerated.to_str().unwrap()], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CONFORMS: 0 findings in 2 lines"));
+    let inner = dir.path().join("inner.jsonl");
+    std::fs::write(&inner, format!("{body}\n{{\"at\":1,\"input\":\"tick\"}}\n")).unwrap();
+    let out = turnfence(&["check", inner.to_str().unwrap()], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 3: empty line"));
+}

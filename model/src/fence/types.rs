@@ -22,6 +22,16 @@ pub enum Action {
 }
 
 impl Action {
+    /// The action's name in the canonical form.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Begin => "begin",
+            Action::Inspect => "inspect",
+            Action::End => "end",
+            Action::Invalid => "invalid",
+        }
+    }
+
     /// A transition changes the row; a read does not. Transitions are re-sent once, reads never.
     pub fn is_transition(self) -> bool {
         matches!(self, Action::Begin | Action::End)
@@ -48,6 +58,18 @@ pub enum Status {
     Sealed,
     Released,
     Error,
+}
+
+impl Status {
+    /// The status's name in the canonical form.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Active => "active",
+            Status::Sealed => "sealed",
+            Status::Released => "released",
+            Status::Error => "error",
+        }
+    }
 }
 
 /// How a worker reaches the supervisor.
@@ -107,6 +129,17 @@ pub enum Verdict {
     },
     /// No answer came: a gap, never a refusal or a verdict.
     Unknown,
+}
+
+impl std::fmt::Display for Verdict {
+    /// `ok (active)`, `refused (error)`, `unknown`: the canonical names.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Verdict::Ok { status } => write!(f, "ok ({})", status.name()),
+            Verdict::Refused { status } => write!(f, "refused ({})", status.name()),
+            Verdict::Unknown => write!(f, "unknown"),
+        }
+    }
 }
 
 /// A row as a queue snapshot holds it.

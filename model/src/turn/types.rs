@@ -150,6 +150,18 @@ pub enum DropReason {
     OutOfOrder,
 }
 
+impl DropReason {
+    /// The reason's name in the canonical form.
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::StaleGeneration => "stale_generation",
+            DropReason::CancelRequested => "cancel_requested",
+            DropReason::Terminal => "terminal",
+            DropReason::OutOfOrder => "out_of_order",
+        }
+    }
+}
+
 /// Why a child was not started.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -179,6 +191,16 @@ pub enum ResumeRefusal {
     UnknownCursor,
     /// The client stayed away longer than the resume window.
     Expired,
+}
+
+impl ResumeRefusal {
+    /// The refusal's name in the canonical form.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResumeRefusal::UnknownCursor => "unknown_cursor",
+            ResumeRefusal::Expired => "expired",
+        }
+    }
 }
 
 /// One thing that happens to the system, at virtual time `at`.

@@ -101,8 +101,8 @@ impl Monitor {
                     Invariant::DeadTokenHarmless,
                     &[token],
                     format!(
-                        "an end with dead token {token} changed a row ({:?})",
-                        reply.status
+                        "an end with dead token {token} changed a row ({})",
+                        reply.status.name()
                     ),
                 );
             }

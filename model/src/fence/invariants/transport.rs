@@ -39,7 +39,10 @@ impl Monitor {
             self.violate(
                 Invariant::DirectPathSilent,
                 &[worker, token, req],
-                format!("direct worker {worker} put a {action:?} event on the supervisor's queue"),
+                format!(
+                    "direct worker {worker} put a {} event on the supervisor's queue",
+                    action.name()
+                ),
             );
         }
         let bound = if action.is_transition() { 2 } else { 1 };
@@ -47,7 +50,10 @@ impl Monitor {
             self.violate(
                 Invariant::ResendBounded,
                 &[worker, token, req],
-                format!("{action:?} request {req} was sent {count} times (at most {bound})"),
+                format!(
+                    "{} request {req} was sent {count} times (at most {bound})",
+                    action.name()
+                ),
             );
         }
         if stale {

@@ -78,7 +78,10 @@ impl Monitor {
                     self.violate(
                         Invariant::GapIsUnknown,
                         &[worker, token, req],
-                        format!("{action:?} request {req} ended {verdict:?} without an answer"),
+                        format!(
+                            "{} request {req} ended {verdict} without an answer",
+                            action.name()
+                        ),
                     );
                 }
             }

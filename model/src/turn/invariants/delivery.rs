@@ -87,7 +87,10 @@ impl Monitor {
             self.violate(
                 Invariant::ReplayExactlyOnce,
                 &[&a],
-                format!("resume after seq {after_seq} was refused ({reason:?}) though it could be served"),
+                format!(
+                    "resume after seq {after_seq} was refused ({}) though it could be served",
+                    reason.name()
+                ),
             );
         }
     }
