@@ -5,6 +5,7 @@ pub mod adapter;
 pub mod explore;
 pub mod fuzz;
 pub mod gate;
+pub mod junit;
 pub mod lab;
 pub mod sync;
 pub mod trace;

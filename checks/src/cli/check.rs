@@ -1,68 +1,298 @@
-//! `turnfence check`: one trace judged against a machine.
+//! `turnfence check PATH...`: traces judged against a machine — one file as a full report, or
+//! many (files, and every `*.jsonl` beneath a directory) on every core, a line each and a
+//! summary. Each trace is read as its own meta line says unless a flag overrides it.
 
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use turnfence_checks::trace::{self, Dialect, Machine};
+use rayon::prelude::*;
+use serde_json::json;
+use turnfence_checks::junit;
+use turnfence_checks::trace::{self, Dialect, InputError, Machine, Reading, Verdict};
 
 use super::{write_stdout, Format};
 
-/// Checks the trace in `file` (`-` for standard input).
-pub fn run(
-    file: &std::path::Path,
-    dialect: Dialect,
-    machine: Option<Machine>,
-    format: Format,
-    max_findings: usize,
-) -> ExitCode {
-    #[allow(clippy::disallowed_methods)] // The CLI reads the trace it is asked to check.
-    let verdict = if file.as_os_str() == "-" {
-        trace::check_input(std::io::stdin().lock(), dialect, machine)
-    } else {
-        match std::fs::File::open(file) {
-            Ok(f) => trace::check_input(std::io::BufReader::new(f), dialect, machine),
-            Err(e) => {
-                // Not a line of a trace: the file itself could not be opened.
-                let message = format!("cannot read {}: {e}", file.display());
-                match format {
-                    Format::Text => eprintln!("turnfence check: {message}"),
-                    Format::Json => write_stdout(&format!(
-                        "{}\n",
-                        serde_json::json!({ "status": "input_error", "error": { "message": message } })
-                    )),
-                }
-                return ExitCode::from(2);
+/// What the command was asked for.
+pub struct Ask {
+    pub dialect: Option<Dialect>,
+    pub machine: Option<Machine>,
+    pub format: Format,
+    pub max_findings: usize,
+}
+
+/// One trace's outcome.
+enum Outcome {
+    Judged(Verdict, Reading),
+    /// Not readable as a trace (exit 2): an input error at a line, or a file that cannot be
+    /// opened (no line); how it was being read, if its first line said.
+    Unreadable(InputError, Option<Reading>),
+}
+
+/// Checks every trace the paths name.
+pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
+    let traces = traces(paths);
+    let single = paths.len() == 1 && traces.len() == 1 && !paths[0].is_dir();
+    let done = AtomicUsize::new(0);
+    let progress = traces.len() > 1 && std::io::stderr().is_terminal();
+    let outcomes: Vec<Outcome> = traces
+        .par_iter()
+        .map(|t| {
+            let outcome = judge(t, ask);
+            if progress {
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                eprint!("\rchecked {n}/{}", traces.len());
             }
-        }
-    };
-    let v = match verdict {
-        Ok(v) => v,
-        Err(e) => {
-            match format {
-                Format::Text => eprintln!("turnfence check: {}: {e}", file.display()),
-                Format::Json => write_stdout(&format!(
-                    "{}\n",
-                    serde_json::json!({ "status": "input_error", "error": e })
-                )),
-            }
-            return ExitCode::from(2);
-        }
-    };
-    let status = if v.conforms() {
-        "conforms"
-    } else {
-        "violations"
-    };
-    let text = match format {
-        Format::Text => trace::render_text(&v, max_findings),
-        Format::Json => format!(
-            "{}\n",
-            serde_json::json!({ "status": status, "verdict": v })
-        ),
-    };
-    write_stdout(&text);
-    if v.conforms() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
+            outcome
+        })
+        .collect();
+    if progress {
+        eprintln!();
     }
+    let named: Vec<(&Path, &Outcome)> = traces
+        .iter()
+        .map(PathBuf::as_path)
+        .zip(outcomes.iter())
+        .collect();
+    match ask.format {
+        Format::Junit => write_stdout(&junit_report(&named)),
+        Format::Json if single => write_stdout(&format!("{}\n", json_one(named[0].1))),
+        Format::Json => write_stdout(&format!("{}\n", json_many(&named))),
+        Format::Text if single => text_one(named[0].0, named[0].1, ask.max_findings),
+        Format::Text => write_stdout(&text_many(&named)),
+    }
+    exit_code(&outcomes)
+}
+
+/// The traces the paths name: a file as it is (`-`: standard input), a directory's `*.jsonl`
+/// files at any depth, sorted; a path that does not exist stays, to be reported unreadable.
+fn traces(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut found = Vec::new();
+            walk(path, &mut found);
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(path.clone());
+        }
+    }
+    out
+}
+
+fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            walk(&path, found);
+        } else if path.extension().is_some_and(|x| x == "jsonl") {
+            found.push(path);
+        }
+    }
+}
+
+#[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
+fn judge(path: &Path, ask: &Ask) -> Outcome {
+    let checked = if path.as_os_str() == "-" {
+        trace::check_input(std::io::stdin().lock(), ask.dialect, ask.machine)
+    } else {
+        match std::fs::File::open(path) {
+            Ok(f) => trace::check_input(std::io::BufReader::new(f), ask.dialect, ask.machine),
+            // Not a line of a trace: the file itself could not be opened.
+            Err(e) => {
+                let message = format!("cannot read {}: {e}", path.display());
+                return Outcome::Unreadable(InputError::at(0, message), None);
+            }
+        }
+    };
+    match checked.verdict {
+        Ok(verdict) => Outcome::Judged(verdict, checked.reading.unwrap_or_default()),
+        Err(e) => Outcome::Unreadable(e, checked.reading),
+    }
+}
+
+/// 2 if any trace is unreadable, else 1 if any has findings, else 0.
+fn exit_code(outcomes: &[Outcome]) -> ExitCode {
+    if outcomes
+        .iter()
+        .any(|o| matches!(o, Outcome::Unreadable(..)))
+    {
+        ExitCode::from(2)
+    } else if outcomes
+        .iter()
+        .any(|o| matches!(o, Outcome::Judged(v, _) if !v.conforms()))
+    {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// One trace, as a full report (an input error on standard error).
+fn text_one(path: &Path, outcome: &Outcome, max_findings: usize) {
+    match outcome {
+        Outcome::Judged(v, reading) => {
+            for o in &reading.overrides {
+                eprintln!("turnfence check: {}: {o}", path.display());
+            }
+            write_stdout(&trace::render_text(v, max_findings));
+        }
+        Outcome::Unreadable(e, reading) => {
+            for o in reading.iter().flat_map(|r| &r.overrides) {
+                eprintln!("turnfence check: {}: {o}", path.display());
+            }
+            if e.line == 0 {
+                eprintln!("turnfence check: {}", e.message);
+            } else {
+                eprintln!("turnfence check: {}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// Many traces: a line each, then the summary.
+fn text_many(named: &[(&Path, &Outcome)]) -> String {
+    let mut out = String::new();
+    let (mut conform, mut violations, mut unreadable) = (0, 0, 0);
+    for (path, outcome) in named {
+        let path = path.display();
+        match outcome {
+            Outcome::Judged(v, reading) if v.conforms() => {
+                conform += 1;
+                out.push_str(&format!(
+                    "PASS  {path} ({} lines){}\n",
+                    v.lines,
+                    said(reading)
+                ));
+            }
+            Outcome::Judged(v, reading) => {
+                violations += 1;
+                let counts: Vec<String> = v
+                    .counts()
+                    .iter()
+                    .map(|(name, n)| format!("{name} {n}"))
+                    .collect();
+                let first = v.findings.first().map_or(0, |f| f.line);
+                out.push_str(&format!(
+                    "FAIL  {path}: {} findings ({}), the first at line {first}{}\n",
+                    v.findings.len(),
+                    counts.join(", "),
+                    said(reading)
+                ));
+            }
+            Outcome::Unreadable(e, reading) => {
+                unreadable += 1;
+                let said = reading.as_ref().map(said).unwrap_or_default();
+                out.push_str(&format!("ERROR {path}: {e}{said}\n"));
+            }
+        }
+    }
+    out.push_str(&format!(
+        "{} traces: {conform} conform, {violations} with violations, {unreadable} unreadable\n",
+        named.len()
+    ));
+    out
+}
+
+/// A flag that overrode the trace's meta line, as a clause.
+fn said(reading: &Reading) -> String {
+    if reading.overrides.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", reading.overrides.join("; "))
+    }
+}
+
+fn json_one(outcome: &Outcome) -> serde_json::Value {
+    match outcome {
+        Outcome::Judged(v, reading) => {
+            let status = if v.conforms() {
+                "conforms"
+            } else {
+                "violations"
+            };
+            json!({
+                "status": status,
+                "dialect": reading.dialect.name(),
+                "machine": reading.machine.name(),
+                "overrides": reading.overrides,
+                "verdict": v,
+            })
+        }
+        Outcome::Unreadable(e, _) if e.line == 0 => {
+            json!({ "status": "input_error", "error": { "message": e.message } })
+        }
+        Outcome::Unreadable(e, reading) => json!({
+            "status": "input_error",
+            "overrides": reading.as_ref().map(|r| r.overrides.clone()).unwrap_or_default(),
+            "error": e,
+        }),
+    }
+}
+
+fn json_many(named: &[(&Path, &Outcome)]) -> serde_json::Value {
+    let traces: Vec<serde_json::Value> = named
+        .iter()
+        .map(|(path, outcome)| {
+            let mut one = json_one(outcome);
+            one["path"] = json!(path.display().to_string());
+            one
+        })
+        .collect();
+    let count = |status: &str| traces.iter().filter(|t| t["status"] == status).count();
+    json!({
+        "summary": {
+            "traces": traces.len(),
+            "conform": count("conforms"),
+            "violations": count("violations"),
+            "unreadable": count("input_error"),
+        },
+        "traces": traces,
+    })
+}
+
+/// One test case per trace, one failure per finding.
+fn junit_report(named: &[(&Path, &Outcome)]) -> String {
+    let cases: Vec<junit::Case> = named
+        .iter()
+        .map(|(path, outcome)| {
+            let name = path.display().to_string();
+            match outcome {
+                Outcome::Judged(v, reading) => junit::Case {
+                    name,
+                    classname: format!("turnfence.check.{}", reading.machine.name()),
+                    failures: v
+                        .findings
+                        .iter()
+                        .map(|f| junit::Failure {
+                            message: format!("line {}: {}", f.line, f.name()),
+                            kind: f.name().to_owned(),
+                            text: format!(
+                                "line {} ({} at {} ms): {} [{}]: {}",
+                                f.line,
+                                f.session,
+                                f.at,
+                                f.name(),
+                                f.ids.join(", "),
+                                f.message
+                            ),
+                        })
+                        .collect(),
+                    error: None,
+                },
+                Outcome::Unreadable(e, _) => junit::Case {
+                    name,
+                    classname: "turnfence.check".to_owned(),
+                    failures: Vec::new(),
+                    error: Some(e.to_string()),
+                },
+            }
+        })
+        .collect();
+    junit::render("turnfence check", &cases)
 }

@@ -61,20 +61,23 @@ enum Command {
         #[arg(long)]
         agent: bool,
     },
-    /// Checks a JSON Lines trace against the turn machine. Exit 0: it conforms; 1: violations;
-    /// 2: an input error (malformed line, unknown event or field, time going backwards, …).
+    /// Checks JSON Lines traces against their machine, each read as its meta line says. Exit 0:
+    /// every one conforms; 1: violations in any; 2: any unreadable (a malformed line, an unknown
+    /// event or field, time going backwards, a file that cannot be read, …).
     Check {
-        /// The trace (`-` for standard input).
-        file: PathBuf,
-        #[arg(long, value_enum, default_value = "canonical")]
-        dialect: Dialect,
-        /// The machine the trace is of; by default the meta line's `machine`, else `turn`.
+        /// Traces: files (`-` for standard input) and directories (every `*.jsonl` beneath).
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// The dialect; by default each trace's meta line `dialect`, else `canonical`.
+        #[arg(long, value_enum)]
+        dialect: Option<Dialect>,
+        /// The machine; by default each trace's meta line `machine`, else `turn`.
         #[arg(long, value_enum)]
         machine: Option<Machine>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
-        /// At most this many findings in the text report (every one is still counted; the
-        /// JSON report keeps them all).
+        /// At most this many findings in the text report of one trace (every one is still
+        /// counted; the JSON report keeps them all).
         #[arg(long, default_value_t = turnfence_checks::trace::MAX_TEXT_FINDINGS)]
         max_findings: usize,
     },
@@ -127,9 +130,11 @@ enum Command {
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum Format {
+pub enum Format {
     Text,
     Json,
+    /// JUnit XML, for CI dashboards.
+    Junit,
 }
 
 fn scenario_name(s: &str) -> Result<String, String> {
@@ -153,12 +158,20 @@ pub fn run(cli: Cli) -> ExitCode {
             agent,
         } => gate::run(&scenario, output, clean, agent),
         Command::Check {
-            file,
+            paths,
             dialect,
             machine,
             format,
             max_findings,
-        } => check::run(&file, dialect, machine, format, max_findings),
+        } => check::run(
+            &paths,
+            &check::Ask {
+                dialect,
+                machine,
+                format,
+                max_findings,
+            },
+        ),
         Command::Fuzz {
             machine,
             seed,

@@ -210,6 +210,15 @@ pub enum Dialect {
     Lab,
 }
 
+impl Dialect {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dialect::Canonical => "canonical",
+            Dialect::Lab => "lab",
+        }
+    }
+}
+
 /// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and
 /// release them later, e.g. a whole lab scenario); `events` turns one record into events, seeing
 /// the open sessions as they stand after every earlier event was applied.
@@ -422,6 +431,25 @@ pub enum Machine {
     Fence,
 }
 
+impl Default for Reading {
+    fn default() -> Reading {
+        Reading {
+            dialect: Dialect::Canonical,
+            machine: Machine::Turn,
+            overrides: Vec::new(),
+        }
+    }
+}
+
+impl Machine {
+    pub fn name(self) -> &'static str {
+        match self {
+            Machine::Turn => "turn",
+            Machine::Fence => "fence",
+        }
+    }
+}
+
 /// Checks events that were never text (a concurrency adapter's record): each with its line
 /// (its position in the record), as a partial capture. An input error here is a bug of the
 /// recorder, reported as one.
@@ -477,34 +505,116 @@ pub fn check_dialect(
     }
 }
 
-/// Checks a trace; without a machine named, the meta line's `machine` (`turn` | `fence`) says
-/// which, else the turn machine. Reads the first line to find out, then streams the rest.
-pub fn check_input(
-    mut input: impl BufRead,
-    dialect: Dialect,
+/// How a trace was read: its dialect and machine, and each flag that overrode its meta line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reading {
+    pub dialect: Dialect,
+    pub machine: Machine,
+    /// A flag that disagreed with the meta line, said as a sentence.
+    pub overrides: Vec<String>,
+}
+
+/// Which dialect and machine a trace is read as: a flag, else what the meta line (`first`, the
+/// trace's first line) names, else canonical and turn.
+pub fn reading(
+    first: &str,
+    dialect: Option<Dialect>,
     machine: Option<Machine>,
-) -> Result<Verdict, InputError> {
-    use std::io::Read;
-    let mut first = String::new();
-    input
-        .read_line(&mut first)
-        .map_err(|e| InputError::at(1, format!("cannot read: {e}")))?;
-    let named = serde_json::from_str::<serde_json::Value>(&first)
+) -> Result<Reading, InputError> {
+    let meta = serde_json::from_str::<serde_json::Value>(first.trim_start_matches('\u{feff}'))
         .ok()
-        .and_then(|v| v.get("meta")?.get("machine")?.as_str().map(str::to_owned));
-    let machine = match (machine, named.as_deref()) {
-        (Some(m), _) => m,
-        (None, Some("fence")) => Machine::Fence,
-        (None, Some("turn") | None) => Machine::Turn,
-        (None, Some(other)) => {
+        .and_then(|v| v.get("meta").cloned());
+    let named = |key: &str| {
+        meta.as_ref()
+            .and_then(|m| m.get(key)?.as_str().map(str::to_owned))
+    };
+    let mut overrides = Vec::new();
+    let named_dialect = match named("dialect").as_deref() {
+        None => None,
+        Some("canonical") => Some(Dialect::Canonical),
+        Some("lab") => Some(Dialect::Lab),
+        Some(other) => {
             return Err(InputError::at(
                 1,
-                format!("unknown machine {other:?} in the meta line"),
+                format!(
+                    "unknown dialect {other:?} in the meta line; expected `canonical` or `lab`"
+                ),
             ))
         }
     };
+    let named_machine = match named("machine").as_deref() {
+        None => None,
+        Some("turn") => Some(Machine::Turn),
+        Some("fence") => Some(Machine::Fence),
+        Some(other) => {
+            return Err(InputError::at(
+                1,
+                format!("unknown machine {other:?} in the meta line; expected `turn` or `fence`"),
+            ))
+        }
+    };
+    if let (Some(flag), Some(meta)) = (dialect, named_dialect) {
+        if flag != meta {
+            overrides.push(format!(
+                "--dialect {} overrides the meta line's dialect {}",
+                flag.name(),
+                meta.name()
+            ));
+        }
+    }
+    if let (Some(flag), Some(meta)) = (machine, named_machine) {
+        if flag != meta {
+            overrides.push(format!(
+                "--machine {} overrides the meta line's machine {}",
+                flag.name(),
+                meta.name()
+            ));
+        }
+    }
+    Ok(Reading {
+        dialect: dialect.or(named_dialect).unwrap_or(Dialect::Canonical),
+        machine: machine.or(named_machine).unwrap_or(Machine::Turn),
+        overrides,
+    })
+}
+
+/// A trace checked: how it was read (always known when there is a verdict; an error may come
+/// before its first line said), and the verdict or why it is not readable as a trace.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    pub reading: Option<Reading>,
+    pub verdict: Result<Verdict, InputError>,
+}
+
+/// Checks a trace read as [`reading`] decides from its first line, then streams the rest.
+pub fn check_input(
+    mut input: impl BufRead,
+    dialect: Option<Dialect>,
+    machine: Option<Machine>,
+) -> Checked {
+    use std::io::Read;
+    let mut first = String::new();
+    if let Err(e) = input.read_line(&mut first) {
+        let verdict = Err(InputError::at(1, format!("cannot read: {e}")));
+        return Checked {
+            reading: None,
+            verdict,
+        };
+    }
+    let read = match reading(&first, dialect, machine) {
+        Ok(read) => read,
+        Err(e) => {
+            return Checked {
+                reading: None,
+                verdict: Err(e),
+            }
+        }
+    };
     let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
-    check_dialect(whole, dialect, machine)
+    Checked {
+        verdict: check_dialect(whole, read.dialect, read.machine),
+        reading: Some(read),
+    }
 }
 
 /// How many findings the text report prints unless told otherwise: a few hundred lines at most,

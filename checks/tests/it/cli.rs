@@ -351,3 +351,127 @@ fn check_tolerates_a_byte_order_mark_and_a_trailing_blank_line() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("line 3: empty line"));
 }
+
+/// `check fixtures/` judges every fixture in one run, each by its own meta line: every accepted
+/// one passes, every rejected one fails (violations, or unreadable for the malformed ones); the
+/// JUnit report parses as JUnit and says the same, a test case per fixture.
+#[test]
+fn check_judges_a_directory_by_each_meta_line_and_writes_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+    let out = turnfence(&["check", root.to_str().unwrap()], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "malformed fixtures are unreadable"
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected: Vec<(String, String)> = crate::fixtures("accepted")
+        .into_iter()
+        .chain(crate::fixtures("rejected"))
+        .map(|p| {
+            let meta: serde_json::Value =
+                serde_json::from_str(read(&p).lines().next().unwrap()).unwrap();
+            let expect = meta["meta"]["expect"].as_str().unwrap().to_owned();
+            (
+                p.file_name().unwrap().to_string_lossy().into_owned(),
+                expect,
+            )
+        })
+        .collect();
+    for (name, expect) in &expected {
+        let line = text
+            .lines()
+            .find(|l| l.contains(name.as_str()))
+            .unwrap_or_else(|| panic!("{name} not reported:\n{text}"));
+        let want = match expect.as_str() {
+            "accepted" => "PASS ",
+            "rejected" => "FAIL ",
+            _ => "ERROR ",
+        };
+        assert!(line.starts_with(want), "{name} ({expect}): {line}");
+    }
+    assert!(text
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with(&format!("{} traces: ", expected.len())));
+
+    let out = turnfence(
+        &["check", root.to_str().unwrap(), "--format", "junit"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let (cases, failed, errored) = junit_cases(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(cases.len(), expected.len());
+    for (name, expect) in &expected {
+        let case = cases
+            .iter()
+            .find(|c| c.ends_with(name.as_str()))
+            .unwrap_or_else(|| panic!("no test case for {name}"));
+        let (f, e) = (failed.contains(case), errored.contains(case));
+        match expect.as_str() {
+            "accepted" => assert!(!f && !e, "{name}"),
+            "rejected" => assert!(f && !e, "{name}"),
+            _ => assert!(e && !f, "{name}"),
+        }
+    }
+}
+
+/// The test cases of a JUnit document, and those with a failure or an error, read with an XML
+/// parser (the document must be well-formed).
+fn junit_cases(xml: &str) -> (Vec<String>, Vec<String>, Vec<String>) {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_str(xml);
+    let (mut cases, mut failed, mut errored) = (Vec::new(), Vec::new(), Vec::new());
+    let mut current = String::new();
+    loop {
+        match reader.read_event().expect("well-formed JUnit XML") {
+            Event::Start(e) | Event::Empty(e) => {
+                let name = e.name();
+                let attr = |key: &[u8]| {
+                    e.attributes()
+                        .flatten()
+                        .find(|a| a.key.as_ref() == key)
+                        .map(|a| a.unescape_value().unwrap().into_owned())
+                };
+                match name.as_ref() {
+                    b"testcase" => {
+                        current = attr(b"name").expect("a test case has a name");
+                        cases.push(current.clone());
+                    }
+                    b"failure" => {
+                        assert!(attr(b"message").is_some() && attr(b"type").is_some());
+                        failed.push(current.clone());
+                    }
+                    b"error" => errored.push(current.clone()),
+                    _ => {}
+                }
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+    }
+    (cases, failed, errored)
+}
+
+/// A trace's meta line decides its dialect; a flag that disagrees wins and says so.
+#[test]
+fn check_reads_the_dialect_from_the_meta_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = fixture("0001_lab_baseline_stream.jsonl");
+    let out = turnfence(&["check", lab.to_str().unwrap()], dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = turnfence(
+        &["check", lab.to_str().unwrap(), "--dialect", "canonical"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--dialect canonical overrides the meta line's dialect lab"));
+}
