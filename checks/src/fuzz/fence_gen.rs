@@ -77,6 +77,13 @@ impl Fuzz for FenceMachine {
         fence::Input::new(*at, kind.unwrap_or(fence::InputKind::Tick))
     }
 
+    fn faults(m: &FaultMix) -> String {
+        format!(
+            "ack loss {} %, event drop {} %, stalls {} % of {} ms, owner messages {} %",
+            m.ack_loss_pct, m.event_drop_pct, m.stall_pct, m.stall_ms, m.owner_message_pct
+        )
+    }
+
     fn summary(&self) -> BTreeMap<String, String> {
         let m = self;
         let s = m.state();

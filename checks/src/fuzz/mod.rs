@@ -123,6 +123,9 @@ pub trait Fuzz: Machine {
 
     /// A flat summary of the state, for the per-step changes of a report.
     fn summary(&self) -> BTreeMap<String, String>;
+
+    /// The faults of a mix this machine's generator draws on, as a report says them.
+    fn faults(mix: &FaultMix) -> String;
 }
 
 /// A broken invariant of machine `M`.

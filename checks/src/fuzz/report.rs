@@ -89,15 +89,15 @@ pub fn replay_command(path: &Path, flaw: bool) -> String {
 /// Where reports go, relative to the workspace (or the working directory of the CLI).
 pub const DIR: &str = "target/turnfence/counterexamples";
 
-/// Writes `<dir>/<invariant>-<seed>.json` and `.md`; returns the JSON path. The Markdown names
-/// the JSON as `DIR/<file>`, so the same report reads the same wherever it was written.
-pub fn write<M: Machine>(report: &Report<M>, dir: &Path) -> std::io::Result<PathBuf> {
+/// Writes `<dir>/<invariant>-<seed>.json` and `.md`; returns the JSON path. The Markdown's
+/// replay command names the JSON where it was written (as `dir` says it: relative stays relative).
+pub fn write<M: Fuzz>(report: &Report<M>, dir: &Path) -> std::io::Result<PathBuf> {
     std::fs::create_dir_all(dir)?;
     let name = format!("{}.json", report.stem());
     let json = dir.join(&name);
     let md = dir.join(format!("{}.md", report.stem()));
     crate::gate::write_atomic(&json, &to_json(report))?;
-    crate::gate::write_atomic(&md, &markdown(report, &Path::new(DIR).join(&name)))?;
+    crate::gate::write_atomic(&md, &markdown(report, &json))?;
     Ok(json)
 }
 
@@ -149,7 +149,7 @@ fn at_of(v: &Value) -> Millis {
 }
 
 /// The Markdown report.
-pub fn markdown<M: Machine>(r: &Report<M>, json: &Path) -> String {
+pub fn markdown<M: Fuzz>(r: &Report<M>, json: &Path) -> String {
     let b = &r.violated;
     let mut out = String::new();
     out.push_str(&format!(
@@ -173,12 +173,7 @@ pub fn markdown<M: Machine>(r: &Report<M>, json: &Path) -> String {
     if let Some(f) = &r.flaw {
         out.push_str(&format!("| planted flaw | `{f}` |\n"));
     }
-    let m = &r.mix;
-    out.push_str(&format!(
-        "| fault mix | ack loss {} %, event drop {} %, stalls {} % of {} ms, stops {} %, barge-ins {} %, late deltas {} %, disconnects {} %, duplicates {} %, owner messages {} % |\n",
-        m.ack_loss_pct, m.event_drop_pct, m.stall_pct, m.stall_ms, m.stop_pct, m.barge_in_pct,
-        m.late_delta_pct, m.disconnect_pct, m.duplicate_pct, m.owner_message_pct
-    ));
+    out.push_str(&format!("| fault mix | {} |\n", M::faults(&r.mix)));
     out.push_str(&format!(
         "| inputs | {} generated, shrunk to {} |\n\n",
         r.generated_inputs, r.shrunk_inputs

@@ -93,6 +93,13 @@ impl Fuzz for TurnMachine {
         Input::new(*at, kind.unwrap_or(InputKind::Tick))
     }
 
+    fn faults(m: &FaultMix) -> String {
+        format!(
+            "pauses of 20–200 ms {} %, stops {} %, barge-ins {} %, late deltas {} %, disconnects {} %, duplicates {} %",
+            m.stall_pct, m.stop_pct, m.barge_in_pct, m.late_delta_pct, m.disconnect_pct, m.duplicate_pct
+        )
+    }
+
     fn summary(&self) -> BTreeMap<String, String> {
         let m = self;
         let s = m.session();

@@ -3,7 +3,7 @@
 //! to a short sequence and gets a report that replays; the same seed gives the same bytes.
 
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use crate::read;
@@ -20,10 +20,10 @@ use turnfence_model::Machine;
 /// Steps per generated case.
 const STEPS: usize = 200;
 
+/// Where the tests write reports: the CLI's default, relative to the test's working directory,
+/// so a report's Markdown names it as a user's run would.
 fn report_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(report::DIR)
+    PathBuf::from(report::DIR)
 }
 
 fn config() -> Config {

@@ -183,6 +183,10 @@ impl Fuzz for Counter {
         In::new(*at, kind)
     }
 
+    fn faults(_: &FaultMix) -> String {
+        "none".to_owned()
+    }
+
     fn summary(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("n".to_owned(), self.n.to_string())])
     }
