@@ -9,13 +9,16 @@ use turnfence_checks::explore;
 use turnfence_checks::fuzz::{self, report};
 use turnfence_model::Invariant;
 
-use super::{maker, Driven};
+use turnfence_checks::junit;
+
+use super::{maker, write_junit, Driven};
 
 /// Explores machine `M` within each bound set, up to `depth` inputs.
 pub fn run<M: Driven + 'static>(
     depth: usize,
     flaw: Option<&str>,
     custom: Option<&str>,
+    junit_path: Option<&Path>,
 ) -> ExitCode {
     let bounds = match custom {
         None => Ok(M::ci_bounds()),
@@ -34,17 +37,31 @@ pub fn run<M: Driven + 'static>(
     let mut code = ExitCode::SUCCESS;
     let mut union = Union::default();
     let sets = bounds.len();
+    let mut cases = Vec::new();
     for (name, bounds) in bounds {
         println!(
             "bounds {name}: {}",
             serde_json::to_string(&bounds).unwrap_or_default()
         );
-        let c = walk::<M>(make.as_ref(), &bounds, depth, flaw, &mut union);
+        let (c, failure) = walk::<M>(make.as_ref(), &bounds, depth, flaw, &mut union);
         if c != ExitCode::SUCCESS {
             code = c;
         }
+        cases.push(junit::Case {
+            name: format!("explore {} bounds {name}", M::NAME),
+            classname: format!("turnfence.explore.{}", M::NAME),
+            failures: failure.into_iter().collect(),
+            error: None,
+        });
     }
-    union.verdict::<M>(sets);
+    let gaps = union.verdict::<M>(sets);
+    cases.push(junit::Case {
+        name: format!("explore {} coverage of the union", M::NAME),
+        classname: format!("turnfence.explore.{}", M::NAME),
+        failures: gaps.into_iter().collect(),
+        error: None,
+    });
+    write_junit(junit_path, "turnfence explore", &cases);
     code
 }
 
@@ -59,8 +76,9 @@ struct Union {
 }
 
 impl Union {
-    /// The verdict over every bound set, then the coverage of their union.
-    fn verdict<M: Driven>(&self, sets: usize) {
+    /// The verdict over every bound set, then the coverage of their union; a gap in it as a
+    /// failure.
+    fn verdict<M: Driven>(&self, sets: usize) -> Option<junit::Failure> {
         let verdict = if self.broken {
             "an invariant broke (above)"
         } else if self.truncated {
@@ -80,10 +98,17 @@ impl Union {
                 self.reached.len(),
                 <M::Invariant as turnfence_model::Invariant>::ALL.len()
             );
+            None
         } else {
-            println!(
+            let said = format!(
                 "coverage of the union: missing {missing:?}, listed impossible but reached {wrong:?}"
             );
+            println!("{said}");
+            Some(junit::Failure {
+                message: "coverage gap".to_owned(),
+                kind: "coverage".to_owned(),
+                text: said,
+            })
         }
     }
 }
@@ -96,7 +121,7 @@ fn walk<M: Driven>(
     depth: usize,
     flaw: Option<&str>,
     union: &mut Union,
-) -> ExitCode {
+) -> (ExitCode, Option<junit::Failure>) {
     let tty = std::io::stderr().is_terminal();
     #[allow(clippy::disallowed_methods)] // Progress and the summary's time are for a person.
     let start = std::time::Instant::now();
@@ -154,15 +179,21 @@ fn walk<M: Driven>(
         }
     }
     match found.counterexample {
-        None => ExitCode::SUCCESS,
+        None => (ExitCode::SUCCESS, None),
         Some((path, broken)) => {
-            println!(
+            let said = format!(
                 "counterexample ({} inputs{}): {} broken: {}",
                 path.len(),
                 flaw.map(|f| format!(", flaw {f}")).unwrap_or_default(),
                 broken.name(),
                 broken.message
             );
+            println!("{said}");
+            let failure = junit::Failure {
+                message: format!("{} broken", broken.name()),
+                kind: broken.name().to_owned(),
+                text: said,
+            };
             let mut inputs = M::prelude();
             inputs.extend(path.iter().cloned());
             let run = fuzz::replay::<M>(&inputs, make);
@@ -195,7 +226,7 @@ fn walk<M: Driven>(
                     report::describe(&serde_json::to_value(input).unwrap_or_default())
                 );
             }
-            ExitCode::from(1)
+            (ExitCode::from(1), Some(failure))
         }
     }
 }

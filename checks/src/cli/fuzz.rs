@@ -7,7 +7,9 @@ use std::process::ExitCode;
 use turnfence_checks::fuzz::{self, report};
 use turnfence_model::Invariant;
 
-use super::{maker, Driven};
+use turnfence_checks::junit;
+
+use super::{maker, write_junit, Driven};
 
 /// What to run: `cases` cases from case number `first`, each of `steps` inputs.
 pub struct Plan {
@@ -17,6 +19,8 @@ pub struct Plan {
     pub steps: usize,
     pub out: PathBuf,
     pub flaw: Option<String>,
+    /// Where to write the outcome as JUnit XML.
+    pub junit: Option<PathBuf>,
 }
 
 /// Runs the plan on machine `M`.
@@ -52,7 +56,7 @@ fn cases<M: Driven>(plan: &Plan, make: &dyn Fn() -> M) -> ExitCode {
                 let report = report::build::<M>(&found, plan.flaw.as_deref(), make);
                 return match report::write(&report, &plan.out) {
                     Ok(path) => {
-                        println!(
+                        let said = format!(
                             "case {i} (seed {seed}) broke {} at step {}: {}\nshrunk {} → {} inputs\nreport: {}\nreplay: {}",
                             report.violated.name(),
                             report.violated.step,
@@ -61,6 +65,17 @@ fn cases<M: Driven>(plan: &Plan, make: &dyn Fn() -> M) -> ExitCode {
                             report.shrunk_inputs,
                             path.display(),
                             report::replay_command(&path, plan.flaw.is_some())
+                        );
+                        println!("{said}");
+                        let failure = junit::Failure {
+                            message: format!("case {i}: {}", report.violated.name()),
+                            kind: report.violated.name().to_owned(),
+                            text: said,
+                        };
+                        write_junit(
+                            plan.junit.as_deref(),
+                            "turnfence fuzz",
+                            &[case::<M>(plan, vec![failure])],
                         );
                         ExitCode::from(1)
                     }
@@ -102,5 +117,26 @@ fn cases<M: Driven>(plan: &Plan, make: &dyn Fn() -> M) -> ExitCode {
         names.join(", "),
         start.elapsed().as_secs_f64()
     );
+    write_junit(
+        plan.junit.as_deref(),
+        "turnfence fuzz",
+        &[case::<M>(plan, Vec::new())],
+    );
     ExitCode::SUCCESS
+}
+
+/// The run as one JUnit test case: its machine, seed and range of cases.
+fn case<M: Driven>(plan: &Plan, failures: Vec<junit::Failure>) -> junit::Case {
+    junit::Case {
+        name: format!(
+            "fuzz {} seed {} cases {}..{}",
+            M::NAME,
+            plan.seed,
+            plan.first,
+            plan.first + plan.cases
+        ),
+        classname: format!("turnfence.fuzz.{}", M::NAME),
+        failures,
+        error: None,
+    }
 }

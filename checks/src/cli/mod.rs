@@ -102,6 +102,9 @@ enum Command {
         /// Run with a planted flaw switched on (builds with `--features flaws` only).
         #[arg(long)]
         flaw: Option<String>,
+        /// Also write the outcome as JUnit XML to this file.
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// Explores a machine breadth-first within its CI bounds, up to `depth` inputs: distinct
     /// states, transitions, coverage, and the shortest counterexample if an invariant breaks.
@@ -117,6 +120,10 @@ enum Command {
         /// "deltas_per_turn":2,"deadline_ms":100,"client":true}').
         #[arg(long)]
         bounds: Option<String>,
+        /// Also write the outcome as JUnit XML to this file (a test case per bound set, and one
+        /// for the coverage of their union).
+        #[arg(long)]
+        junit: Option<PathBuf>,
     },
     /// Re-runs a counterexample report and prints its verdict. Exit 1 if it still breaks its
     /// invariant.
@@ -180,6 +187,7 @@ pub fn run(cli: Cli) -> ExitCode {
             steps,
             out,
             flaw,
+            junit,
         } => {
             let plan = fuzz::Plan {
                 seed,
@@ -188,6 +196,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 steps,
                 out,
                 flaw,
+                junit,
             };
             by_machine!(machine, fuzz::run(&plan))
         }
@@ -196,9 +205,10 @@ pub fn run(cli: Cli) -> ExitCode {
             depth,
             flaw,
             bounds,
+            junit,
         } => by_machine!(
             machine,
-            explore::run(depth, flaw.as_deref(), bounds.as_deref())
+            explore::run(depth, flaw.as_deref(), bounds.as_deref(), junit.as_deref())
         ),
         Command::Replay { file } => replay::replay(&file),
         Command::Promote { file, fixtures } => replay::promote(&file, &fixtures),
@@ -239,4 +249,17 @@ pub fn maker<M: turnfence_model::Machine + 'static>(flaw: Option<&str>) -> Maker
 pub fn write_stdout(text: &str) {
     use std::io::Write;
     let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// Writes a JUnit document where `--junit` asked; says so on standard error if it cannot.
+pub fn write_junit(
+    path: Option<&std::path::Path>,
+    suite: &str,
+    cases: &[turnfence_checks::junit::Case],
+) {
+    let Some(path) = path else { return };
+    let xml = turnfence_checks::junit::render(suite, cases);
+    if let Err(e) = turnfence_checks::gate::write_atomic(path, &xml) {
+        eprintln!("turnfence: cannot write {}: {e}", path.display());
+    }
 }

@@ -307,7 +307,15 @@ fn explore_says_its_verdict_first() {
     let bounds =
         r#"{"turns":1,"children_per_turn":1,"deltas_per_turn":1,"deadline_ms":100,"client":false}"#;
     let out = turnfence(
-        &["explore", "--machine", "turn", "--bounds", bounds],
+        &[
+            "explore",
+            "--machine",
+            "turn",
+            "--bounds",
+            bounds,
+            "--junit",
+            "explore.xml",
+        ],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(0));
@@ -327,6 +335,42 @@ fn explore_says_its_verdict_first() {
         lines.last().unwrap().starts_with("coverage of the union: "),
         "{text}"
     );
+    // JUnit: a test case for the bound set, passing, and one for the union's coverage, which
+    // one small bound set cannot complete.
+    let (cases, failed, errored) = junit_cases(&read(&dir.path().join("explore.xml")));
+    assert_eq!(
+        cases,
+        [
+            "explore turn bounds custom",
+            "explore turn coverage of the union"
+        ]
+    );
+    assert_eq!(failed, ["explore turn coverage of the union"]);
+    assert!(errored.is_empty());
+}
+
+/// `fuzz --junit` writes the run as a test case.
+#[test]
+fn fuzz_writes_junit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(
+        &[
+            "fuzz",
+            "--machine",
+            "fence",
+            "--cases",
+            "3",
+            "--steps",
+            "30",
+            "--junit",
+            "fuzz.xml",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let (cases, failed, _) = junit_cases(&read(&dir.path().join("fuzz.xml")));
+    assert_eq!(cases, ["fuzz fence seed 0 cases 0..3"]);
+    assert!(failed.is_empty());
 }
 
 /// A byte-order mark before the first line and blank lines at the very end are tolerated; a
