@@ -28,6 +28,26 @@
 //! `turnfence-checks` drives this interface and nothing else of a machine. Each machine's types
 //! are named by their role inside its module: `turn::Input`, `fence::Input`, `turn::Monitor`,
 //! `fence::Monitor`, …; the machines themselves are `TurnMachine` and `FenceMachine`.
+//!
+//! ```
+//! use turnfence_model::turn::{Input, InputKind, Mode, Output, StopAnswer, TurnMachine};
+//! use turnfence_model::{check_all, run};
+//!
+//! let at = |ms, kind| Input::new(ms, kind);
+//! let inputs = [
+//!     at(0, InputKind::Accept { turn: "t1".into(), generation: 1, mode: Mode::Text, deadline_ms: None, budget: None }),
+//!     at(9, InputKind::Stop { turn: "t1".into(), request_id: "r1".into() }),
+//! ];
+//! let (steps, misuse) = run(&mut TurnMachine::new(), &inputs);
+//! assert!(misuse.is_none());
+//! // The stop is answered and the turn, with nothing running, ends cancelled.
+//! assert!(steps[1].outputs.contains(&Output::StopAnswered {
+//!     turn: "t1".into(),
+//!     request_id: "r1".into(),
+//!     answer: StopAnswer::Requested,
+//! }));
+//! assert!(check_all::<TurnMachine>(&steps).is_empty());
+//! ```
 
 /// One public function per named invariant of a machine's module, each running the module's
 /// `Monitor` over a recorded run with that invariant alone.

@@ -1,4 +1,4 @@
-//! Conformance of one session, for any machine that is a [`Spec`]: replays a trace's inputs
+//! Conformance of one session, for any machine that is [`Conform`]: replays a trace's inputs
 //! through the machine and holds each observed output against the machine's, then runs the
 //! invariants over what happened.
 //!

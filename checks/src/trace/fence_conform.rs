@@ -1,4 +1,4 @@
-//! The fence machine as a [`Spec`] for the conformance engine. Fence traces are ours, written
+//! The fence machine for the conformance engine (`impl Conform`). Fence traces are ours, written
 //! whole: no hidden steps are supplied.
 
 use turnfence_model::fence;

@@ -1,4 +1,4 @@
-//! The turn machine as a [`Spec`] for the conformance engine: its hidden steps (what a log may
+//! The turn machine for the conformance engine (`impl Conform`): its hidden steps (what a log may
 //! leave out that the model can explain), the refusals that are evidence of a broken invariant,
 //! and its invariants.
 

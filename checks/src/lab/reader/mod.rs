@@ -7,9 +7,8 @@
 //! before it, and store events logged without their text take theirs from the final render.
 //!
 //! Every `(component, event)` pair and every detail key is known; anything else is an input error.
-//! The vocabulary, line by line, is the table in [`handler`]; each handler lives with its
-//! component: [`turn`], [`time`], [`children`], [`model`], [`playback`], [`tools`], [`client`],
-//! [`store`].
+//! The vocabulary, line by line, is the table in `handler`; each handler lives with its
+//! component: `turn`, `time`, `children`, `model`, `playback`, `tools`, `client`, `store`.
 //!
 //! This is `turnfence check`'s lab dialect: it implements [`Reader`] of `crate::trace`, which
 //! names it in `trace::check_dialect`.

@@ -1,7 +1,7 @@
 //! The twelve fence invariants of SPEC §3.5, as a monitor over the fence machine's inputs and
 //! outputs. Like the turn monitor, it never looks inside a machine: it keeps its own account of
 //! the rows from the replies it sees. Each invariant is paired with a `sometimes`
-//! ([`Invariant::reached`]).
+//! ([`crate::Invariant::reached`]).
 //!
 //! The monitor is "memory + handlers": `memory` holds what it remembers of a run and the
 //! [`crate::Monitor`] interface; `handlers` takes each input and output to the handler of its

@@ -2,7 +2,7 @@
 //! outputs each one caused. The monitor never looks inside a machine, so it judges the model, a
 //! flawed model and a real system's trace alike.
 //!
-//! Each invariant is an `always` property with a paired `sometimes` ([`Invariant::reached`]): a
+//! Each invariant is an `always` property with a paired `sometimes` ([`crate::Invariant::reached`]): a
 //! run in which an invariant was never put to the test proves nothing about it.
 //!
 //! Feed the monitor `input`, then that input's outputs, then `end_step`; call `finish` at the end.

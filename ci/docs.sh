@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The library as a user meets it: rustdoc without a warning (the doctests themselves run with the
+# tests), and both crates packaged and verified together as they would be published. Cost: a doc
+# build and a verification build of the two packaged crates, about a minute on 2 cores.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
+cargo package --workspace --allow-dirty
+echo "ok: docs clean, both crates package and verify"
