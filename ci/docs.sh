@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The library as a user meets it: rustdoc without a warning (the doctests themselves run with the
-# tests), and both crates packaged and verified together as they would be published. Cost: a doc
+# tests), and both crates packaged and verified together as they would be published (and the
+# code-less snapshots package, which publish = false keeps off a registry). Cost: a doc
 # build and a verification build of the two packaged crates, about a minute on 2 cores.
 set -euo pipefail
 cd "$(dirname "$0")/.."
