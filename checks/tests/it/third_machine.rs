@@ -141,7 +141,11 @@ struct Watch {
     findings: Findings<Never>,
 }
 
-impl Monitor<Counter> for Watch {
+impl Monitor for Watch {
+    type Input = In;
+    type Output = Out;
+    type Invariant = Never;
+
     fn findings(&self) -> &Findings<Never> {
         &self.findings
     }
