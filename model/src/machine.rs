@@ -77,16 +77,8 @@ pub trait Machine: Clone + Debug + Default {
     /// The monitor that judges them over what happened.
     type Monitor: Monitor<Input = Self::Input, Output = Self::Output, Invariant = Self::Invariant>;
 
-    /// The machine's planted flaws (`flaws` feature only), each breaking one named invariant.
-    #[cfg(feature = "flaws")]
-    type Flaw: Flaw<Invariant = Self::Invariant>;
-
     /// What the machine is called (`turn`, `fence`): in reports and on the command line.
     const NAME: &'static str;
-
-    /// A machine with one rule broken on purpose.
-    #[cfg(feature = "flaws")]
-    fn with_flaw(flaw: Self::Flaw) -> Self;
 
     /// When an input happens.
     fn at(input: &Self::Input) -> Millis {
@@ -123,19 +115,6 @@ pub trait Machine: Clone + Debug + Default {
     /// Hashes the machine's state (not its unread outputs): with the monitor's
     /// [`fingerprint`](Monitor::fingerprint), one state for an explorer.
     fn fingerprint<H: Hasher>(&self, h: &mut H);
-}
-
-/// A rule broken on purpose (`flaws` feature only): the suite proves it catches each one.
-#[cfg(feature = "flaws")]
-pub trait Flaw: Copy + Debug + Serialize + DeserializeOwned + 'static {
-    /// The machine's invariants.
-    type Invariant: Invariant;
-
-    /// Every planted flaw of the machine.
-    const ALL: &'static [Self];
-
-    /// The invariant this flaw breaks first.
-    fn breaks(self) -> Self::Invariant;
 }
 
 /// A named invariant: an `always` property with its paired `sometimes` ([`reached`](Invariant::reached)).

@@ -8,40 +8,64 @@ use std::process::ExitCode;
 use turnfence_checks::explore;
 use turnfence_checks::fuzz::{self, report};
 
-use super::{maker, Driven};
+use super::{on_machine, Driven, Named, Task};
 
-/// Explores machine `M` within each bound set, up to `depth` inputs.
-pub fn run<M: Driven + 'static>(
-    depth: usize,
-    flaw: Option<&str>,
-    custom: Option<&str>,
-) -> ExitCode {
-    let bounds = match custom {
+/// Explores machine `M` (with the flaw planted, if one is named) within each bound set, up to
+/// `depth` inputs.
+pub fn run<M: Named>(depth: usize, flaw: Option<&str>, custom: Option<&str>) -> ExitCode {
+    let walks = bound_sets::<M>(custom).and_then(|_| {
+        on_machine::<M, _>(
+            flaw,
+            Walks {
+                depth,
+                flaw,
+                custom,
+            },
+        )
+    });
+    match walks.and_then(|code| code) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("turnfence explore: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The bound sets to explore: the CI's, or the ones given as JSON.
+fn bound_sets<M: Driven>(custom: Option<&str>) -> Result<Vec<(&'static str, M::Bounds)>, String> {
+    match custom {
         None => Ok(M::ci_bounds()),
         Some(text) => serde_json::from_str(text)
             .map(|b| vec![("custom", b)])
             .map_err(|e| format!("bad --bounds: {e}")),
-    };
-    let make = match bounds.and_then(|b| maker::<M>(flaw).map(|m| (b, m))) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("turnfence explore: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let (bounds, make) = make;
-    let mut code = ExitCode::SUCCESS;
-    for (name, bounds) in bounds {
-        println!(
-            "bounds {name}: {}",
-            serde_json::to_string(&bounds).unwrap_or_default()
-        );
-        let c = walk::<M>(make.as_ref(), &bounds, depth, flaw);
-        if c != ExitCode::SUCCESS {
-            code = c;
-        }
     }
-    code
+}
+
+/// Every bound set walked, on whichever machine was chosen.
+struct Walks<'a> {
+    depth: usize,
+    flaw: Option<&'a str>,
+    custom: Option<&'a str>,
+}
+
+impl Task for Walks<'_> {
+    type Out = Result<ExitCode, String>;
+
+    fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Result<ExitCode, String> {
+        let mut code = ExitCode::SUCCESS;
+        for (name, bounds) in bound_sets::<M>(self.custom)? {
+            println!(
+                "bounds {name}: {}",
+                serde_json::to_string(&bounds).unwrap_or_default()
+            );
+            let c = walk::<M>(make, &bounds, self.depth, self.flaw);
+            if c != ExitCode::SUCCESS {
+                code = c;
+            }
+        }
+        Ok(code)
+    }
 }
 
 /// Explores one bound set; on a counterexample, writes its report (replayable from a fresh
