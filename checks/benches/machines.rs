@@ -35,7 +35,7 @@ fn machines(c: &mut Criterion) {
 }
 
 fn explorer(c: &mut Criterion) {
-    let bounds = TurnMachine::ci_bounds()
+    let bounds = <TurnMachine>::ci_bounds()
         .into_iter()
         .find(|(n, _)| *n == "children")
         .map(|(_, b)| b)

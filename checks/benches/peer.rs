@@ -15,7 +15,7 @@ use turnfence_model::fence::FenceMachine;
 mod peer_model;
 
 fn main() {
-    let bounds = FenceMachine::ci_bounds()
+    let bounds = <FenceMachine>::ci_bounds()
         .into_iter()
         .find(|(n, _)| *n == "queue")
         .map(|(_, b)| b)

@@ -48,6 +48,15 @@
 //! }));
 //! assert!(check_all::<TurnMachine>(&steps).is_empty());
 //! ```
+//!
+//! # Planted flaws
+//!
+//! Each machine takes its planted flaw as a type parameter. `TurnMachine` is
+//! `TurnMachine<Sound>`: it breaks no rule, and every check of a flaw in its code is a constant
+//! `false` that compiles away. [`Plantable::with_flaw`] makes a `TurnMachine<Planted<turn::Flaw>>`,
+//! a machine of its own type with one rule broken, so the suite can prove it catches each. No
+//! cargo feature is involved, so no build turns a flaw on by unifying features: a binary holds a
+//! planted machine only if its own code names one.
 
 /// One public function per named invariant of a machine's module, each running the module's
 /// `Monitor` over a recorded run with that invariant alone.
@@ -62,6 +71,7 @@ macro_rules! named {
 
 pub mod fence;
 mod machine;
+mod plant;
 pub mod turn;
 
 pub use machine::{
@@ -69,21 +79,16 @@ pub use machine::{
     TickKind, Timed, Timing, Violation,
 };
 
-#[cfg(feature = "flaws")]
-pub use machine::Flaw;
+pub use plant::{Flaw, Plant, Plantable, Planted, Sound};
 
 /// Virtual time in milliseconds since the start of a session.
 pub type Millis = u64;
-
-/// Whether this build carries the flaw switch (`flaws` feature). Release builds of the CLI
-/// never do; the gate reports this value in its environment block.
-pub const FLAWS_COMPILED: bool = cfg!(feature = "flaws");
 
 /// The traits, in scope without their names: `use turnfence_model::prelude::*;` lets a caller
 /// call `handle`, `poll_output`, a monitor's `input` or an invariant's `name` on the concrete
 /// types (`turn::Monitor`, `fence::Invariant`, …) without a clash of names.
 pub mod prelude {
-    #[cfg(feature = "flaws")]
-    pub use crate::Flaw as _;
-    pub use crate::{Invariant as _, Machine as _, Monitor as _};
+    pub use crate::{
+        Flaw as _, Invariant as _, Machine as _, Monitor as _, Plant as _, Plantable as _,
+    };
 }

@@ -75,18 +75,10 @@ pub trait Machine: Clone + Debug + Default {
     /// The machine's named invariants.
     type Invariant: Invariant;
     /// The monitor that judges them over what happened.
-    type Monitor: Monitor<Self>;
-
-    /// The machine's planted flaws (`flaws` feature only), each breaking one named invariant.
-    #[cfg(feature = "flaws")]
-    type Flaw: Flaw<Invariant = Self::Invariant>;
+    type Monitor: Monitor<Input = Self::Input, Output = Self::Output, Invariant = Self::Invariant>;
 
     /// What the machine is called (`turn`, `fence`): in reports and on the command line.
     const NAME: &'static str;
-
-    /// A machine with one rule broken on purpose.
-    #[cfg(feature = "flaws")]
-    fn with_flaw(flaw: Self::Flaw) -> Self;
 
     /// When an input happens.
     fn at(input: &Self::Input) -> Millis {
@@ -123,19 +115,6 @@ pub trait Machine: Clone + Debug + Default {
     /// Hashes the machine's state (not its unread outputs): with the monitor's
     /// [`fingerprint`](Monitor::fingerprint), one state for an explorer.
     fn fingerprint<H: Hasher>(&self, h: &mut H);
-}
-
-/// A rule broken on purpose (`flaws` feature only): the suite proves it catches each one.
-#[cfg(feature = "flaws")]
-pub trait Flaw: Copy + Debug + Serialize + DeserializeOwned + 'static {
-    /// The machine's invariants.
-    type Invariant: Invariant;
-
-    /// Every planted flaw of the machine.
-    const ALL: &'static [Self];
-
-    /// The invariant this flaw breaks first.
-    fn breaks(self) -> Self::Invariant;
 }
 
 /// A named invariant: an `always` property with its paired `sometimes` ([`reached`](Invariant::reached)).
@@ -252,28 +231,36 @@ impl<V: Invariant> Findings<V> {
 }
 
 /// The invariants of a machine as a monitor over what happened. It never looks inside a
-/// machine, so it judges the model, a flawed model and a real system's trace alike.
+/// machine — it knows the machine's alphabet, not the machine — so it judges the model, a
+/// flawed model and a real system's trace alike.
 ///
 /// Feed it [`input`](Monitor::input), then that input's outputs, then
 /// [`end_step`](Monitor::end_step); call [`finish`](Monitor::finish) when the run is over.
-pub trait Monitor<M: Machine>: Clone + Debug + Default {
-    /// What it found so far.
-    fn findings(&self) -> &Findings<M::Invariant>;
+pub trait Monitor: Clone + Debug + Default {
+    /// The inputs it judges (the machine's [`Machine::Input`]).
+    type Input;
+    /// The outputs it judges (the machine's [`Machine::Output`]).
+    type Output;
+    /// The invariants it judges (the machine's [`Machine::Invariant`]).
+    type Invariant: Invariant;
 
-    fn findings_mut(&mut self) -> &mut Findings<M::Invariant>;
+    /// What it found so far.
+    fn findings(&self) -> &Findings<Self::Invariant>;
+
+    fn findings_mut(&mut self) -> &mut Findings<Self::Invariant>;
 
     /// A monitor that reports one invariant only.
-    fn only(invariant: M::Invariant) -> Self {
+    fn only(invariant: Self::Invariant) -> Self {
         let mut monitor = Self::default();
         *monitor.findings_mut() = Findings::only(invariant);
         monitor
     }
 
     /// An input happened.
-    fn input(&mut self, input: &M::Input);
+    fn input(&mut self, input: &Self::Input);
 
     /// The current input caused this output.
-    fn output(&mut self, output: &M::Output);
+    fn output(&mut self, output: &Self::Output);
 
     /// The current input's outputs are all in.
     fn end_step(&mut self);
@@ -282,12 +269,12 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
     fn finish(&mut self) {}
 
     /// Takes the violations found so far.
-    fn take_violations(&mut self) -> Vec<Violation<M::Invariant>> {
+    fn take_violations(&mut self) -> Vec<Violation<Self::Invariant>> {
         std::mem::take(&mut self.findings_mut().violations)
     }
 
     /// The invariants the run put to the test so far (their `sometimes`).
-    fn reached(&self) -> &BTreeSet<M::Invariant> {
+    fn reached(&self) -> &BTreeSet<Self::Invariant> {
         &self.findings().reached
     }
 
@@ -296,18 +283,21 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
     fn fingerprint<H: Hasher>(&self, h: &mut H);
 
     /// Observes one whole step; returns what it found broken.
-    fn observe(&mut self, step: &StepOf<M>) -> Vec<Violation<M::Invariant>> {
+    fn observe(
+        &mut self,
+        step: &Step<Self::Input, Self::Output>,
+    ) -> Vec<Violation<Self::Invariant>> {
         self.observe_parts(&step.input, &step.outputs)
     }
 
     /// [`observe`](Monitor::observe), for an input and outputs held apart.
     fn observe_parts<'a>(
         &mut self,
-        input: &M::Input,
-        outputs: impl IntoIterator<Item = &'a M::Output>,
-    ) -> Vec<Violation<M::Invariant>>
+        input: &Self::Input,
+        outputs: impl IntoIterator<Item = &'a Self::Output>,
+    ) -> Vec<Violation<Self::Invariant>>
     where
-        M::Output: 'a,
+        Self::Output: 'a,
     {
         self.input(input);
         for output in outputs {
@@ -318,7 +308,10 @@ pub trait Monitor<M: Machine>: Clone + Debug + Default {
     }
 
     /// Runs the monitor over a whole recorded run.
-    fn check(mut self, steps: &[StepOf<M>]) -> Vec<Violation<M::Invariant>> {
+    fn check(
+        mut self,
+        steps: &[Step<Self::Input, Self::Output>],
+    ) -> Vec<Violation<Self::Invariant>> {
         let mut found = Vec::new();
         for step in steps {
             found.extend(self.observe(step));

@@ -7,62 +7,93 @@ use std::process::ExitCode;
 
 use turnfence_checks::explore;
 use turnfence_checks::fuzz::{self, report};
-use turnfence_model::Invariant;
 
 use turnfence_checks::junit;
+use turnfence_model::Invariant;
 
-use super::{maker, write_junit, Driven};
+use super::{on_machine, write_junit, Driven, Named, Task};
 
-/// Explores machine `M` within each bound set, up to `depth` inputs.
-pub fn run<M: Driven + 'static>(
+/// Explores machine `M` (with the flaw planted, if one is named) within each bound set, up to
+/// `depth` inputs.
+pub fn run<M: Named>(
     depth: usize,
     flaw: Option<&str>,
     custom: Option<&str>,
     junit_path: Option<&Path>,
 ) -> ExitCode {
-    let bounds = match custom {
+    let walks = bound_sets::<M>(custom).and_then(|_| {
+        on_machine::<M, _>(
+            flaw,
+            Walks {
+                depth,
+                flaw,
+                custom,
+                junit_path,
+            },
+        )
+    });
+    match walks.and_then(|code| code) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("turnfence explore: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The bound sets to explore: the CI's, or the ones given as JSON.
+fn bound_sets<M: Driven>(custom: Option<&str>) -> Result<Vec<(&'static str, M::Bounds)>, String> {
+    match custom {
         None => Ok(M::ci_bounds()),
         Some(text) => serde_json::from_str(text)
             .map(|b| vec![("custom", b)])
             .map_err(|e| format!("bad --bounds: {e}")),
-    };
-    let make = match bounds.and_then(|b| maker::<M>(flaw).map(|m| (b, m))) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("turnfence explore: {e}");
-            return ExitCode::from(2);
+    }
+}
+
+/// Every bound set walked, on whichever machine was chosen.
+struct Walks<'a> {
+    depth: usize,
+    flaw: Option<&'a str>,
+    custom: Option<&'a str>,
+    junit_path: Option<&'a Path>,
+}
+
+impl Task for Walks<'_> {
+    type Out = Result<ExitCode, String>;
+
+    fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Result<ExitCode, String> {
+        let mut code = ExitCode::SUCCESS;
+        let mut union = Union::default();
+        let sets = bound_sets::<M>(self.custom)?;
+        let count = sets.len();
+        let mut cases = Vec::new();
+        for (name, bounds) in sets {
+            println!(
+                "bounds {name}: {}",
+                serde_json::to_string(&bounds).unwrap_or_default()
+            );
+            let (c, failure) = walk::<M>(make, &bounds, self.depth, self.flaw, &mut union);
+            if c != ExitCode::SUCCESS {
+                code = c;
+            }
+            cases.push(junit::Case {
+                name: format!("explore {} bounds {name}", M::NAME),
+                classname: format!("turnfence.explore.{}", M::NAME),
+                failures: failure.into_iter().collect(),
+                error: None,
+            });
         }
-    };
-    let (bounds, make) = make;
-    let mut code = ExitCode::SUCCESS;
-    let mut union = Union::default();
-    let sets = bounds.len();
-    let mut cases = Vec::new();
-    for (name, bounds) in bounds {
-        println!(
-            "bounds {name}: {}",
-            serde_json::to_string(&bounds).unwrap_or_default()
-        );
-        let (c, failure) = walk::<M>(make.as_ref(), &bounds, depth, flaw, &mut union);
-        if c != ExitCode::SUCCESS {
-            code = c;
-        }
+        let gaps = union.verdict::<M>(count);
         cases.push(junit::Case {
-            name: format!("explore {} bounds {name}", M::NAME),
+            name: format!("explore {} coverage of the union", M::NAME),
             classname: format!("turnfence.explore.{}", M::NAME),
-            failures: failure.into_iter().collect(),
+            failures: gaps.into_iter().collect(),
             error: None,
         });
+        write_junit(self.junit_path, "turnfence explore", &cases);
+        Ok(code)
     }
-    let gaps = union.verdict::<M>(sets);
-    cases.push(junit::Case {
-        name: format!("explore {} coverage of the union", M::NAME),
-        classname: format!("turnfence.explore.{}", M::NAME),
-        failures: gaps.into_iter().collect(),
-        error: None,
-    });
-    write_junit(junit_path, "turnfence explore", &cases);
-    code
 }
 
 /// What every bound set explored so far reached between them.

@@ -9,7 +9,7 @@ use turnfence_model::Invariant;
 
 use turnfence_checks::junit;
 
-use super::{maker, write_junit, Driven};
+use super::{on_machine, write_junit, Driven, Named, Task};
 
 /// What to run: `cases` cases from case number `first`, each of `steps` inputs.
 pub struct Plan {
@@ -23,14 +23,25 @@ pub struct Plan {
     pub junit: Option<PathBuf>,
 }
 
-/// Runs the plan on machine `M`.
-pub fn run<M: Driven + 'static>(plan: &Plan) -> ExitCode {
-    match maker::<M>(plan.flaw.as_deref()) {
-        Ok(make) => cases::<M>(plan, make.as_ref()),
+/// Runs the plan on machine `M` (with the plan's flaw planted, if it names one).
+pub fn run<M: Named>(plan: &Plan) -> ExitCode {
+    match on_machine::<M, _>(plan.flaw.as_deref(), Cases(plan)) {
+        Ok(code) => code,
         Err(e) => {
             eprintln!("turnfence fuzz: {e}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// The plan's cases, on whichever machine was chosen.
+struct Cases<'a>(&'a Plan);
+
+impl Task for Cases<'_> {
+    type Out = ExitCode;
+
+    fn on<M: Driven>(self, make: &dyn Fn() -> M) -> ExitCode {
+        cases::<M>(self.0, make)
     }
 }
 

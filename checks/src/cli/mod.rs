@@ -10,6 +10,7 @@ use turnfence_checks::explore::Explore;
 use turnfence_checks::fuzz::Fuzz;
 use turnfence_checks::gate as suite_gate;
 use turnfence_checks::trace::{Dialect, Machine};
+use turnfence_model::Plantable;
 
 mod check;
 mod explore;
@@ -21,6 +22,20 @@ mod replay;
 pub trait Driven: Fuzz + Explore {}
 
 impl<M: Fuzz + Explore> Driven for M {}
+
+/// A machine the command line names: driven sound, or with a flaw planted (a build with the
+/// `flaws` feature only).
+pub trait Named: Driven + Plantable<Planted: Driven> {}
+
+impl<M: Driven + Plantable<Planted: Driven>> Named for M {}
+
+/// What a generic command does once its machine's type is chosen (sound or planted).
+pub trait Task {
+    type Out;
+
+    /// Runs the task on machines made by `make`.
+    fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Self::Out;
+}
 
 /// Calls a generic command with the named machine's type as `M`.
 macro_rules! by_machine {
@@ -215,34 +230,39 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// A maker of machines of type `M`, with the named planted flaw if this build has the switch.
-pub type Maker<M> = Result<Box<dyn Fn() -> M>, String>;
-
-/// A maker of `M`s, with the flaw `name` switched on if one is given.
-pub fn maker<M: turnfence_model::Machine + 'static>(flaw: Option<&str>) -> Maker<M> {
+/// Runs `task` on the sound machine `M`, or on `M` with the flaw `flaw` planted if one is given.
+pub fn on_machine<M: Named, T: Task>(flaw: Option<&str>, task: T) -> Result<T::Out, String> {
     match flaw {
-        None => Ok(Box::new(M::default)),
-        #[cfg(feature = "flaws")]
-        Some(name) => {
-            let flaw: M::Flaw = serde_json::from_value(serde_json::Value::String(name.into()))
-                .map_err(|_| {
-                    let names: Vec<String> = <M::Flaw as turnfence_model::Flaw>::ALL
-                        .iter()
-                        .filter_map(|f| serde_json::to_value(f).ok())
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect();
-                    format!(
-                        "unknown {} flaw {name:?}; the {} flaws are: {}",
-                        M::NAME,
-                        M::NAME,
-                        names.join(", ")
-                    )
-                })?;
-            Ok(Box::new(move || M::with_flaw(flaw)))
-        }
-        #[cfg(not(feature = "flaws"))]
-        Some(name) => Err(format!("flaw {name:?} needs the flaw switch: rebuild with `cargo run -p turnfence-checks --features flaws -- …`")),
+        None => Ok(task.on::<M>(&M::default)),
+        Some(name) => planted::<M, T>(name, task),
     }
+}
+
+/// `task` on the machine `M` with the flaw `name` planted: the only place the CLI names a
+/// planted machine, compiled with this crate's `flaws` feature alone.
+#[cfg(feature = "flaws")]
+fn planted<M: Named, T: Task>(name: &str, task: T) -> Result<T::Out, String> {
+    let flaw: M::Flaw =
+        serde_json::from_value(serde_json::Value::String(name.into())).map_err(|_| {
+            let names: Vec<String> = <M::Flaw as turnfence_model::Flaw>::ALL
+                .iter()
+                .filter_map(|f| serde_json::to_value(f).ok())
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect();
+            format!(
+                "unknown {} flaw {name:?}; the {} flaws are: {}",
+                M::NAME,
+                M::NAME,
+                names.join(", ")
+            )
+        })?;
+    Ok(task.on::<M::Planted>(&move || M::with_flaw(flaw)))
+}
+
+/// Without the `flaws` feature there is no planted machine to run.
+#[cfg(not(feature = "flaws"))]
+fn planted<M: Named, T: Task>(name: &str, _: T) -> Result<T::Out, String> {
+    Err(format!("flaw {name:?} needs the flaw switch: rebuild with `cargo run -p turnfence-checks --features flaws -- …`"))
 }
 
 /// Writes to standard output; a reader that went away (a closed pipe) is not an error of ours.

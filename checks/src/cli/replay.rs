@@ -10,7 +10,7 @@ use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
 use turnfence_model::Machine;
 
-use super::maker;
+use super::{on_machine, Driven, Named, Task};
 
 fn load(path: &Path) -> Result<Value, String> {
     #[allow(clippy::disallowed_methods)] // The CLI reads the report it is asked to replay.
@@ -22,8 +22,8 @@ fn load(path: &Path) -> Result<Value, String> {
 /// Replays a counterexample report: exit 1 if it still breaks its invariant.
 pub fn replay(path: &Path) -> ExitCode {
     let outcome = load(path).and_then(|v| match v.get("machine").and_then(Value::as_str) {
-        Some(TurnMachine::NAME) => replay_as::<TurnMachine>(v),
-        Some(FenceMachine::NAME) => replay_as::<FenceMachine>(v),
+        Some(<TurnMachine>::NAME) => replay_as::<TurnMachine>(v),
+        Some(<FenceMachine>::NAME) => replay_as::<FenceMachine>(v),
         other => Err(format!("unknown machine {other:?}")),
     });
     match outcome {
@@ -36,12 +36,34 @@ pub fn replay(path: &Path) -> ExitCode {
     }
 }
 
-fn replay_as<M: Machine + 'static>(v: Value) -> Result<bool, String> {
+/// Replays a report of machine `M`, re-running it on `M` with the report's flaw planted if it
+/// names one.
+fn replay_as<M: Named>(v: Value) -> Result<bool, String> {
+    let flaw = v.get("flaw").and_then(Value::as_str).map(str::to_owned);
+    match on_machine::<M, _>(flaw.as_deref(), Rerun(&v)) {
+        Ok(replayed) => replayed,
+        // Without the flaw switch the recorded run is still judged; only the re-run is skipped.
+        Err(e) => judge::<M>(&v, Err(e)),
+    }
+}
+
+/// The report judged, and re-run on whichever machine was chosen.
+struct Rerun<'a>(&'a Value);
+
+impl Task for Rerun<'_> {
+    type Out = Result<bool, String>;
+
+    fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Result<bool, String> {
+        judge::<M>(self.0, Ok(make))
+    }
+}
+
+/// Judges the report's recorded run again and, given a maker, re-runs its inputs; prints both.
+/// `true` if the recorded run still breaks its invariant.
+fn judge<M: Machine>(v: &Value, make: Result<&dyn Fn() -> M, String>) -> Result<bool, String> {
     let report: Report<M> =
-        serde_json::from_value(v).map_err(|e| format!("not a {} report: {e}", M::NAME))?;
-    let make = maker::<M>(report.flaw.as_deref());
-    // Without the flaw switch the recorded run is still judged; only the re-run is skipped.
-    let replayed = fuzz::replay_report::<M>(&report, make.as_ref().ok().map(|m| m.as_ref()));
+        serde_json::from_value(v.clone()).map_err(|e| format!("not a {} report: {e}", M::NAME))?;
+    let replayed = fuzz::replay_report::<M>(&report, make.as_ref().ok().copied());
     let target = &report.violated;
     let again = replayed
         .broken

@@ -7,10 +7,11 @@ use serde::Serialize;
 use turnfence_model::fence;
 use turnfence_model::fence::table::normalize;
 use turnfence_model::fence::{
-    Action, EndOutcome, FenceMachine, FenceSnapshot, FenceState, Path, Reply, SnapshotRow,
+    Action, EndOutcome, FenceMachine, FenceSnapshot, FenceState, Flaw, Path, Reply, SnapshotRow,
     SnapshotTask, Status, TaskStatus, Verdict,
 };
 use turnfence_model::prelude::*;
+use turnfence_model::Plant;
 
 use super::{Coverage, Explore};
 
@@ -150,7 +151,7 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
     out
 }
 
-impl Explore for FenceMachine {
+impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
     type Bounds = FenceBounds;
 
     /// The bounds CI explores exhaustively — two, each exhaustive, coverage their union: the

@@ -6,7 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::state::{Child, ChildState, Phase, Turn};
-use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Output, TurnMachine};
+use turnfence_model::turn::{ChildKind, Flaw, Input, InputKind, Mode, Output, TurnMachine};
+use turnfence_model::Plant;
 
 use super::{Coverage, Explore};
 
@@ -22,7 +23,7 @@ pub struct TurnBounds {
 }
 
 /// The times an input may happen at: now, or the next instant something happens without one.
-fn times(m: &TurnMachine) -> Vec<u64> {
+fn times(m: &TurnMachine<impl Plant<Flaw>>) -> Vec<u64> {
     let mut at = vec![m.session().now];
     at.extend(m.poll_timeout());
     at
@@ -37,7 +38,7 @@ fn phase_name(p: &Phase) -> &'static str {
 }
 
 /// Every input to try now, within the bounds (before choosing its time).
-fn kinds(m: &TurnMachine, b: &TurnBounds) -> Vec<InputKind> {
+fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
     let s = m.session();
     let mut out = Vec::new();
     if s.turns.len() < b.turns {
@@ -171,7 +172,7 @@ fn child_kinds(turn: &str, c: &Child, out: &mut Vec<InputKind>) {
 }
 
 /// The client's inputs: receives, acks and a disconnect, or a resume.
-fn client_kinds(m: &TurnMachine, out: &mut Vec<InputKind>) {
+fn client_kinds(m: &TurnMachine<impl Plant<Flaw>>, out: &mut Vec<InputKind>) {
     let s = m.session();
     let c = &s.client;
     if c.connected {
@@ -198,7 +199,7 @@ fn client_kinds(m: &TurnMachine, out: &mut Vec<InputKind>) {
     }
 }
 
-impl Explore for TurnMachine {
+impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     type Bounds = TurnBounds;
 
     /// The bounds CI explores exhaustively — three of them, each exhaustive, coverage and

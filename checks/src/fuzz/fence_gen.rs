@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use turnfence_model::fence;
 use turnfence_model::fence::{
-    Action, EndOutcome, FenceMachine, FenceSnapshot, Path, SnapshotRow, SnapshotTask, Status,
+    Action, EndOutcome, FenceMachine, FenceSnapshot, Flaw, Path, SnapshotRow, SnapshotTask, Status,
 };
-use turnfence_model::Millis;
+use turnfence_model::{Millis, Plant};
 
 use super::{FaultMix, Fuzz, Gen};
 
@@ -19,7 +19,7 @@ const WORKERS: [(&str, &str, &str); 4] = [
     ("w3", "root-c", "root-c"),
 ];
 
-impl Fuzz for FenceMachine {
+impl<P: Plant<Flaw>> Fuzz for FenceMachine<P> {
     fn next_input(&self, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> fence::Input {
         let m = self;
         let s = m.state();
@@ -123,7 +123,7 @@ impl Fuzz for FenceMachine {
     }
 }
 
-fn request(m: &FenceMachine, g: &mut Gen) -> Option<fence::InputKind> {
+fn request(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::InputKind> {
     let s = m.state();
     let idle: Vec<&str> = s
         .workers
@@ -176,7 +176,7 @@ fn request(m: &FenceMachine, g: &mut Gen) -> Option<fence::InputKind> {
     ))
 }
 
-fn enqueue(m: &FenceMachine, g: &mut Gen) -> Option<fence::InputKind> {
+fn enqueue(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::InputKind> {
     let n = m.state().tasks.len();
     let root = *g.pick(&["root-a", "root-c"])?;
     Some(fence::InputKind::Enqueue {

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use turnfence_model::turn::state::{ChildState, Phase};
-use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, TurnMachine};
-use turnfence_model::Millis;
+use turnfence_model::turn::{Budget, ChildKind, Flaw, Input, InputKind, Mode, TurnMachine};
+use turnfence_model::{Millis, Plant};
 
 use super::{FaultMix, Fuzz, Gen};
 
@@ -43,7 +43,7 @@ const PICKS: [Pick; 12] = [
     Pick::Client,
 ];
 
-fn weights(m: &TurnMachine, mix: &FaultMix) -> [u32; 12] {
+fn weights(m: &TurnMachine<impl Plant<Flaw>>, mix: &FaultMix) -> [u32; 12] {
     let s = m.session();
     let running = s.turns.iter().any(|t| !t.phase.is_terminal());
     let live = |w: u32| if running { w } else { 0 };
@@ -63,7 +63,7 @@ fn weights(m: &TurnMachine, mix: &FaultMix) -> [u32; 12] {
     ]
 }
 
-impl Fuzz for TurnMachine {
+impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
     fn next_input(&self, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> Input {
         let m = self;
         *at += if g.chance(mix.stall_pct) {
@@ -140,12 +140,12 @@ fn phase(p: &Phase) -> String {
     }
 }
 
-fn some_turn(m: &TurnMachine, g: &mut Gen) -> Option<String> {
+fn some_turn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<String> {
     let ids: Vec<&str> = m.session().turns.iter().map(|t| t.id.as_str()).collect();
     g.pick(&ids).map(|s| (*s).to_owned())
 }
 
-fn live_turn(m: &TurnMachine, g: &mut Gen) -> Option<String> {
+fn live_turn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<String> {
     let ids: Vec<&str> = m
         .session()
         .turns
@@ -156,7 +156,7 @@ fn live_turn(m: &TurnMachine, g: &mut Gen) -> Option<String> {
     g.pick(&ids).map(|s| (*s).to_owned())
 }
 
-fn accept(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
+fn accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     let s = m.session();
     let n = s.turns.len();
     let generation = match (s.max_generation, s.active_generation) {
@@ -182,7 +182,7 @@ fn accept(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
     })
 }
 
-fn spawn(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
+fn spawn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     let turn = live_turn(m, g)?;
     let n = m.session().turn(&turn).map_or(0, |t| t.children.len());
     let kind = match g.range(0, 5) {
@@ -203,7 +203,7 @@ fn spawn(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
     })
 }
 
-fn delta(m: &TurnMachine, g: &mut Gen, mix: &FaultMix) -> Option<InputKind> {
+fn delta(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen, mix: &FaultMix) -> Option<InputKind> {
     let s = m.session();
     let turn = if g.chance(mix.late_delta_pct) {
         some_turn(m, g)?
@@ -239,7 +239,11 @@ fn delta(m: &TurnMachine, g: &mut Gen, mix: &FaultMix) -> Option<InputKind> {
 }
 
 /// A checkpoint (with `checkpoint`) or a completion of a running child.
-fn child_input(m: &TurnMachine, g: &mut Gen, checkpoint: bool) -> Option<InputKind> {
+fn child_input(
+    m: &TurnMachine<impl Plant<Flaw>>,
+    g: &mut Gen,
+    checkpoint: bool,
+) -> Option<InputKind> {
     let running: Vec<(String, String, bool)> = m
         .session()
         .turns
@@ -269,13 +273,13 @@ fn child_input(m: &TurnMachine, g: &mut Gen, checkpoint: bool) -> Option<InputKi
     })
 }
 
-fn stop(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
+fn stop(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     let turn = some_turn(m, g)?;
     let request_id = format!("r{}", g.range(0, 3));
     Some(InputKind::Stop { turn, request_id })
 }
 
-fn commit(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
+fn commit(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     let s = m.session();
     let mut options = Vec::new();
     for t in &s.turns {
@@ -305,7 +309,7 @@ fn commit(m: &TurnMachine, g: &mut Gen) -> Option<InputKind> {
     })
 }
 
-fn client(m: &TurnMachine, g: &mut Gen, mix: &FaultMix) -> Option<InputKind> {
+fn client(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen, mix: &FaultMix) -> Option<InputKind> {
     let s = m.session();
     let c = &s.client;
     let last = s.last_persisted();

@@ -18,7 +18,7 @@ use turnfence_model::prelude::*;
 use turnfence_model::turn::{
     self, ChildKind, InputKind, Invariant, Misuse, Output, Step, TurnMachine, Violation,
 };
-use turnfence_model::Millis;
+use turnfence_model::{Millis, Plant};
 
 pub use checks::{Check, CommitAfterCancel};
 pub use evidence::{write_atomic, write_evidence};
@@ -169,7 +169,10 @@ fn input_name(kind: &InputKind) -> String {
 }
 
 /// Runs one scenario on the given machine.
-pub fn run_scenario(scenario: &Scenario, mut machine: TurnMachine) -> ScenarioRun {
+pub fn run_scenario<P: Plant<turn::Flaw>>(
+    scenario: &Scenario,
+    mut machine: TurnMachine<P>,
+) -> ScenarioRun {
     let (steps, misuse) = turnfence_model::run(&mut machine, &scenario.inputs);
     let violations = turnfence_model::check_all::<TurnMachine>(&steps);
     let mut run = ScenarioRun {
@@ -191,7 +194,7 @@ pub struct GateRun {
 }
 
 /// Runs the named scenarios, each on a fresh machine from `machine`.
-pub fn run(names: &[&str], machine: impl Fn() -> TurnMachine) -> GateRun {
+pub fn run<P: Plant<turn::Flaw>>(names: &[&str], machine: impl Fn() -> TurnMachine<P>) -> GateRun {
     let scenarios = names
         .iter()
         .filter_map(|n| scenarios::scenario(n))
@@ -332,7 +335,7 @@ impl GateRun {
                 "real_models": 0,
                 "real_tools": 0,
                 "secrets_loaded": 0,
-                "flaws_compiled": turnfence_model::FLAWS_COMPILED,
+                "flaws_compiled": crate::FLAWS_COMPILED,
             },
             "scenario_count": self.scenarios.len(),
             "assertions": { "passed": self.passed_checks(), "total": self.total_checks() },

@@ -65,6 +65,38 @@ fn gate_writes_the_evidence_and_exits_zero() {
     }
 }
 
+/// The binary of this test build — built with the dev-dependencies' features unified into its
+/// dependencies, as `cargo test` and `cargo bench` build it — has no flaw switch: its gate says
+/// so, and it refuses to plant a flaw. Only `--features flaws` on this crate puts one in.
+#[test]
+fn the_test_build_of_the_binary_has_no_flaw_switch() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(&["gate", "--agent", "--output", "ev"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report: serde_json::Value =
+        serde_json::from_str(&read(Path::new(line["report"].as_str().unwrap()))).unwrap();
+    let switch = cfg!(feature = "flaws");
+    assert_eq!(report["environment"]["flaws_compiled"], switch);
+    if !switch {
+        for (machine, flaw) in [("turn", "deliver_after_stop"), ("fence", "ack_per_token")] {
+            let args = [
+                "explore",
+                "--machine",
+                machine,
+                "--flaw",
+                flaw,
+                "--depth",
+                "1",
+            ];
+            let out = turnfence(&args, dir.path());
+            assert_eq!(out.status.code(), Some(2), "{machine} {flaw}");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains("needs the flaw switch"), "{stderr}");
+        }
+    }
+}
+
 #[test]
 fn agent_mode_prints_one_json_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -16,6 +16,7 @@ use turnfence_model::fence::{
     Status,
 };
 use turnfence_model::prelude::*;
+use turnfence_model::Plant;
 
 fn fence_fixtures(dir: &str) -> Vec<PathBuf> {
     let mut files = fixtures(dir);
@@ -37,7 +38,10 @@ fn inputs_of(path: &Path) -> Vec<fence::Input> {
         .collect()
 }
 
-fn record(machine: &mut FenceMachine, inputs: &[fence::Input]) -> Vec<fence::Step> {
+fn record(
+    machine: &mut FenceMachine<impl Plant<fence::Flaw>>,
+    inputs: &[fence::Input],
+) -> Vec<fence::Step> {
     let mut steps = Vec::new();
     for i in inputs {
         let _ = turnfence_model::step(machine, i, &mut steps);

@@ -15,7 +15,7 @@ use turnfence_checks::fuzz::{self, Case, Found, Fuzz};
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{self, Flaw, TurnMachine};
-use turnfence_model::Machine;
+use turnfence_model::{Plantable, Planted};
 
 /// Steps per generated case.
 const STEPS: usize = 200;
@@ -108,7 +108,7 @@ fn replay_and_promote_from_the_command_line() {
     let make = || TurnMachine::with_flaw(Flaw::CancelledAfterCommit);
     let found = (0..1000)
         .find_map(|n| {
-            fuzz::run_case::<TurnMachine>(
+            fuzz::run_case::<TurnMachine<Planted<Flaw>>>(
                 fuzz::case_seed(3, n),
                 STEPS,
                 Some(turn::Invariant::NoFalseCancelClaim),
@@ -117,7 +117,8 @@ fn replay_and_promote_from_the_command_line() {
             .err()
         })
         .expect("the flaw is found");
-    let report = report::build::<TurnMachine>(&found, Some("cancelled_after_commit"), &make);
+    let report =
+        report::build::<TurnMachine<Planted<Flaw>>>(&found, Some("cancelled_after_commit"), &make);
     let dir = tempfile::tempdir().unwrap();
     let path = report::write(&report, dir.path()).unwrap();
     let bin = env!("CARGO_BIN_EXE_turnfence");
@@ -243,14 +244,15 @@ fn flaw_name(flaw: impl serde::Serialize) -> String {
         .to_owned()
 }
 
-/// Every planted flaw of machine `M`, caught.
-fn catch_every_flaw<M: Fuzz + Explore + 'static>(
+/// Every planted flaw of machine `M`, caught: each by the same generic code, on `M`'s planted
+/// machine.
+fn catch_every_flaw<M: Plantable<Planted: Fuzz + Explore + 'static>>(
     lengths: &mut String,
     reports: &mut Vec<(String, String)>,
 ) {
     for &flaw in M::Flaw::ALL {
-        let make: Rc<dyn Fn() -> M> = Rc::new(move || M::with_flaw(flaw));
-        catch::<M>(&flaw_name(flaw), flaw.breaks(), make, lengths, reports);
+        let make: Rc<dyn Fn() -> M::Planted> = Rc::new(move || M::with_flaw(flaw));
+        catch::<M::Planted>(&flaw_name(flaw), flaw.breaks(), make, lengths, reports);
     }
 }
 
@@ -275,13 +277,13 @@ fn the_same_seed_gives_the_same_bytes() {
         let mut n = 0;
         loop {
             let seed = fuzz::case_seed(7, n);
-            if let Err(found) = fuzz::run_case::<TurnMachine>(
+            if let Err(found) = fuzz::run_case::<TurnMachine<Planted<Flaw>>>(
                 seed,
                 STEPS,
                 Some(turn::Invariant::NoLateDelivery),
                 &make,
             ) {
-                return report::to_json(&report::build::<TurnMachine>(
+                return report::to_json(&report::build::<TurnMachine<Planted<Flaw>>>(
                     &found,
                     Some("deliver_after_stop"),
                     &make,

@@ -1,7 +1,7 @@
 //! The interface is the real one: a third machine — a counter that must never go below zero,
 //! with one invariant and one planted flaw — written here against the public traits alone
-//! (`Machine`, `Monitor`, `Invariant`; `Fuzz`, `Explore`, `Conform`), is checked, fuzzed (its
-//! flaw found and shrunk) and explored exactly as the turn and fence machines are.
+//! (`Machine`, `Monitor`, `Invariant`, `Plantable`; `Fuzz`, `Explore`, `Conform`), is checked,
+//! fuzzed (its flaw found and shrunk) and explored exactly as the turn and fence machines are.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -12,7 +12,9 @@ use turnfence_checks::fuzz::{self, FaultMix, Fuzz, Gen};
 use turnfence_checks::trace::canonical::CanonicalReader;
 use turnfence_checks::trace::conform::Conform;
 use turnfence_checks::trace::{self, FindingKind};
-use turnfence_model::{Findings, Flaw, Invariant, Machine, Millis, Monitor, TickKind, Timed};
+use turnfence_model::{
+    Findings, Flaw, Invariant, Machine, Millis, Monitor, Plantable, TickKind, Timed,
+};
 
 // The machine: a dozen lines of behaviour.
 
@@ -45,7 +47,8 @@ struct Counter {
     n: i64,
     now: Millis,
     out: VecDeque<Out>,
-    /// The planted flaw: a decrement at zero goes through.
+    /// The planted flaw: a decrement at zero goes through. (The counter is its own planted
+    /// machine; the turn and fence machines take theirs as a type parameter.)
     flawed: bool,
 }
 
@@ -55,15 +58,7 @@ impl Machine for Counter {
     type Misuse = String;
     type Invariant = Never;
     type Monitor = Watch;
-    type Flaw = DecAtZero;
     const NAME: &'static str = "counter";
-
-    fn with_flaw(_: DecAtZero) -> Counter {
-        Counter {
-            flawed: true,
-            ..Counter::default()
-        }
-    }
 
     fn advance_to(&mut self, at: Millis) -> Result<(), String> {
         if at < self.now {
@@ -98,6 +93,18 @@ impl Machine for Counter {
 
     fn fingerprint<H: Hasher>(&self, h: &mut H) {
         self.n.hash(h);
+    }
+}
+
+impl Plantable for Counter {
+    type Flaw = DecAtZero;
+    type Planted = Counter;
+
+    fn with_flaw(_: DecAtZero) -> Counter {
+        Counter {
+            flawed: true,
+            ..Counter::default()
+        }
     }
 }
 
@@ -141,7 +148,11 @@ struct Watch {
     findings: Findings<Never>,
 }
 
-impl Monitor<Counter> for Watch {
+impl Monitor for Watch {
+    type Input = In;
+    type Output = Out;
+    type Invariant = Never;
+
     fn findings(&self) -> &Findings<Never> {
         &self.findings
     }

@@ -1,5 +1,5 @@
 //! Planted flaws of the fence machine: every historical bug of SPEC §4 and one per invariant.
-//! Compiled only with the `flaws` feature.
+//! Names only: a machine breaks one only as `FenceMachine<Planted<Flaw>>` (`crate::plant`).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,7 +1,6 @@
 //! The fence machine (SPEC §3): a supervisor's acceptance-fence table, the worker↔supervisor
 //! transport with its faults, and the worker's loop-level verdicts.
 
-#[cfg(feature = "flaws")]
 mod flaw;
 pub mod invariants;
 mod machine;
@@ -9,7 +8,6 @@ mod misuse;
 pub mod table;
 mod types;
 
-#[cfg(feature = "flaws")]
 pub use flaw::Flaw;
 pub use invariants::{Invariant, Monitor, Step, Violation};
 pub use machine::*;

@@ -1,5 +1,5 @@
-//! Planted flaws: rules the suite must prove it catches when they are broken. Compiled only with
-//! the `flaws` feature, which only the test build turns on.
+//! Planted flaws: rules the suite must prove it catches when they are broken. Names only: a
+//! machine breaks one only as `TurnMachine<Planted<Flaw>>` (`crate::plant`).
 
 use serde::{Deserialize, Serialize};
 

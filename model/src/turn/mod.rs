@@ -2,7 +2,6 @@
 //! and the cancel tree, the delivery gate and the playback buffer, deadlines and budgets, tools
 //! with checkpoints and commits, the stream store, the client cursor, and stop requests.
 
-#[cfg(feature = "flaws")]
 mod flaw;
 pub mod invariants;
 mod machine;
@@ -10,7 +9,6 @@ mod misuse;
 pub mod state;
 mod types;
 
-#[cfg(feature = "flaws")]
 pub use flaw::Flaw;
 pub use invariants::{Invariant, Monitor, Step, Violation};
 pub use machine::*;

@@ -7,7 +7,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::Invariant;
 use crate::fence::table::normalize;
 use crate::fence::types::*;
-use crate::fence::FenceMachine;
 use crate::{Findings, Millis};
 
 #[derive(Clone, Debug, PartialEq, Hash)]
@@ -67,7 +66,11 @@ pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
     (normalize(token), normalize(req))
 }
 
-impl crate::Monitor<FenceMachine> for Monitor {
+impl crate::Monitor for Monitor {
+    type Input = Input;
+    type Output = Output;
+    type Invariant = Invariant;
+
     fn findings(&self) -> &Findings<Invariant> {
         &self.findings
     }

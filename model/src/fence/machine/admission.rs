@@ -4,8 +4,10 @@
 use super::{FenceMachine, TaskStatus};
 use crate::fence::table::OwnerMessage;
 use crate::fence::types::*;
+use crate::fence::Flaw;
+use crate::Plant;
 
-impl FenceMachine {
+impl<P: Plant<Flaw>> FenceMachine<P> {
     pub(super) fn owner_message(&mut self, root: &str) {
         match self.state.table.owner_message(root) {
             OwnerMessage::Refused => self.emit(Output::OwnerMessageRefused {

@@ -24,10 +24,8 @@ use serde::Serialize;
 use super::misuse::Misuse;
 use super::table::{normalize, Request, Table, TableFlaws};
 use super::types::*;
-#[cfg(feature = "flaws")]
-use super::Flaw;
-use super::{Invariant, Monitor};
-use crate::Millis;
+use super::{Flaw, Invariant, Monitor};
+use crate::{Millis, Plant, Plantable, Planted, Sound};
 
 /// Each wait for an ack is this long, by name (never lengthened to ride out a stalled supervisor).
 pub const ACK_WAIT_MS: Millis = 10_000;
@@ -41,16 +39,13 @@ pub const MAX_REQUESTS_PER_WORKER: usize = 4096;
 pub const MAX_QUEUED: usize = 4096;
 pub const MAX_TASKS: usize = 1 << 16;
 
-/// Whether the planted flaw is this one. Without the `flaws` feature every check is `false` and
-/// compiles away. Defined before the layers' modules, so that each of them can use it.
+/// Whether the planted flaw is this one: for the sound machine a constant `false` that compiles
+/// away. Defined before the layers' modules, so that each of them can use it.
 macro_rules! flawed {
-    ($self:ident, $flaw:ident) => {{
-        #[cfg(feature = "flaws")]
-        let on = $self.flaw == Some($crate::fence::Flaw::$flaw);
-        #[cfg(not(feature = "flaws"))]
-        let on = false;
-        on
-    }};
+    ($self:ident, $flaw:ident) => {
+        $crate::Plant::<$crate::fence::Flaw>::planted(&$self.plant)
+            == Some($crate::fence::Flaw::$flaw)
+    };
 }
 
 mod admission;
@@ -131,33 +126,23 @@ pub struct FenceState {
     pub tasks: BTreeMap<TaskId, (RootId, TaskStatus)>,
 }
 
-/// The fence machine.
+/// The fence machine. `P` is its planted flaw: [`Sound`] (none, by type: the machine everyone
+/// runs) unless it was made by [`Plantable::with_flaw`].
 #[derive(Clone, Debug, Default)]
-pub struct FenceMachine {
+pub struct FenceMachine<P = Sound> {
     state: FenceState,
     outputs: VecDeque<Output>,
-    #[cfg(feature = "flaws")]
-    flaw: Option<Flaw>,
+    plant: P,
 }
 
-impl crate::Machine for FenceMachine {
+impl<P: Plant<Flaw>> crate::Machine for FenceMachine<P> {
     type Input = Input;
     type Output = Output;
     type Misuse = Misuse;
     type Invariant = Invariant;
     type Monitor = Monitor;
-    #[cfg(feature = "flaws")]
-    type Flaw = Flaw;
 
     const NAME: &'static str = "fence";
-
-    #[cfg(feature = "flaws")]
-    fn with_flaw(flaw: Flaw) -> Self {
-        FenceMachine {
-            flaw: Some(flaw),
-            ..FenceMachine::default()
-        }
-    }
 
     /// Waits that ran out by `at` are re-sent or end `unknown`.
     fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
@@ -199,11 +184,26 @@ impl crate::Machine for FenceMachine {
     }
 }
 
+impl Plantable for FenceMachine {
+    type Flaw = Flaw;
+    type Planted = FenceMachine<Planted<Flaw>>;
+
+    fn with_flaw(flaw: Flaw) -> FenceMachine<Planted<Flaw>> {
+        FenceMachine {
+            plant: Planted::new(flaw),
+            ..FenceMachine::default()
+        }
+    }
+}
+
 impl FenceMachine {
+    /// The sound machine, fresh.
     pub fn new() -> FenceMachine {
         FenceMachine::default()
     }
+}
 
+impl<P: Plant<Flaw>> FenceMachine<P> {
     pub fn state(&self) -> &FenceState {
         &self.state
     }

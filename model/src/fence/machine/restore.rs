@@ -4,8 +4,10 @@
 use super::{FenceMachine, TaskStatus};
 use crate::fence::table::Table;
 use crate::fence::types::*;
+use crate::fence::Flaw;
+use crate::Plant;
 
-impl FenceMachine {
+impl<P: Plant<Flaw>> FenceMachine<P> {
     /// A restart from a snapshot: rows are not reloaded, they only cancel the pending
     /// descendants of fenced roots; a malformed snapshot restores nothing.
     pub(super) fn restore(&mut self, fences: &FenceSnapshot, pending: &[SnapshotTask]) {

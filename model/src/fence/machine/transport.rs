@@ -5,9 +5,11 @@
 use super::{Ack, Event, FenceMachine, Wait, ACK_KEEP, ACK_TTL_MS, ACK_WAIT_MS};
 use crate::fence::table::{normalize, valid_id, Request};
 use crate::fence::types::*;
+use crate::fence::Flaw;
 use crate::Millis;
+use crate::Plant;
 
-impl FenceMachine {
+impl<P: Plant<Flaw>> FenceMachine<P> {
     pub(super) fn send(&mut self, worker: &str, request: Request, req: &str) {
         if let Some(w) = self.state.workers.get_mut(worker) {
             w.used_reqs.insert(normalize(req));

@@ -5,8 +5,10 @@
 use super::{Binding, FenceMachine, Worker};
 use crate::fence::table::{normalize, Request};
 use crate::fence::types::*;
+use crate::fence::Flaw;
+use crate::Plant;
 
-impl FenceMachine {
+impl<P: Plant<Flaw>> FenceMachine<P> {
     /// The request a worker's loop sends. An end carries the worker's known generation.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn request_of(

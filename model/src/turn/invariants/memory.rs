@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
 use crate::turn::types::*;
-use crate::turn::TurnMachine;
 use crate::{Findings, Millis};
 
 #[derive(Clone, Debug, PartialEq, Hash)]
@@ -89,7 +88,11 @@ pub struct Monitor {
     pub(super) findings: Findings<Invariant>,
 }
 
-impl crate::Monitor<TurnMachine> for Monitor {
+impl crate::Monitor for Monitor {
+    type Input = Input;
+    type Output = Output;
+    type Invariant = Invariant;
+
     fn findings(&self) -> &Findings<Invariant> {
         &self.findings
     }

@@ -5,8 +5,10 @@ use super::{limit, TurnMachine, MAX_CHILDREN, TTS_CHECKPOINT};
 use crate::turn::misuse::Misuse;
 use crate::turn::state::{Child, ChildState, Phase};
 use crate::turn::types::*;
+use crate::turn::Flaw;
+use crate::Plant;
 
-impl TurnMachine {
+impl<P: Plant<Flaw>> TurnMachine<P> {
     /// Checks an input about a child against the state: the child must exist (or, for a spawn,
     /// not yet), be in the state the input needs and of the kind it needs.
     pub(super) fn validate_child_input(&self, kind: &InputKind) -> Result<(), Misuse> {

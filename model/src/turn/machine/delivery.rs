@@ -4,8 +4,10 @@
 use super::TurnMachine;
 use crate::turn::state::{ChildState, Frame, Phase};
 use crate::turn::types::*;
+use crate::turn::Flaw;
+use crate::Plant;
 
-impl TurnMachine {
+impl<P: Plant<Flaw>> TurnMachine<P> {
     /// The delivery gate.
     pub(super) fn delta(
         &mut self,

@@ -5,8 +5,10 @@ use super::{limit, TurnMachine, MAX_TURNS};
 use crate::turn::misuse::Misuse;
 use crate::turn::state::{ChildState, Phase, Turn};
 use crate::turn::types::*;
+use crate::turn::Flaw;
+use crate::Plant;
 
-impl TurnMachine {
+impl<P: Plant<Flaw>> TurnMachine<P> {
     pub(super) fn validate_accept(
         &self,
         turn: &str,

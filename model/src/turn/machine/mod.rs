@@ -15,10 +15,8 @@ use std::collections::VecDeque;
 use super::misuse::Misuse;
 use super::state::{Child, ChildState, Session, Turn};
 use super::types::*;
-#[cfg(feature = "flaws")]
-use super::Flaw;
-use super::{Invariant, Monitor};
-use crate::Millis;
+use super::{Flaw, Invariant, Monitor};
+use crate::{Millis, Plant, Plantable, Planted, Sound};
 
 /// At most this many turns per session.
 pub const MAX_TURNS: usize = 1 << 16;
@@ -33,25 +31,22 @@ pub const RESUME_TTL_MS: Millis = 60_000;
 /// The checkpoint name a TTS child is stopped at: its buffer is cleared, no cooperation needed.
 pub const TTS_CHECKPOINT: &str = "buffer_cleared";
 
-/// The turn machine of one session.
+/// The turn machine of one session. `P` is its planted flaw: [`Sound`] (none, by type: the
+/// machine everyone runs) unless it was made by [`Plantable::with_flaw`].
 #[derive(Clone, Debug, Default)]
-pub struct TurnMachine {
+pub struct TurnMachine<P = Sound> {
     session: Session,
     outputs: VecDeque<Output>,
-    #[cfg(feature = "flaws")]
-    flaw: Option<Flaw>,
+    plant: P,
 }
 
-/// Which rule a flaw may break at a given spot. Without the `flaws` feature every check is `false`
-/// and compiles away. Defined before the concepts' modules, so that each of them can use it.
+/// Whether the planted flaw is this one: for the sound machine a constant `false` that compiles
+/// away. Defined before the concepts' modules, so that each of them can use it.
 macro_rules! flawed {
-    ($self:ident, $flaw:ident) => {{
-        #[cfg(feature = "flaws")]
-        let on = $self.flaw == Some($crate::turn::Flaw::$flaw);
-        #[cfg(not(feature = "flaws"))]
-        let on = false;
-        on
-    }};
+    ($self:ident, $flaw:ident) => {
+        $crate::Plant::<$crate::turn::Flaw>::planted(&$self.plant)
+            == Some($crate::turn::Flaw::$flaw)
+    };
 }
 
 mod children;
@@ -59,24 +54,14 @@ mod delivery;
 mod lifecycle;
 mod store;
 
-impl crate::Machine for TurnMachine {
+impl<P: Plant<Flaw>> crate::Machine for TurnMachine<P> {
     type Input = Input;
     type Output = Output;
     type Misuse = Misuse;
     type Invariant = Invariant;
     type Monitor = Monitor;
-    #[cfg(feature = "flaws")]
-    type Flaw = Flaw;
 
     const NAME: &'static str = "turn";
-
-    #[cfg(feature = "flaws")]
-    fn with_flaw(flaw: Flaw) -> Self {
-        TurnMachine {
-            flaw: Some(flaw),
-            ..TurnMachine::default()
-        }
-    }
 
     /// Deadlines due by `at` fire.
     fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
@@ -121,11 +106,26 @@ impl crate::Machine for TurnMachine {
     }
 }
 
+impl Plantable for TurnMachine {
+    type Flaw = Flaw;
+    type Planted = TurnMachine<Planted<Flaw>>;
+
+    fn with_flaw(flaw: Flaw) -> TurnMachine<Planted<Flaw>> {
+        TurnMachine {
+            plant: Planted::new(flaw),
+            ..TurnMachine::default()
+        }
+    }
+}
+
 impl TurnMachine {
+    /// The sound machine, fresh.
     pub fn new() -> TurnMachine {
         TurnMachine::default()
     }
+}
 
+impl<P: Plant<Flaw>> TurnMachine<P> {
     pub fn session(&self) -> &Session {
         &self.session
     }
@@ -137,14 +137,7 @@ impl TurnMachine {
     /// No flaw is planted: the machine keeps every rule, so the invariants of its own state that
     /// a flaw would break hold, and the debug assertions check them.
     fn sound(&self) -> bool {
-        #[cfg(feature = "flaws")]
-        {
-            self.flaw.is_none()
-        }
-        #[cfg(not(feature = "flaws"))]
-        {
-            true
-        }
+        self.plant.planted().is_none()
     }
 
     fn index(&self, turn: &str) -> Result<usize, Misuse> {

@@ -5,8 +5,10 @@ use super::{TurnMachine, MAX_STORED_EVENTS, RESUME_TTL_MS};
 use crate::turn::misuse::Misuse;
 use crate::turn::state::Stored;
 use crate::turn::types::*;
+use crate::turn::Flaw;
+use crate::Plant;
 
-impl TurnMachine {
+impl<P: Plant<Flaw>> TurnMachine<P> {
     /// Checks an input about the client against the state: its connection, and a seq the store
     /// has.
     pub(super) fn validate_client_input(&self, kind: &InputKind) -> Result<(), Misuse> {
