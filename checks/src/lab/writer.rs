@@ -289,6 +289,15 @@ pub fn output_line(
             child,
             checkpoint,
         } => child_cancelled(child_component(kinds, turn, child), child, checkpoint),
+        Output::ReportIgnored {
+            turn,
+            child,
+            report,
+        } => (
+            child_component(kinds, turn, child),
+            "report.ignored",
+            json!({ "child": child, "report": report }),
+        ),
         Output::TemporaryOutputRemoved { child, count, .. } => (
             "tool",
             "temporary_output.removed",

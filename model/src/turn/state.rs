@@ -28,6 +28,9 @@ use serde::Serialize;
 use super::types::{Budget, Cause, ChildId, ChildKind, Generation, Mode, Seq, Terminal, TurnId};
 use crate::Millis;
 
+/// The checkpoint a child refused at its spawn is `cancelled` at: it never ran.
+pub const NOT_STARTED: &str = "not_started";
+
 /// A turn's phase: one enum, payloads inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,6 +71,12 @@ impl ChildState {
     /// Still doing work the turn has to wait for.
     pub fn is_pending(&self) -> bool {
         matches!(self, ChildState::Running | ChildState::CommitSent { .. })
+    }
+
+    /// Stopped after it had started: a report from it now is late, not work that never ran.
+    /// (A child refused at its spawn is `cancelled` at the checkpoint `not_started`.)
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, ChildState::Cancelled { checkpoint } if checkpoint != NOT_STARTED)
     }
 
     /// The key of a side effect that happened or may have happened.

@@ -369,6 +369,13 @@ pub enum Output {
         child: ChildId,
         reason: DeferReason,
     },
+    /// A child the system had already stopped reported (a checkpoint, or its completion) as it
+    /// unwound: the report is dropped and changes nothing — a benign race real stacks log.
+    ReportIgnored {
+        turn: TurnId,
+        child: ChildId,
+        report: IgnoredReport,
+    },
     /// A side effect that may have happened was handed to reconciliation.
     ReconcileEnqueued {
         turn: TurnId,
@@ -412,6 +419,15 @@ pub enum Output {
     Terminal { turn: TurnId, state: Terminal },
 }
 
+/// What a stopped child reported late.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum IgnoredReport {
+    Checkpoint,
+    ChildCompleted,
+}
+
 /// Why a child's cancel waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -435,6 +451,7 @@ impl Output {
             | TemporaryOutputRemoved { turn, .. }
             | ToolNotStarted { turn, .. }
             | CancelDeferred { turn, .. }
+            | ReportIgnored { turn, .. }
             | ReconcileEnqueued { turn, .. }
             | StopAnswered { turn, .. }
             | GenerationFenced { turn, .. }

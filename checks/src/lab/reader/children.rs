@@ -6,7 +6,7 @@
 use turnfence_model::turn::{ChildKind, InputKind, NotStartedReason, Output};
 
 use super::context::{Line, Memory, Out};
-use super::detail::Detail;
+use super::detail::{from_name, Detail};
 use super::LabLine;
 use crate::lab::{kind_of, usual_child};
 use crate::trace::turn_conform::kind_from_name;
@@ -86,6 +86,19 @@ pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
         },
         wild,
     );
+    Ok(())
+}
+
+/// `<child> report.ignored`: a child the system had already stopped reported late; the report
+/// was dropped.
+pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let (turn, child) = turn_and_child(x, &["report", "child"], &x.l.component)?;
+    let report = from_name(&x.d.need_str("report")?, x.line)?;
+    o.exact(Output::ReportIgnored {
+        turn,
+        child,
+        report,
+    });
     Ok(())
 }
 

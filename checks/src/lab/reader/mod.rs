@@ -261,6 +261,7 @@ fn handler(component: &str, event: &str) -> Option<Handler> {
             children::checkpoint
         }
         ("retriever" | "model" | "tool" | "tts", "cancelled") => children::cancelled,
+        ("retriever" | "model" | "tool" | "tts", "report.ignored") => children::report_ignored,
         ("cancel-tree", "cancel.propagated") => children::cancel_propagated,
         ("planner", "tool.not_started") => children::not_started,
         // The model's stream and the delivery gate.

@@ -120,6 +120,9 @@ impl Monitor {
                 self.set_child(turn, child, |c| c.cancel_requested = true)
             }
             Output::ChildCancelled { turn, child, .. } => self.on_child_cancelled(turn, child),
+            // A stopped child's late report, dropped: nothing happened. What acts on it
+            // afterwards (a delivery, a commit) is judged where it happens.
+            Output::ReportIgnored { .. } => {}
             Output::TemporaryOutputRemoved { turn, child, count } => {
                 self.reach(Invariant::CancelledToolLeavesNothing);
                 self.set_child(turn, child, |c| {

@@ -3,7 +3,7 @@
 
 use super::{limit, TurnMachine, MAX_CHILDREN, TTS_CHECKPOINT};
 use crate::turn::misuse::Misuse;
-use crate::turn::state::{Child, ChildState, Phase};
+use crate::turn::state::{Child, ChildState, Phase, NOT_STARTED};
 use crate::turn::types::*;
 use crate::turn::Flaw;
 use crate::Plant;
@@ -25,8 +25,11 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 }
                 limit("children per turn", turn.children.len(), MAX_CHILDREN)
             }
+            // A stopped child's late report is taken (and ignored): see `late_report`.
             InputKind::ChildCompleted { turn, child } => self
-                .expect_child(turn, child, "running", |s| *s == ChildState::Running)
+                .expect_child(turn, child, "running or stopped", |s| {
+                    *s == ChildState::Running || s.is_stopped()
+                })
                 .map(drop),
             InputKind::Checkpoint {
                 turn,
@@ -34,7 +37,9 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 temporary_outputs,
                 ..
             } => {
-                let c = self.expect_child(turn, child, "running", |s| *s == ChildState::Running)?;
+                let c = self.expect_child(turn, child, "running or stopped", |s| {
+                    *s == ChildState::Running || s.is_stopped()
+                })?;
                 if *temporary_outputs > 0 && !c.kind.is_cancellable_tool() {
                     return Err(Misuse::WrongChildKind {
                         turn: turn.clone(),
@@ -102,7 +107,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         let state = match refused {
             // The child exists, so later reports about it are not misuse, but it never ran.
             Some(_) => ChildState::Cancelled {
-                checkpoint: "not_started".to_owned(),
+                checkpoint: NOT_STARTED.to_owned(),
             },
             None => ChildState::Running,
         };
@@ -121,6 +126,24 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 reason,
             });
         }
+    }
+
+    /// A report from a child the system already stopped: dropped, and said so. `true` if this
+    /// was one (the caller then does nothing else).
+    pub(super) fn late_report(&mut self, turn: &str, child: &str, report: IgnoredReport) -> bool {
+        let stopped = self
+            .session
+            .turn(turn)
+            .and_then(|t| t.child(child))
+            .is_some_and(|c| c.state.is_stopped());
+        if stopped {
+            self.emit(Output::ReportIgnored {
+                turn: turn.to_owned(),
+                child: child.to_owned(),
+                report,
+            });
+        }
+        stopped
     }
 
     pub(super) fn checkpoint(

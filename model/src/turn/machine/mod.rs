@@ -243,15 +243,21 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 need_ms,
             } => self.spawn(turn, child, kind, *need_ms),
             InputKind::ChildCompleted { turn, child } => {
-                self.set_child(turn, child, ChildState::Completed);
-                self.settle(turn);
+                if !self.late_report(turn, child, IgnoredReport::ChildCompleted) {
+                    self.set_child(turn, child, ChildState::Completed);
+                    self.settle(turn);
+                }
             }
             InputKind::Checkpoint {
                 turn,
                 child,
                 phase,
                 temporary_outputs,
-            } => self.checkpoint(turn, child, phase, *temporary_outputs),
+            } => {
+                if !self.late_report(turn, child, IgnoredReport::Checkpoint) {
+                    self.checkpoint(turn, child, phase, *temporary_outputs);
+                }
+            }
             InputKind::Delta {
                 turn,
                 generation,
