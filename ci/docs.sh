@@ -6,5 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
+# A package of the same version left by an earlier run would be unpacked again unchanged.
+rm -rf target/package
 cargo package --workspace --allow-dirty
 echo "ok: docs clean, both crates package and verify"
