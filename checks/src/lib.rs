@@ -1,5 +1,6 @@
 //! The turnfence verification suite: the release gate over the turn machine, the lab's event
-//! vocabulary, and (in `main.rs`) the thin `turnfence` CLI.
+//! vocabulary, the recorder a Rust system writes its trace with, and (in `main.rs`) the thin
+//! `turnfence` CLI.
 
 pub mod adapter;
 pub mod explore;
@@ -7,5 +8,6 @@ pub mod fuzz;
 pub mod gate;
 pub mod junit;
 pub mod lab;
+pub mod recorder;
 pub mod sync;
 pub mod trace;

@@ -11,6 +11,7 @@ mod fuzz;
 mod gate;
 mod model;
 mod peer;
+mod recorder;
 mod schema;
 mod snapshots;
 mod streaming;
