@@ -1,10 +1,21 @@
 //! The recorder: `tracing` events as canonical lines — the field mapping, the meta line, a
-//! malformed event reported and not written — and a recorded trace held to `check`.
+//! malformed event reported and not written — and the tokio turn manager of its example
+//! (`checks/examples/tokio_turn_manager.rs`, run in-process here) recorded and held to `check`,
+//! with and without its planted bug.
 
+use std::collections::BTreeSet;
 use std::io::{self, Write};
+use std::process::Command;
 
+use serde_json::Value;
 use turnfence_checks::recorder::{self, ManualClock, Recorder, SharedBuffer};
 use turnfence_checks::trace::{self, Machine, Verdict};
+
+#[path = "../../examples/tokio_turn_manager.rs"]
+#[allow(dead_code)] // Its `main` is the example's own.
+mod tokio_turn_manager;
+
+use tokio_turn_manager::Bug;
 
 /// The lines written so far.
 fn lines(buffer: &SharedBuffer) -> Vec<String> {
@@ -12,7 +23,7 @@ fn lines(buffer: &SharedBuffer) -> Vec<String> {
 }
 
 /// A recorded trace as `turnfence check` judges it (reading its meta line).
-pub fn checked(text: &str) -> Verdict {
+fn checked(text: &str) -> Verdict {
     let checked = trace::check_input(text.as_bytes(), None, None);
     checked
         .verdict
@@ -240,4 +251,143 @@ fn install_records_every_thread() {
         [r#"{"at":7,"session":"elsewhere","input":"tick"}"#]
     );
     assert_eq!(recording.rejected(), 0);
+}
+
+/// The example's conversation recorded in memory, as its `main` records it to a file (the
+/// recorder installed for this thread, which runs the whole single-threaded runtime).
+fn record_example(bug: Option<Bug>) -> String {
+    let (runtime, start) = tokio_turn_manager::runtime();
+    let trace = SharedBuffer::new();
+    let scoped = Recorder::new(trace.clone(), tokio_turn_manager::virtual_ms(start))
+        .complete(tokio_turn_manager::COMPLETE)
+        .install_scoped();
+    runtime.block_on(tokio_turn_manager::converse(bug));
+    let recording = scoped.recording.clone();
+    drop(scoped);
+    assert_eq!(recording.rejected(), 0, "{:#?}", recording.rejections());
+    trace.contents()
+}
+
+/// The trace's lines as JSON, numbered from 1.
+fn numbered(text: &str) -> Vec<(usize, Value)> {
+    let parse = |line: &str| serde_json::from_str(line).unwrap();
+    text.lines()
+        .map(parse)
+        .enumerate()
+        .map(|(i, v)| (i + 1, v))
+        .collect()
+}
+
+/// The lines that deliver a delta of a turn after that turn's client asked it to stop.
+fn deliveries_after_a_stop(text: &str) -> Vec<usize> {
+    let mut stopped = BTreeSet::new();
+    let mut late = Vec::new();
+    for (line, v) in numbered(text) {
+        let turn = (v["session"].to_string(), v["turn"].to_string());
+        if v["input"] == "stop" {
+            stopped.insert(turn);
+        } else if v["output"] == "delivered" && stopped.contains(&turn) {
+            late.push(line);
+        }
+    }
+    late
+}
+
+#[test]
+fn the_example_trace_conforms() {
+    let text = record_example(None);
+    let verdict = checked(&text);
+    assert!(verdict.conforms(), "{:?}\n{text}", verdict.findings);
+    assert_eq!(verdict.sessions, 1);
+    // Virtual time: every run writes the same bytes.
+    assert_eq!(record_example(None), text);
+    // What the conversation is made of: a tool call, deltas delivered and dropped at the gate,
+    // frames played, a stop, a barge-in, and each turn ended once.
+    let lines = numbered(&text);
+    let has = |key: &str, kind: &str| lines.iter().any(|(_, v)| v[key] == kind);
+    for (key, kind) in [
+        ("input", "stop"),
+        ("input", "speech_started"),
+        ("input", "child_completed"),
+        ("output", "late_dropped"),
+        ("output", "played"),
+        ("output", "generation_fenced"),
+    ] {
+        assert!(has(key, kind), "no {key} {kind} in\n{text}");
+    }
+    assert!(text.contains(r#""kind":{"tool":{"name":"order_lookup","cancellable":true}}"#));
+    let ends: Vec<(&str, &str)> = lines
+        .iter()
+        .filter(|(_, v)| v["output"] == "terminal")
+        .filter_map(|(_, v)| Some((v["turn"].as_str()?, v["state"].as_str()?)))
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            ("t1", "completed"),
+            ("t2", "cancelled"),
+            ("t3", "cancelled")
+        ]
+    );
+    assert!(deliveries_after_a_stop(&text).is_empty());
+}
+
+#[test]
+fn the_late_delivery_bug_is_rejected_at_the_late_line() {
+    let text = record_example(Some(Bug::LateDelivery));
+    let late = deliveries_after_a_stop(&text);
+    assert_eq!(late.len(), 1, "one delta delivered after the stop:\n{text}");
+    let late = late[0];
+    let verdict = checked(&text);
+    let invariants: Vec<(usize, &str)> = verdict
+        .findings
+        .iter()
+        .filter(|f| f.invariant.is_some())
+        .map(|f| (f.line, f.name()))
+        .collect();
+    assert_eq!(
+        invariants,
+        [(late, "no_late_delivery")],
+        "{:?}",
+        verdict.findings
+    );
+    // The model's gate drops that delta: the delivery is also an output the model never gives.
+    let names: Vec<(usize, &str)> = verdict
+        .findings
+        .iter()
+        .map(|f| (f.line, f.name()))
+        .collect();
+    assert_eq!(
+        names,
+        [(late, "unexpected_output"), (late, "no_late_delivery")]
+    );
+}
+
+#[test]
+fn turnfence_check_judges_the_example_files() {
+    let dir = tempfile::tempdir().unwrap();
+    for (bug, code) in [(None, 0), (Some(Bug::LateDelivery), 1)] {
+        let text = record_example(bug);
+        let path = dir.path().join(format!("{bug:?}.jsonl"));
+        std::fs::write(&path, &text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_turnfence"))
+            .arg("check")
+            .arg(&path)
+            .output()
+            .expect("the turnfence binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{stdout}");
+        if let Some(&late) = deliveries_after_a_stop(&text).first() {
+            let v = &numbered(&text)[late - 1].1;
+            let text_of = |key: &str| v[key].as_str().unwrap_or_default().to_owned();
+            let (session, turn) = (text_of("session"), text_of("turn"));
+            let (at, generation, seq) = (&v["at"], &v["generation"], &v["seq"]);
+            let said = format!(
+                "line {late} ({session} at {at} ms): no_late_delivery [{turn}, {generation}, {seq}]"
+            );
+            assert!(stdout.contains(&said), "{said:?} not in\n{stdout}");
+        } else {
+            assert!(stdout.starts_with("CONFORMS: 0 findings"), "{stdout}");
+        }
+    }
 }
