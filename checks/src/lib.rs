@@ -1,6 +1,7 @@
 //! The turnfence verification suite: the release gate over the turn machine, the lab's event
 //! vocabulary, conformance checking of traces, random runs and exhaustive exploration of any
-//! machine, and (in `main.rs`) the `turnfence` CLI.
+//! machine, the recorder a Rust system writes its trace with, and (in `main.rs`) the
+//! `turnfence` CLI.
 //!
 //! # From your own tests
 //!
@@ -59,6 +60,7 @@ pub mod fuzz;
 pub mod gate;
 pub mod junit;
 pub mod lab;
+pub mod recorder;
 pub mod sync;
 pub mod trace;
 

@@ -11,6 +11,9 @@ mod fuzz;
 mod gate;
 mod model;
 mod peer;
+// Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
+#[cfg(not(loom))]
+mod recorder;
 mod schema;
 mod snapshots;
 mod streaming;

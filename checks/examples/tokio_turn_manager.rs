@@ -1,0 +1,639 @@
+//! A small tokio turn manager that records its trace with turnfence's recorder.
+//!
+//! One conversation (`call-7`), three turns: a text turn that calls a tool and completes, a text
+//! turn the client stops mid-stream (and stops once more after it ended), and an audio turn the
+//! user barges in on. Each turn's model stream is a task of its own that hands the provider's
+//! deltas to the delivery gate; a speaker task plays the audio frames; the client and the voice
+//! detector send their messages to the manager's channel. It is a turn manager with its own
+//! state, channels and cancel flags — nothing here asks turnfence's model what to do — and its
+//! `tracing` events of target `turnfence` are its log.
+//!
+//! ```sh
+//! cargo run -p turnfence-checks --example tokio_turn_manager -- OUT.jsonl
+//! turnfence check OUT.jsonl      # CONFORMS
+//! cargo run -p turnfence-checks --example tokio_turn_manager -- OUT.jsonl --bug late-delivery
+//! turnfence check OUT.jsonl      # no_late_delivery, at the line of the delta sent after the stop
+//! ```
+//!
+//! Time is tokio's, paused: the runtime has one thread and, whenever every task waits, moves its
+//! clock straight to the next timer. A run takes no real time and writes the same bytes every
+//! time; the recorder's clock reads that virtual time.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::runtime::Runtime;
+use tokio::sync::{mpsc, watch, Notify};
+use tokio::time::{sleep, sleep_until, Instant};
+use turnfence_checks::recorder::Recorder;
+
+/// The conversation, as the trace names it.
+pub const SESSION: &str = "call-7";
+
+/// What this manager logs on every path: the gate logs each delivery, the stop handler each
+/// answer, and `Session::settle` ends every turn.
+pub const COMPLETE: [&str; 3] = ["delivered", "stop_answered", "terminal"];
+
+/// How long the speaker takes to play one audio frame.
+const FRAME_MS: u64 = 20;
+
+/// Records one event of this conversation.
+macro_rules! record {
+    ($($field:tt)*) => {
+        tracing::info!(target: "turnfence", session = SESSION, $($field)*)
+    };
+}
+
+/// A planted bug.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bug {
+    /// The stream task checks the stop flag at the head of its loop, waits for the next delta,
+    /// then hands it to a gate that checks only the generation: a stop that comes during the
+    /// wait lets one more delta through.
+    LateDelivery,
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (out, bug) = match args.as_slice() {
+        [out] => (out, None),
+        [out, flag, name] if flag == "--bug" && name == "late-delivery" => {
+            (out, Some(Bug::LateDelivery))
+        }
+        _ => {
+            eprintln!("usage: tokio_turn_manager OUT.jsonl [--bug late-delivery]");
+            return ExitCode::from(2);
+        }
+    };
+    let file = match std::fs::File::create(out) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("{out}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let (runtime, start) = runtime();
+    // The one line of setup: every `turnfence` event from here on is a line of OUT.
+    let recorded = Recorder::new(file, virtual_ms(start))
+        .complete(COMPLETE)
+        .install();
+    let Ok(recording) = recorded else {
+        eprintln!("a tracing subscriber is already installed");
+        return ExitCode::from(2);
+    };
+    runtime.block_on(converse(bug));
+    println!("{out}: {} lines", recording.lines());
+    if recording.rejected() > 0 {
+        eprintln!("{} events not recorded", recording.rejected());
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// The runtime — one thread, time paused — and the instant its clock starts at.
+pub fn runtime() -> (Runtime, Instant) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .expect("a current-thread runtime builds");
+    let start = runtime.block_on(async { Instant::now() });
+    (runtime, start)
+}
+
+/// The recorder's clock: milliseconds of the runtime's virtual time since `start`.
+pub fn virtual_ms(start: Instant) -> impl Fn() -> u64 + Send + Sync + 'static {
+    move || u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The conversation, from the first user turn to the hang-up.
+pub async fn converse(bug: Option<Bug>) {
+    let (to_manager, mut inbox) = mpsc::unbounded_channel();
+    let session = Shared::default();
+    tokio::spawn(client(to_manager.clone()));
+    tokio::spawn(voice_detector(to_manager.clone()));
+    tokio::spawn(speaker(session.clone(), to_manager.clone()));
+    let manager = Manager {
+        session,
+        to_manager,
+        bug,
+    };
+    while let Some(message) = inbox.recv().await {
+        if !manager.handle(message) {
+            return;
+        }
+    }
+}
+
+/// What reaches the manager.
+enum Message {
+    /// The client sends a user turn.
+    UserTurn {
+        turn: String,
+        mode: Mode,
+        prompt: &'static str,
+    },
+    /// The client presses stop.
+    Stop { turn: String, request_id: String },
+    /// The voice detector hears the user speak.
+    Speech { confidence: f64 },
+    /// A child of a turn finished its work (`completed`) or stopped at a checkpoint.
+    ChildEnded {
+        turn: String,
+        child: &'static str,
+        completed: bool,
+    },
+    /// The model finished its answer.
+    ModelDone { turn: String },
+    /// The speaker played a frame of the turn.
+    Played { turn: String },
+    /// The client hung up.
+    Hangup,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Text,
+    Audio,
+}
+
+/// The client: two text turns, a stop (and a second press after the turn ended), an audio
+/// turn, the hang-up.
+async fn client(to_manager: mpsc::UnboundedSender<Message>) {
+    let start = Instant::now();
+    let script = [
+        (0, turn("t1", Mode::Text, "Where is my order?")),
+        (200, turn("t2", Mode::Text, "Tell me a story.")),
+        (250, stop("t2", "stop-1")),
+        (300, stop("t2", "stop-2")),
+        (400, turn("t3", Mode::Audio, "Read me the news.")),
+        (600, Message::Hangup),
+    ];
+    for (at_ms, message) in script {
+        sleep_until(start + Duration::from_millis(at_ms)).await;
+        if to_manager.send(message).is_err() {
+            return;
+        }
+    }
+}
+
+fn turn(turn: &str, mode: Mode, prompt: &'static str) -> Message {
+    Message::UserTurn {
+        turn: turn.into(),
+        mode,
+        prompt,
+    }
+}
+
+fn stop(turn: &str, request_id: &str) -> Message {
+    Message::Stop {
+        turn: turn.into(),
+        request_id: request_id.into(),
+    }
+}
+
+/// The voice detector: the user speaks over the audio turn.
+async fn voice_detector(to_manager: mpsc::UnboundedSender<Message>) {
+    sleep(Duration::from_millis(470)).await;
+    let _ = to_manager.send(Message::Speech { confidence: 0.92 });
+}
+
+/// A piece of the model's answer: how long after the previous it comes, its text, its frames.
+struct Piece {
+    after_ms: u64,
+    text: &'static str,
+    frames: u32,
+}
+
+/// The model provider: a prompt's answer as a stream of pieces, then its end.
+fn provider(prompt: &str) -> mpsc::Receiver<Piece> {
+    let piece = |after_ms, text, frames| Piece {
+        after_ms,
+        text,
+        frames,
+    };
+    let answer = match prompt {
+        "Where is my order?" => vec![
+            piece(20, "Your order ", 0),
+            piece(20, "shipped on ", 0),
+            piece(20, "Monday.", 0),
+        ],
+        "Tell me a story." => vec![
+            piece(20, "Once ", 0),
+            piece(20, "upon ", 0),
+            piece(20, "a time ", 0),
+            piece(20, "there was ", 0),
+        ],
+        _ => vec![
+            piece(20, "Markets ", 2),
+            piece(30, "rose ", 2),
+            piece(35, "today.", 2),
+        ],
+    };
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        for piece in answer {
+            sleep(Duration::from_millis(piece.after_ms)).await;
+            if tx.send(piece).await.is_err() {
+                return; // The stream stopped listening.
+            }
+        }
+        sleep(Duration::from_millis(10)).await;
+    });
+    rx
+}
+
+/// The conversation's state, shared by the manager, the stream tasks (through the gate) and
+/// the speaker. Locked briefly, never across an await.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Session>>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Session> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Default)]
+struct Session {
+    /// Only this generation's deltas reach the user.
+    active_generation: u64,
+    highest_generation: u64,
+    turns: BTreeMap<String, Turn>,
+    /// Audio frames waiting for the speaker: (turn, generation, seq).
+    playback: VecDeque<(String, u64, u64)>,
+    speaker: Arc<Notify>,
+}
+
+struct Turn {
+    generation: u64,
+    mode: Mode,
+    phase: Phase,
+    last_seq: u64,
+    /// Children not yet ended.
+    running: Vec<&'static str>,
+    model_done: bool,
+    cancel: watch::Sender<bool>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Running,
+    Stopping,
+    Ended(&'static str),
+}
+
+struct Manager {
+    session: Shared,
+    to_manager: mpsc::UnboundedSender<Message>,
+    bug: Option<Bug>,
+}
+
+impl Manager {
+    /// One message; false once the conversation is over.
+    fn handle(&self, message: Message) -> bool {
+        match message {
+            Message::UserTurn { turn, mode, prompt } => self.user_turn(turn, mode, prompt),
+            Message::Stop { turn, request_id } => self.session.lock().stop(&turn, &request_id),
+            Message::Speech { confidence } => self.session.lock().speech(confidence),
+            Message::ChildEnded {
+                turn,
+                child,
+                completed,
+            } => {
+                let running = self.session.lock().child_ended(&turn, child);
+                // The order lookup feeds the model's answer.
+                if completed && child == "lookup" && running {
+                    self.start_model(&turn, "Where is my order?");
+                }
+            }
+            Message::ModelDone { turn } => {
+                let mut session = self.session.lock();
+                if let Some(t) = session.turns.get_mut(&turn) {
+                    t.model_done = true;
+                }
+                session.child_ended(&turn, "llm");
+            }
+            Message::Played { turn } => self.session.lock().settle(&turn),
+            Message::Hangup => {
+                record!(session_end = true);
+                return false;
+            }
+        }
+        true
+    }
+
+    fn user_turn(&self, turn: String, mode: Mode, prompt: &'static str) {
+        let cancel = {
+            let mut session = self.session.lock();
+            let Some(cancel) = session.accept(&turn, mode) else {
+                return;
+            };
+            cancel
+        };
+        if prompt == "Where is my order?" {
+            // First the tool; the model answers with what it found.
+            self.session.lock().spawn(&turn, "lookup");
+            record!(input = "spawn", turn = %turn, child = "lookup",
+                kind.tool.name = "order_lookup", kind.tool.cancellable = true);
+            tokio::spawn(order_lookup(turn, cancel, self.to_manager.clone()));
+        } else {
+            self.start_model(&turn, prompt);
+        }
+    }
+
+    fn start_model(&self, turn: &str, prompt: &str) {
+        let (generation, cancel) = {
+            let mut session = self.session.lock();
+            session.spawn(turn, "llm");
+            let t = &session.turns[turn];
+            (t.generation, t.cancel.subscribe())
+        };
+        record!(input = "spawn", turn = %turn, child = "llm", kind = "model");
+        let stream = Stream {
+            turn: turn.to_owned(),
+            generation,
+            gate: self.session.clone(),
+            cancel,
+            to_manager: self.to_manager.clone(),
+            bug: self.bug,
+        };
+        tokio::spawn(stream.run(provider(prompt)));
+    }
+}
+
+impl Session {
+    /// A new turn, unless one is running; its cancel flag.
+    fn accept(&mut self, turn: &str, mode: Mode) -> Option<watch::Receiver<bool>> {
+        // Above every generation used; a barge-in's fenced one included.
+        let generation = self.highest_generation + 1;
+        let mode_name = if mode == Mode::Audio { "audio" } else { "text" };
+        record!(input = "accept", turn, generation, mode = mode_name);
+        if self.turns.values().any(|t| t.phase == Phase::Running) {
+            record!(output = "turn_refused", turn, reason = "active_turn_exists");
+            return None;
+        }
+        let (cancel, flag) = watch::channel(false);
+        self.active_generation = generation;
+        self.highest_generation = generation;
+        let t = Turn {
+            generation,
+            mode,
+            phase: Phase::Running,
+            last_seq: 0,
+            running: Vec::new(),
+            model_done: false,
+            cancel,
+        };
+        self.turns.insert(turn.to_owned(), t);
+        Some(flag)
+    }
+
+    fn spawn(&mut self, turn: &str, child: &'static str) {
+        if let Some(t) = self.turns.get_mut(turn) {
+            t.running.push(child);
+        }
+    }
+
+    /// The client's stop: answered, and the turn's children told to stop.
+    fn stop(&mut self, turn: &str, request_id: &str) {
+        record!(input = "stop", turn, request_id);
+        let Some(t) = self.turns.get(turn) else {
+            return;
+        };
+        match t.phase {
+            Phase::Running => {
+                record!(
+                    output = "stop_answered",
+                    turn,
+                    request_id,
+                    answer = "requested"
+                );
+                self.cancel(turn);
+            }
+            Phase::Stopping => {
+                record!(
+                    output = "stop_answered",
+                    turn,
+                    request_id,
+                    answer = "already_requested"
+                );
+            }
+            Phase::Ended(state) => {
+                record!(
+                    output = "stop_answered",
+                    turn,
+                    request_id,
+                    answer.already_terminal.state = state
+                );
+            }
+        }
+    }
+
+    /// Barge-in: the user speaks over an audio turn that is speaking. Its frames are cleared,
+    /// its generation fenced off, the turn cancelled.
+    fn speech(&mut self, confidence: f64) {
+        record!(input = "speech_started", confidence);
+        let active = self.active_generation;
+        let playback = &self.playback;
+        let speaking = self.turns.iter().find(|(id, t)| {
+            t.phase == Phase::Running
+                && t.mode == Mode::Audio
+                && t.generation == active
+                && (t.last_seq > 0 || playback.iter().any(|(turn, _, _)| turn == *id))
+        });
+        let Some((turn, t)) = speaking else { return };
+        let (turn, generation) = (turn.clone(), t.generation);
+        let frames = self.playback.len();
+        self.playback.clear();
+        record!(output = "playback_cleared", turn = %turn, frames);
+        self.active_generation = generation + 1;
+        record!(output = "generation_fenced", turn = %turn, generation);
+        self.cancel(&turn);
+    }
+
+    fn cancel(&mut self, turn: &str) {
+        let before = self.playback.len();
+        self.playback.retain(|(t, _, _)| t != turn);
+        let frames = before - self.playback.len();
+        if frames > 0 {
+            record!(output = "playback_cleared", turn, frames);
+        }
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        t.phase = Phase::Stopping;
+        for child in &t.running {
+            record!(output = "child_cancel_requested", turn, child);
+        }
+        t.cancel.send_replace(true);
+        self.settle(turn);
+    }
+
+    /// A child ended; whether its turn still runs.
+    fn child_ended(&mut self, turn: &str, child: &str) -> bool {
+        let Some(t) = self.turns.get_mut(turn) else {
+            return false;
+        };
+        t.running.retain(|c| *c != child);
+        self.settle(turn);
+        self.turns
+            .get(turn)
+            .is_some_and(|t| t.phase == Phase::Running)
+    }
+
+    /// Ends the turn once nothing is left to wait for: no child running, no frame to play.
+    fn settle(&mut self, turn: &str) {
+        let buffered = self.playback.iter().any(|(t, _, _)| t == turn);
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        let state = match t.phase {
+            Phase::Running if t.model_done && t.running.is_empty() && !buffered => "completed",
+            Phase::Stopping if t.running.is_empty() => "cancelled",
+            _ => return,
+        };
+        t.phase = Phase::Ended(state);
+        record!(output = "terminal", turn, state);
+    }
+
+    /// The delivery gate: a delta reaches the user only if its generation is the active one,
+    /// its turn is not stopping or over, and it is the next in order. `check_stop` false is the
+    /// planted bug's gate, which leaves the stop to the stream task.
+    fn offer(&mut self, turn: &str, generation: u64, seq: u64, frames: u32, check_stop: bool) {
+        let active = self.active_generation;
+        let Some(t) = self.turns.get_mut(turn) else {
+            return;
+        };
+        let dropped = match t.phase {
+            _ if generation != t.generation || generation != active => Some("stale_generation"),
+            Phase::Ended(_) => Some("terminal"),
+            Phase::Stopping if check_stop => Some("cancel_requested"),
+            _ if seq != t.last_seq + 1 => Some("out_of_order"),
+            _ => None,
+        };
+        if let Some(reason) = dropped {
+            record!(output = "late_dropped", turn, generation, seq, reason);
+            return;
+        }
+        t.last_seq = seq;
+        record!(output = "delivered", turn, generation, seq);
+        if frames > 0 {
+            for _ in 0..frames {
+                self.playback.push_back((turn.to_owned(), generation, seq));
+            }
+            self.speaker.notify_one();
+        }
+    }
+
+    /// The speaker consumed the head of the playback buffer: the frame it played, if any.
+    fn play_head(&mut self) -> Option<String> {
+        let (turn, generation, seq) = self.playback.pop_front()?;
+        record!(input = "frame_played");
+        record!(output = "played", turn = %turn, generation, seq);
+        Some(turn)
+    }
+}
+
+/// The order lookup tool: a checkpoint where it looks for a cancel, then its answer.
+async fn order_lookup(
+    turn: String,
+    cancel: watch::Receiver<bool>,
+    to_manager: mpsc::UnboundedSender<Message>,
+) {
+    sleep(Duration::from_millis(20)).await;
+    record!(input = "checkpoint", turn = %turn, child = "lookup", phase = "fetched");
+    let cancelled = *cancel.borrow();
+    if cancelled {
+        record!(output = "child_cancelled", turn = %turn, child = "lookup", checkpoint = "fetched");
+    } else {
+        sleep(Duration::from_millis(15)).await;
+        record!(input = "child_completed", turn = %turn, child = "lookup");
+    }
+    let _ = to_manager.send(Message::ChildEnded {
+        turn,
+        child: "lookup",
+        completed: !cancelled,
+    });
+}
+
+/// A turn's model stream: the provider's pieces to the delivery gate, one by one, with a
+/// checkpoint between them where the stream looks for its cancel.
+struct Stream {
+    turn: String,
+    generation: u64,
+    gate: Shared,
+    cancel: watch::Receiver<bool>,
+    to_manager: mpsc::UnboundedSender<Message>,
+    bug: Option<Bug>,
+}
+
+impl Stream {
+    async fn run(self, mut pieces: mpsc::Receiver<Piece>) {
+        let (turn, generation) = (self.turn.as_str(), self.generation);
+        let mut seq = 0;
+        loop {
+            if *self.cancel.borrow() {
+                record!(
+                    input = "checkpoint",
+                    turn,
+                    child = "llm",
+                    phase = "between_chunks"
+                );
+                record!(
+                    output = "child_cancelled",
+                    turn,
+                    child = "llm",
+                    checkpoint = "between_chunks"
+                );
+                let _ = self.to_manager.send(Message::ChildEnded {
+                    turn: self.turn.clone(),
+                    child: "llm",
+                    completed: false,
+                });
+                return;
+            }
+            // The wait: the stop checked above may come during it.
+            let Some(piece) = pieces.recv().await else {
+                record!(input = "model_done", turn);
+                let _ = self.to_manager.send(Message::ModelDone {
+                    turn: self.turn.clone(),
+                });
+                return;
+            };
+            seq += 1;
+            let frames = (piece.frames > 0).then_some(piece.frames);
+            record!(
+                input = "delta",
+                turn,
+                generation,
+                seq,
+                text = piece.text,
+                frames
+            );
+            // Correct: the gate checks the stop itself, as it delivers, under the session's lock.
+            let check_stop = self.bug != Some(Bug::LateDelivery);
+            self.gate
+                .lock()
+                .offer(turn, generation, seq, piece.frames, check_stop);
+        }
+    }
+}
+
+/// The speaker: plays the head frame every `FRAME_MS` while there are frames.
+async fn speaker(session: Shared, to_manager: mpsc::UnboundedSender<Message>) {
+    let ready = session.lock().speaker.clone();
+    loop {
+        if session.lock().playback.is_empty() {
+            ready.notified().await;
+            continue;
+        }
+        sleep(Duration::from_millis(FRAME_MS)).await;
+        let played = session.lock().play_head();
+        if let Some(turn) = played {
+            let _ = to_manager.send(Message::Played { turn });
+        }
+    }
+}
