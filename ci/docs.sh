@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
-# A package of the same version left by an earlier run would be unpacked again unchanged.
-rm -rf target/package
+# A package of the same version left by an earlier run would be reused unchanged: cargo keeps the
+# packaged crates under target/package and unpacks them, for verifying the crates that depend on
+# them, into a registry source directory it does not refresh while the version stays the same.
+rm -rf target/package "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/turnfence-*-0.1.0
 cargo package --workspace --allow-dirty
 echo "ok: docs clean, both crates package and verify"
