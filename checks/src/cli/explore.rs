@@ -225,32 +225,7 @@ fn walk<M: Driven>(
                 kind: broken.name().to_owned(),
                 text: said,
             };
-            let mut inputs = M::prelude();
-            inputs.extend(path.iter().cloned());
-            let run = fuzz::replay::<M>(&inputs, make);
-            let broken = fuzz::violations::<M>(&run, Some(broken.invariant))
-                .into_iter()
-                .next()
-                .unwrap_or(broken);
-            let found = fuzz::Found::<M> {
-                case: fuzz::Case {
-                    seed: 0,
-                    mix: fuzz::FaultMix::default(),
-                    generated: inputs.len(),
-                    inputs: inputs.clone(),
-                },
-                shrunk: inputs,
-                broken,
-            };
-            let report = report::build::<M>(&found, flaw, make);
-            match report::write(&report, Path::new(report::DIR)) {
-                Ok(p) => println!(
-                    "report: {}\nreplay: {}",
-                    p.display(),
-                    report::replay_command(&p, flaw.is_some())
-                ),
-                Err(e) => eprintln!("turnfence explore: cannot write the report: {e}"),
-            }
+            write_report::<M>(make, &path, broken, flaw);
             for input in &path {
                 println!(
                     "  {}",
@@ -259,5 +234,40 @@ fn walk<M: Driven>(
             }
             (ExitCode::from(1), Some(failure))
         }
+    }
+}
+
+/// Writes a counterexample's report: its inputs after the prelude, replayed from a fresh machine.
+fn write_report<M: Driven>(
+    make: &dyn Fn() -> M,
+    path: &[M::Input],
+    broken: turnfence_checks::fuzz::Broken<M>,
+    flaw: Option<&str>,
+) {
+    let mut inputs = M::prelude();
+    inputs.extend(path.iter().cloned());
+    let run = fuzz::replay::<M>(&inputs, make);
+    let broken = fuzz::violations::<M>(&run, Some(broken.invariant))
+        .into_iter()
+        .next()
+        .unwrap_or(broken);
+    let found = fuzz::Found::<M> {
+        case: fuzz::Case {
+            seed: 0,
+            mix: fuzz::FaultMix::default(),
+            generated: inputs.len(),
+            inputs: inputs.clone(),
+        },
+        shrunk: inputs,
+        broken,
+    };
+    let report = report::build::<M>(&found, flaw, make);
+    match report::write(&report, Path::new(report::DIR)) {
+        Ok(p) => println!(
+            "report: {}\nreplay: {}",
+            p.display(),
+            report::replay_command(&p, flaw.is_some())
+        ),
+        Err(e) => eprintln!("turnfence explore: cannot write the report: {e}"),
     }
 }

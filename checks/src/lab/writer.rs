@@ -293,11 +293,7 @@ pub fn output_line(
             turn,
             child,
             report,
-        } => (
-            child_component(kinds, turn, child),
-            "report.ignored",
-            json!({ "child": child, "report": report }),
-        ),
+        } => report_ignored(child_component(kinds, turn, child), child, report),
         Output::TemporaryOutputRemoved { child, count, .. } => (
             "tool",
             "temporary_output.removed",
@@ -364,6 +360,16 @@ fn late_dropped(generation: u64, seq: u64, reason: &DropReason) -> Part {
 }
 
 /// A child stopped: the component that speaks for it says so, with the checkpoint it stopped at.
+/// `<child> report.ignored`: a stopped child's late report, dropped.
+fn report_ignored(
+    component: &'static str,
+    child: &str,
+    report: &turnfence_model::turn::IgnoredReport,
+) -> Part {
+    let d = json!({ "child": child, "report": report });
+    (component, "report.ignored", d)
+}
+
 fn child_cancelled(component: &'static str, child: &str, checkpoint: &str) -> Part {
     let d = json!({ "child": child, "checkpoint": checkpoint });
     (component, "cancelled", d)
