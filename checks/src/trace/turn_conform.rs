@@ -49,9 +49,9 @@ impl Conform for TurnMachine {
             }
             // The client received events the log does not show before this one.
             (Misuse::ReceiveGap { got, .. }, InputKind::ClientReceive { .. }) => {
-                let from = m.session().client.received + 1;
-                (from..*got)
-                    .map(|seq| Input::new(at, InputKind::ClientReceive { seq }))
+                received_up_to(m.session(), got.saturating_sub(1))
+                    .into_iter()
+                    .map(|k| Input::new(at, k))
                     .collect()
             }
             _ => Vec::new(),
@@ -260,8 +260,13 @@ fn completed_unlogged(s: &Session, turn: &str) -> Vec<InputKind> {
     hidden
 }
 
-/// The client received every event after what it has, up to `seq`.
+/// The client received every event after what it has, up to `seq` — none if the store never
+/// persisted `seq` (the model would refuse them all; and a seq a log states is no bound on what
+/// the checker builds: the store's own size is).
 fn received_up_to(s: &Session, seq: u64) -> Vec<InputKind> {
+    if seq > s.last_persisted() {
+        return Vec::new();
+    }
     (s.client.received + 1..=seq)
         .map(|seq| InputKind::ClientReceive { seq })
         .collect()
