@@ -125,6 +125,7 @@ fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Resu
 
 /// One canonical line as an event.
 pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError> {
+    super::limits::long_id(text, line)?;
     // The line's kind, from its keys. A key's `"name":` cannot occur inside a JSON string (its
     // quotes would be escaped), so when exactly one of the four shows, it is the line's key, or
     // the line is malformed and the typed parse says so. Otherwise the keys are read properly.

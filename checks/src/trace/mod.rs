@@ -11,6 +11,7 @@
 pub mod canonical;
 pub mod conform;
 pub mod fence_conform;
+pub mod limits;
 mod reading;
 mod render;
 pub mod turn_conform;
@@ -262,12 +263,15 @@ impl<S: Conform> Default for Sessions<S> {
 }
 
 impl<S: Conform> Sessions<S> {
-    fn get(&mut self, session: &str) -> &mut SessionCheck<S> {
+    fn get(&mut self, session: &str, line: usize) -> Result<&mut SessionCheck<S>, InputError> {
         if !self.open.contains_key(session) {
+            if self.open.len() >= limits::MAX_OPEN_SESSIONS {
+                return Err(limits::too_many_sessions(line));
+            }
             let fresh = SessionCheck::new(session, &self.complete, self.partial);
             self.open.insert(session.to_owned(), fresh);
         }
-        self.open.get_mut(session).expect("inserted above")
+        Ok(self.open.get_mut(session).expect("inserted above"))
     }
 
     pub fn peek(&self, session: &str) -> Option<&SessionCheck<S>> {
@@ -290,7 +294,7 @@ impl<S: Conform> Checker<S> {
                 "a meta line may only be the first line",
             )),
             Event::Input { session, input } => {
-                let s = self.sessions.get(&session);
+                let s = self.sessions.get(&session, line)?;
                 s.advance(S::at(&input), line)?;
                 s.input(&input, line);
                 self.open_peak();
@@ -301,7 +305,7 @@ impl<S: Conform> Checker<S> {
                 at,
                 observed,
             } => {
-                let s = self.sessions.get(&session);
+                let s = self.sessions.get(&session, line)?;
                 s.advance(at, line)?;
                 s.output(&observed, at, line);
                 self.open_peak();
@@ -381,21 +385,28 @@ pub fn check<S: Conform, R: Reader<S>>(
         sessions: Sessions::default(),
         verdict: Verdict::default(),
     };
-    let mut buf = String::new();
+    let mut bytes = Vec::new();
     let mut input = input;
     let mut line = 0;
     // The first of a run of blank lines, not yet followed by a line.
     let mut blank: Option<usize> = None;
     loop {
-        buf.clear();
-        let n = input
-            .read_line(&mut buf)
+        bytes.clear();
+        // Never more than a line's limit (and its line ending) read into memory.
+        let n = std::io::Read::take(&mut input, limits::MAX_LINE_BYTES as u64 + 2)
+            .read_until(b'\n', &mut bytes)
             .map_err(|e| InputError::at(line + 1, format!("cannot read: {e}")))?;
         if n == 0 {
             break;
         }
         line += 1;
-        let mut text = buf.trim_end_matches(['\n', '\r']);
+        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.len() > limits::MAX_LINE_BYTES {
+            return Err(limits::line_too_long(line, body.len()));
+        }
+        let mut text = std::str::from_utf8(body)
+            .map_err(|e| InputError::at(line, format!("not UTF-8 text: {e}")))?;
         if line == 1 {
             // A byte-order mark some editors write: not part of the first line's JSON.
             text = text.strip_prefix('\u{feff}').unwrap_or(text);

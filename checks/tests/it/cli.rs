@@ -551,3 +551,56 @@ fn check_reads_the_dialect_from_the_meta_line() {
     assert!(String::from_utf8_lossy(&out.stderr)
         .contains("--dialect canonical overrides the meta line's dialect lab"));
 }
+
+/// The limits on what a trace can make the checker hold, each its own input error at its line:
+/// a 4 KB turn id, a line over 1 MiB (a 10 MB id is one), more sessions open at once than the
+/// limit.
+#[test]
+fn check_limits_what_a_trace_can_make_it_hold() {
+    use turnfence_checks::trace::limits::{MAX_LINE_BYTES, MAX_OPEN_SESSIONS};
+    let dir = tempfile::tempdir().unwrap();
+    let accept = |session: &str, turn: &str| {
+        format!(
+            "{{\"at\":0,\"session\":\"{session}\",\"input\":\"accept\",\"turn\":\"{turn}\",\"generation\":1,\"mode\":\"text\"}}\n"
+        )
+    };
+    let cases = [
+        (
+            "long_id",
+            accept("s", "t1") + &accept("s2", &"x".repeat(4096)),
+            "line 2: field `turn`: an id of 4096 bytes, more than the limit of 256",
+        ),
+        (
+            "huge_id",
+            accept("s", "t1") + &accept("s2", &"x".repeat(10 << 20)),
+            "line 2: the line has",
+        ),
+        (
+            "long_line",
+            accept("s", "t1")
+                + &format!(
+                    "{{\"at\":1,\"session\":\"s\",\"input\":\"delta\",\"turn\":\"t1\",\"generation\":1,\"seq\":1,\"text\":\"{}\"}}\n",
+                    "y".repeat(MAX_LINE_BYTES)
+                ),
+            "line 2: the line has",
+        ),
+        (
+            "sessions",
+            (0..=MAX_OPEN_SESSIONS)
+                .map(|i| accept(&format!("s{i}"), "t"))
+                .collect::<String>(),
+            &*format!(
+                "line {}: more than {MAX_OPEN_SESSIONS} sessions open at once",
+                MAX_OPEN_SESSIONS + 1
+            ),
+        ),
+    ];
+    for (name, text, said) in cases {
+        let path = dir.path().join(format!("{name}.jsonl"));
+        std::fs::write(&path, text).unwrap();
+        let out = turnfence(&["check", path.to_str().unwrap()], dir.path());
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(said), "{name}: {err}");
+    }
+}

@@ -1,0 +1,99 @@
+//! A limit on everything a trace can make the checker hold (TigerBeetle's habit): a line's
+//! length, an id's length, the sessions open at once. Each is an input error of its own, with
+//! the line, so a hostile or broken log cannot make `check` hold more than it says here.
+
+use super::InputError;
+
+/// The longest line read, in bytes (its newline not counted).
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// The longest id (turn, child, session, request id, token, …), in bytes. Free text — a delta's
+/// `text`, a rendered text, a meta line's story — is bounded by the line alone.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// The most sessions open at once.
+pub const MAX_OPEN_SESSIONS: usize = 1 << 16;
+
+/// Keys whose strings are free text rather than ids.
+const FREE_TEXT: [&str; 5] = ["text", "story", "source", "error", "message"];
+
+/// A line longer than [`MAX_LINE_BYTES`].
+pub fn line_too_long(line: usize, bytes: usize) -> InputError {
+    InputError::at(
+        line,
+        format!("the line has {bytes} bytes or more, more than the limit of {MAX_LINE_BYTES}"),
+    )
+}
+
+/// The first string value longer than [`MAX_ID_BYTES`] under a key that names an id, if any.
+pub fn long_id(text: &str, line: usize) -> Result<(), InputError> {
+    if text.len() <= MAX_ID_BYTES {
+        // Too short to hold one: most lines, unread.
+        return Ok(());
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut key: Option<&str> = None;
+    while i < bytes.len() {
+        if bytes[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        // A JSON string: up to the next quote not escaped.
+        let start = i + 1;
+        let mut j = start;
+        while j < bytes.len() && bytes[j] != b'"' {
+            j += if bytes[j] == b'\\' { 2 } else { 1 };
+        }
+        let end = j.min(bytes.len());
+        let after = text[end.saturating_add(1).min(text.len())..].trim_start();
+        if after.starts_with(':') {
+            key = text.get(start..end);
+        } else if end - start > MAX_ID_BYTES && !key.is_some_and(|k| FREE_TEXT.contains(&k)) {
+            return Err(InputError::at(
+                line,
+                format!(
+                    "field `{}`: an id of {} bytes, more than the limit of {MAX_ID_BYTES}",
+                    key.unwrap_or("?"),
+                    end - start
+                ),
+            ));
+        }
+        i = end + 1;
+    }
+    Ok(())
+}
+
+/// Opening one more session than [`MAX_OPEN_SESSIONS`].
+pub fn too_many_sessions(line: usize) -> InputError {
+    InputError::at(
+        line,
+        format!(
+            "more than {MAX_OPEN_SESSIONS} sessions open at once (end some with `session_end`)"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_id_longer_than_the_limit_is_named_free_text_is_not() {
+        let long = "x".repeat(MAX_ID_BYTES + 1);
+        let line = format!(r#"{{"at":0,"input":"model_done","turn":"{long}"}}"#);
+        let e = long_id(&line, 7).unwrap_err();
+        assert_eq!(e.line, 7);
+        assert!(
+            e.message.starts_with("field `turn`: an id of 257 bytes"),
+            "{}",
+            e.message
+        );
+        let line = format!(
+            r#"{{"at":0,"input":"delta","turn":"t","generation":1,"seq":1,"text":"{long}"}}"#
+        );
+        assert!(long_id(&line, 1).is_ok());
+        let exact = "y".repeat(MAX_ID_BYTES);
+        assert!(long_id(&format!(r#"{{"turn":"{exact}"}}"#), 1).is_ok());
+    }
+}
