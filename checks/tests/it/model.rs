@@ -284,3 +284,81 @@ fn a_barge_in_reports_one_playback_clear() {
     );
     assert!(turnfence_model::check_all::<TurnMachine>(&steps).is_empty());
 }
+
+/// Only a cancellable tool makes temporary outputs, and only a non-cancellable tool commits: a
+/// report that says otherwise is the caller's mistake, named with what was expected.
+#[test]
+fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
+    use turnfence_model::turn::Misuse;
+    let kinds = [
+        ("model", ChildKind::Model),
+        ("tts", ChildKind::Tts),
+        (
+            "fixed",
+            ChildKind::Tool {
+                name: "refund".into(),
+                cancellable: false,
+            },
+        ),
+        (
+            "undoable",
+            ChildKind::Tool {
+                name: "report".into(),
+                cancellable: true,
+            },
+        ),
+    ];
+    for (child, kind) in kinds {
+        let cancellable = kind.is_cancellable_tool();
+        let noncancellable = kind.is_noncancellable_tool();
+        let mut m = TurnMachine::new();
+        let accept = InputKind::Accept {
+            turn: "t".into(),
+            generation: 1,
+            mode: Mode::Text,
+            deadline_ms: None,
+            budget: None,
+        };
+        m.handle(&Input::new(0, accept)).unwrap();
+        let spawn = InputKind::Spawn {
+            turn: "t".into(),
+            child: child.into(),
+            kind,
+            need_ms: None,
+        };
+        m.handle(&Input::new(1, spawn)).unwrap();
+        let temporaries = InputKind::Checkpoint {
+            turn: "t".into(),
+            child: child.into(),
+            phase: "write".into(),
+            temporary_outputs: 1,
+        };
+        let commit = InputKind::CommitSent {
+            turn: "t".into(),
+            child: child.into(),
+            idempotency_key: "k".into(),
+        };
+        // A misuse changes nothing, so the same machine takes the second question too.
+        let wrong = |expected: &'static str| Misuse::WrongChildKind {
+            turn: "t".into(),
+            child: child.into(),
+            expected,
+        };
+        let took_temporaries = m.handle(&Input::new(2, temporaries));
+        let took_commit = m.handle(&Input::new(3, commit));
+        if cancellable {
+            assert_eq!(took_temporaries, Ok(()), "{child}");
+        } else {
+            assert_eq!(
+                took_temporaries,
+                Err(wrong("a cancellable tool")),
+                "{child}"
+            );
+        }
+        if noncancellable {
+            assert_eq!(took_commit, Ok(()), "{child}");
+        } else {
+            assert_eq!(took_commit, Err(wrong("a non-cancellable tool")), "{child}");
+        }
+    }
+}
