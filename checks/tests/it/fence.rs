@@ -270,3 +270,25 @@ fn the_fence_machine_never_panics_and_keeps_every_invariant() {
         panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::\n{e}");
     }
 }
+
+/// Both ways `foreign_begin_refused` is put to the test each reach it on their own: a foreign
+/// begin refused (the table's transport suite) and a re-adoption by the root's own task with a
+/// new token (the lost-token recovery). One reaching it must not hide the other missing.
+#[test]
+fn foreign_begin_refused_is_reached_by_a_refusal_and_by_a_readoption() {
+    for name in [
+        "0102_fence_foreign_begin_refused.jsonl",
+        "0100_fence_lost_token_readopts_live_fence.jsonl",
+    ] {
+        let path = fence_fixtures("accepted")
+            .into_iter()
+            .find(|p| p.ends_with(name))
+            .unwrap_or_else(|| panic!("no fixture {name}"));
+        let steps = record(&mut FenceMachine::new(), &inputs_of(&path));
+        let reached = turnfence_model::reached::<FenceMachine>(&steps);
+        assert!(
+            reached.contains(&fence::Invariant::ForeignBeginRefused),
+            "{name} does not put foreign_begin_refused to the test"
+        );
+    }
+}
