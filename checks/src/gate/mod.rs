@@ -60,7 +60,9 @@ impl ScenarioRun {
             events.push(self.lab_event(at, turn, component, event, detail));
             for output in &step.outputs {
                 let turn = output.turn().unwrap_or(turn);
-                let (component, event, detail) = output_line(output, &kinds);
+                let Some((component, event, detail)) = output_line(output, &kinds) else {
+                    continue;
+                };
                 events.push(self.lab_event(at, turn, component, event, detail));
             }
         }

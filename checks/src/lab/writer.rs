@@ -253,12 +253,14 @@ fn delta(generation: u64, seq: u64, text: Option<&str>, frames: u32) -> Part {
     ("model", event, d)
 }
 
-/// An output as a lab line: `(component, event, detail)`.
+/// An output as a lab line: `(component, event, detail)`, or `None` for an output its input's
+/// line already states (a child started: the spawn's line is `<child> started`).
 pub fn output_line(
     output: &Output,
     kinds: &dyn Fn(&str, &str) -> Option<ChildKind>,
-) -> (&'static str, &'static str, Map<String, Value>) {
+) -> Option<(&'static str, &'static str, Map<String, Value>)> {
     let (component, event, d): Part = match output {
+        Output::ChildStarted { .. } => return None,
         Output::TurnRefused { reason, .. } => {
             ("turn", "accept.refused", json!({ "reason": reason }))
         }
@@ -349,7 +351,7 @@ pub fn output_line(
         Output::Rendered { text, .. } => ("client", "render.completed", json!({ "text": text })),
         Output::Terminal { state, .. } => terminal_line(*state),
     };
-    (component, event, detail(d))
+    Some((component, event, detail(d)))
 }
 
 /// `delivery-gate late.delta.dropped`: the delta, and why the gate dropped it.

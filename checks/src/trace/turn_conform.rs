@@ -214,8 +214,8 @@ fn hidden_before(s: &Session, output: &Output) -> Vec<InputKind> {
             })
             .into_iter()
             .collect(),
-        // A tool the planner refused: its request went unlogged.
-        Output::ToolNotStarted { turn, child, .. }
+        // A child the log shows started, or refused by the planner: its request went unlogged.
+        Output::ChildStarted { turn, child } | Output::ToolNotStarted { turn, child, .. }
             if s.turn(turn).is_some_and(|t| t.child(child).is_none()) =>
         {
             vec![InputKind::Spawn {

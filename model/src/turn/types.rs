@@ -357,6 +357,9 @@ pub enum Output {
         child: ChildId,
         count: u32,
     },
+    /// A child (tool or other) started: the answer to a spawn the turn admits, and what a log
+    /// reports when it says a child started.
+    ChildStarted { turn: TurnId, child: ChildId },
     /// A child (tool or other) was not allowed to start.
     ToolNotStarted {
         turn: TurnId,
@@ -449,6 +452,7 @@ impl Output {
             | ChildCancelRequested { turn, .. }
             | ChildCancelled { turn, .. }
             | TemporaryOutputRemoved { turn, .. }
+            | ChildStarted { turn, .. }
             | ToolNotStarted { turn, .. }
             | CancelDeferred { turn, .. }
             | ReportIgnored { turn, .. }

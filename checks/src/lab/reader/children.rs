@@ -12,18 +12,25 @@ use crate::lab::{kind_of, usual_child};
 use crate::trace::turn_conform::kind_from_name;
 use crate::trace::InputError;
 
-/// `<child> started`, `cancel-tree child.spawned`, `child.spawn_requested`: a child asks to start
-/// (`child.spawn_requested` when the lab then logs it not started).
+/// `<child> started`: a child asked to start and started — an effect, held against the model's
+/// answer to the spawn. `cancel-tree child.spawned`, `child.spawn_requested`: the tree registered
+/// a child that asks to start — a request (the lab logs a refused one `tool.not_started` next,
+/// and what shows a registered child running, a checkpoint or a completion, is judged where it
+/// comes).
 pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;
     let (child, kind) = spawned(x.l, d)?;
+    let turn = x.turn();
     o.input(InputKind::Spawn {
-        turn: x.turn(),
-        child,
+        turn: turn.clone(),
+        child: child.clone(),
         kind,
         need_ms: d.u64("need_ms")?,
     });
+    if x.l.event == "started" {
+        o.exact(Output::ChildStarted { turn, child });
+    }
     Ok(())
 }
 

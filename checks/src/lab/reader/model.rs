@@ -14,12 +14,18 @@ pub(super) fn response_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<
     x.d.only(&["stream", "remaining_ms"])?;
     match x.view.child_of(&turn, &ChildKind::Model, true) {
         Some(_) => o.input(InputKind::Tick),
-        None => o.input(InputKind::Spawn {
-            turn,
-            child: "model".into(),
-            kind: ChildKind::Model,
-            need_ms: None,
-        }),
+        None => {
+            o.input(InputKind::Spawn {
+                turn: turn.clone(),
+                child: "model".into(),
+                kind: ChildKind::Model,
+                need_ms: None,
+            });
+            o.exact(Output::ChildStarted {
+                turn,
+                child: "model".into(),
+            });
+        }
     }
     Ok(())
 }

@@ -24,6 +24,8 @@ pub(super) struct ChildSeen {
     pub(super) temporaries: u32,
     pub(super) enqueued: bool,
     pub(super) cancelled: bool,
+    /// Why the child must not start, if it must not: it asked too late, or after the cancel.
+    pub(super) refusal: Option<&'static str>,
 }
 
 #[derive(Clone, Debug, Default, Hash)]
@@ -64,6 +66,7 @@ pub(super) struct StepExpect {
     pub(super) resume: Option<Seq>,
     pub(super) answered: bool,
     pub(super) not_started: bool,
+    pub(super) started: bool,
     pub(super) refused: bool,
     pub(super) duplicate_ignored: bool,
     pub(super) resume_answered: bool,

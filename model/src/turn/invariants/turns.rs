@@ -67,7 +67,40 @@ impl Monitor {
                 temporaries: 0,
                 enqueued: false,
                 cancelled: false,
+                refusal: why,
             },
+        );
+    }
+
+    /// A child started: it must have been allowed to.
+    pub(super) fn on_child_started(&mut self, turn: &str, child: &str) {
+        if let Some((t, c, _)) = &self.expect.spawn {
+            if t == turn && c == child {
+                self.expect.started = true;
+            }
+        }
+        let Some(why) = self
+            .turns
+            .get(turn)
+            .and_then(|t| t.children.get(child))
+            .and_then(|c| c.refusal)
+        else {
+            return;
+        };
+        self.spawn_violation(turn, child, why);
+    }
+
+    /// A child ran that had to be refused, and why.
+    pub(super) fn spawn_violation(&mut self, turn: &str, child: &str, why: &str) {
+        let (invariant, what) = if why.starts_with("its turn") {
+            (Invariant::CancelTreeDrained, "after the cancel")
+        } else {
+            (Invariant::DeadlineRespected, "without the time it needs")
+        };
+        self.violate(
+            invariant,
+            &[turn, child],
+            format!("child {child} started {what}: {why}"),
         );
     }
 

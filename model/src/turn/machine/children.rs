@@ -119,13 +119,15 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             cancel_requested: false,
             reconcile_enqueued: false,
         });
-        if let Some(reason) = refused {
-            self.emit(Output::ToolNotStarted {
-                turn: turn.to_owned(),
-                child: child.to_owned(),
+        let (turn, child) = (turn.to_owned(), child.to_owned());
+        self.emit(match refused {
+            Some(reason) => Output::ToolNotStarted {
+                turn,
+                child,
                 reason,
-            });
-        }
+            },
+            None => Output::ChildStarted { turn, child },
+        });
     }
 
     /// A report from a child the system already stopped: dropped, and said so. `true` if this
