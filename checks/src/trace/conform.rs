@@ -403,25 +403,42 @@ impl<M: Conform> SessionCheck<M> {
         if !self.partial {
             self.left_open(end_line.unwrap_or(self.last_line));
         }
+        // Each violation at the line of what broke the rule: an output's own line when it is an
+        // output that broke it, else the step's (its first deviant output's, else its input's).
         let mut monitor = M::Monitor::default();
         let mut judged = Vec::new();
+        let mut last = 0;
         for step in &self.steps {
-            judged
-                .extend(monitor.observe_parts(&step.input, step.outputs.iter().map(|o| &o.output)));
+            let deviant = step
+                .outputs
+                .iter()
+                .find(|o| o.seen == Seen::Deviant)
+                .and_then(|o| o.line);
+            let step_line = deviant.unwrap_or(step.line);
+            last = step_line;
+            monitor.input(&step.input);
+            judged.extend(
+                monitor
+                    .take_violations()
+                    .into_iter()
+                    .map(|v| (step.line, v)),
+            );
+            for o in &step.outputs {
+                monitor.output(&o.output);
+                let line = o.line.unwrap_or(step.line);
+                judged.extend(monitor.take_violations().into_iter().map(|v| (line, v)));
+            }
+            monitor.end_step();
+            judged.extend(
+                monitor
+                    .take_violations()
+                    .into_iter()
+                    .map(|v| (step_line, v)),
+            );
         }
         monitor.finish();
-        judged.extend(monitor.take_violations());
-        for v in judged {
-            let step = self
-                .steps
-                .get(v.step.min(self.steps.len().saturating_sub(1)));
-            let line = step.map_or(0, |s| {
-                s.outputs
-                    .iter()
-                    .find(|o| o.seen == Seen::Deviant)
-                    .and_then(|o| o.line)
-                    .unwrap_or(s.line)
-            });
+        judged.extend(monitor.take_violations().into_iter().map(|v| (last, v)));
+        for (line, v) in judged {
             let name = v.name();
             self.found(
                 line,

@@ -225,6 +225,17 @@ fn hidden_before(s: &Session, output: &Output) -> Vec<InputKind> {
                 need_ms: None,
             }]
         }
+        // A frame the log shows played: the speaker consumed the buffer up to it, unlogged. (Never
+        // a frame the buffer no longer holds: nothing explains playing it.)
+        Output::Played {
+            turn,
+            generation,
+            seq,
+        } => s
+            .playback
+            .iter()
+            .position(|f| f.turn == *turn && f.generation == *generation && f.seq == *seq)
+            .map_or_else(Vec::new, |i| vec![InputKind::FramePlayed; i + 1]),
         // The client took in events the log does not show.
         Output::DuplicateIgnored { seq } => {
             let mut hidden = received_up_to(s, *seq);

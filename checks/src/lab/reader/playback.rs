@@ -14,9 +14,10 @@ pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
     Ok(())
 }
 
-/// `tts frame.played`: a frame was played. Without a generation, the line is also the speaker
-/// consuming it (the gate logs the two as separate lines). Which of its delta's frames it was
-/// (`frame`, the gate's) is not compared.
+/// `tts frame.played`: a frame was played — an effect, held against the model's `played`. The
+/// speaker's consuming it, when no `speaker frame.consumed` line says so (the gate logs the two
+/// apart), is the hidden step the model supplies while the frame is still buffered. Which of its
+/// delta's frames it was (`frame`, the gate's) is not compared.
 pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["seq", "generation", "frame"])?;
