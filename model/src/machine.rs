@@ -160,6 +160,10 @@ pub struct Violation<V> {
     /// The ids involved, as the case needs (turn, child, seq, token, req, …).
     pub ids: Vec<String>,
     pub message: String,
+    /// The earlier step the story starts at, where one does (the stop a late delivery came
+    /// after, the first of two terminal states, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<usize>,
 }
 
 impl<V: Invariant> Violation<V> {
@@ -202,6 +206,18 @@ impl<V: Invariant> Findings<V> {
 
     /// The invariant is broken at `at` by the current step, about `ids`, for the reason given.
     pub fn violate(&mut self, invariant: V, at: Millis, ids: &[&str], message: String) {
+        self.violate_since(invariant, at, ids, message, None);
+    }
+
+    /// [`violate`](Findings::violate), with the earlier step the story starts at.
+    pub fn violate_since(
+        &mut self,
+        invariant: V,
+        at: Millis,
+        ids: &[&str],
+        message: String,
+        since: Option<usize>,
+    ) {
         if self.only.is_some_and(|o| o != invariant) {
             return;
         }
@@ -211,6 +227,7 @@ impl<V: Invariant> Findings<V> {
             at,
             ids: ids.iter().map(|s| (*s).to_owned()).collect(),
             message,
+            since,
         });
     }
 

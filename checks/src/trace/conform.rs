@@ -12,7 +12,7 @@ use std::mem::Discriminant;
 
 use serde::Serialize;
 use serde_json::Value;
-use turnfence_model::{Invariant, Machine, Millis, Monitor};
+use turnfence_model::{Invariant, Machine, Millis, Monitor, Violation};
 
 use super::{Finding, FindingKind, InputError};
 
@@ -84,7 +84,8 @@ enum Seen {
 #[derive(Clone, Debug)]
 struct EffOutput<O> {
     output: O,
-    line: Option<usize>,
+    /// The line that showed it, and when (the trace's time there).
+    line: Option<(usize, Millis)>,
     seen: Seen,
 }
 
@@ -302,7 +303,7 @@ impl<M: Conform> SessionCheck<M> {
             return false;
         };
         let out = &mut self.steps[s].outputs[o];
-        out.line = Some(line);
+        out.line = Some((line, self.last_at));
         out.seen = Seen::Observed;
         true
     }
@@ -345,7 +346,7 @@ impl<M: Conform> SessionCheck<M> {
             let concrete = fill::<M>(&observed.output, observed.wildcards, &model);
             let out = &mut self.steps[s].outputs[o];
             out.output = concrete;
-            out.line = Some(line);
+            out.line = Some((line, self.last_at));
             out.seen = Seen::Deviant;
             (
                 FindingKind::ContradictedOutput,
@@ -360,7 +361,7 @@ impl<M: Conform> SessionCheck<M> {
             if let Some(s) = self.steps.last_mut() {
                 s.outputs.push(EffOutput {
                     output: observed.output.clone(),
-                    line: Some(line),
+                    line: Some((line, self.last_at)),
                     seen: Seen::Deviant,
                 });
             }
@@ -392,6 +393,8 @@ impl<M: Conform> SessionCheck<M> {
             invariant,
             ids,
             message,
+            since: None,
+            derived: Vec::new(),
         });
     }
 
@@ -403,10 +406,12 @@ impl<M: Conform> SessionCheck<M> {
         if !self.partial {
             self.left_open(end_line.unwrap_or(self.last_line));
         }
-        // Each violation at the line of what broke the rule: an output's own line when it is an
-        // output that broke it, else the step's (its first deviant output's, else its input's).
+        // Each violation at the line of what broke the rule: an output's own line (and time) when
+        // it is an output that broke it, else the step's (its first deviant output's, else its
+        // input's).
         let mut monitor = M::Monitor::default();
-        let mut judged = Vec::new();
+        type Placed<V> = (usize, Option<Millis>, Violation<V>);
+        let mut judged: Vec<Placed<M::Invariant>> = Vec::new();
         let mut last = 0;
         for step in &self.steps {
             let deviant = step
@@ -414,41 +419,44 @@ impl<M: Conform> SessionCheck<M> {
                 .iter()
                 .find(|o| o.seen == Seen::Deviant)
                 .and_then(|o| o.line);
-            let step_line = deviant.unwrap_or(step.line);
+            let step_line = deviant.map_or(step.line, |(l, _)| l);
             last = step_line;
             monitor.input(&step.input);
-            judged.extend(
-                monitor
-                    .take_violations()
-                    .into_iter()
-                    .map(|v| (step.line, v)),
-            );
+            let found = monitor.take_violations();
+            judged.extend(found.into_iter().map(|v| (step.line, None, v)));
             for o in &step.outputs {
                 monitor.output(&o.output);
-                let line = o.line.unwrap_or(step.line);
-                judged.extend(monitor.take_violations().into_iter().map(|v| (line, v)));
+                let (line, at) = o.line.map_or((step.line, None), |(l, at)| (l, Some(at)));
+                let found = monitor.take_violations();
+                judged.extend(found.into_iter().map(|v| (line, at, v)));
             }
             monitor.end_step();
-            judged.extend(
-                monitor
-                    .take_violations()
-                    .into_iter()
-                    .map(|v| (step_line, v)),
-            );
+            let found = monitor.take_violations();
+            judged.extend(found.into_iter().map(|v| (step_line, None, v)));
         }
         monitor.finish();
-        judged.extend(monitor.take_violations().into_iter().map(|v| (last, v)));
-        for (line, v) in judged {
-            let name = v.name();
-            self.found(
+        judged.extend(
+            monitor
+                .take_violations()
+                .into_iter()
+                .map(|v| (last, None, v)),
+        );
+        let since_line = |step: usize| self.steps.get(step).map(|s| s.line);
+        let judged: Vec<Finding> = judged
+            .into_iter()
+            .map(|(line, at, v)| Finding {
                 line,
-                v.at,
-                FindingKind::Invariant,
-                Some(name),
-                v.ids,
-                v.message,
-            );
-        }
+                session: self.session.clone(),
+                at: at.unwrap_or(v.at),
+                kind: FindingKind::Invariant,
+                invariant: Some(v.name()),
+                since: v.since.and_then(since_line).filter(|s| *s < line),
+                ids: v.ids,
+                message: v.message,
+                derived: Vec::new(),
+            })
+            .collect();
+        self.findings = attach_derived(std::mem::take(&mut self.findings), judged);
         self.findings
     }
 
@@ -542,6 +550,25 @@ impl<M: Conform> SessionCheck<M> {
             });
         }
     }
+}
+
+/// The conformance findings an invariant finding explains — an output the model does not produce,
+/// or produces otherwise, at the very line where an invariant is broken — go with it rather than
+/// standing alone.
+fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for f in conformance {
+        let derived = matches!(
+            f.kind,
+            FindingKind::UnexpectedOutput | FindingKind::ContradictedOutput
+        );
+        match judged.iter_mut().find(|j| j.line == f.line) {
+            Some(cause) if derived => cause.derived.push(f),
+            _ => out.push(f),
+        }
+    }
+    out.extend(judged);
+    out
 }
 
 /// The observed output with its wildcard fields taken from the machine's.

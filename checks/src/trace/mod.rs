@@ -151,6 +151,14 @@ pub struct Finding {
     pub invariant: Option<&'static str>,
     pub ids: Vec<String>,
     pub message: String,
+    /// The earlier line the story starts at (the stop a late delivery came after, the first of
+    /// two terminal states, …), where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<usize>,
+    /// What this finding explains: the conformance findings at its line that follow from it (the
+    /// output the model does not produce, because producing it breaks this invariant).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub derived: Vec<Finding>,
 }
 
 impl Finding {
@@ -457,6 +465,8 @@ pub fn check_events<S: Conform>(events: Vec<(usize, Event<S>)>) -> Verdict {
                 invariant: None,
                 ids: Vec::new(),
                 message: e.message,
+                since: None,
+                derived: Vec::new(),
             });
         }
         c.verdict.lines = line;

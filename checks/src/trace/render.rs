@@ -6,30 +6,43 @@ use super::Verdict;
 /// however many there are (the JSON report keeps every one).
 pub const MAX_TEXT_FINDINGS: usize = 200;
 
-/// The verdict as text: one line per finding (at most `max_findings`, the rest counted), each
-/// with its line, session and time, its name, ids and sentence; then the summary and the count
-/// of each name.
+/// The verdict as text: one line per finding (at most `max_findings` lines, the rest counted), each
+/// leading with its name, then where and when (and since which earlier line), its ids and its
+/// sentence; under it, indented, what it explains; then the summary and the count of each name.
 pub fn render_text(v: &Verdict, max_findings: usize) -> String {
     let mut out = String::new();
-    for f in v.findings.iter().take(max_findings) {
+    // The cap counts lines, a finding's explained findings with it.
+    let (mut printed, mut shown) = (0, 0);
+    for f in &v.findings {
+        if printed >= max_findings {
+            break;
+        }
+        printed += 1 + f.derived.len();
+        shown += 1;
         let ids = if f.ids.is_empty() {
             String::new()
         } else {
             format!(" [{}]", f.ids.join(", "))
         };
+        let since = f
+            .since
+            .map_or_else(String::new, |s| format!("; since line {s}"));
         out.push_str(&format!(
-            "line {} ({} at {} ms): {}{ids}: {}\n",
+            "{} at line {} ({}, {} ms{since}){ids}: {}\n",
+            f.name(),
             f.line,
             f.session,
             f.at,
-            f.name(),
             f.message
         ));
+        for d in &f.derived {
+            out.push_str(&format!("    explains {}: {}\n", d.name(), d.message));
+        }
     }
-    if v.findings.len() > max_findings {
+    if v.findings.len() > shown {
         out.push_str(&format!(
             "… {} more findings not shown (--max-findings {max_findings}; --format json has every one)\n",
-            v.findings.len() - max_findings
+            v.findings.len() - shown
         ));
     }
     let status = if v.conforms() {

@@ -1,7 +1,7 @@
 //! The monitor's account of delivery: deltas delivered and frames played (never late, seqs in
 //! order), and the store's events as the client takes them in, resumes and renders them.
 
-use super::memory::Monitor;
+use super::memory::{Moment, Monitor};
 use super::Invariant;
 use crate::turn::machine::RESUME_TTL_MS;
 use crate::turn::types::*;
@@ -34,10 +34,11 @@ impl Monitor {
             } else {
                 "a turn already cancelled or ended"
             };
-            self.violate(
+            self.violate_after(
                 Invariant::NoLateDelivery,
                 &[turn, &g, &s],
                 format!("delta seq {seq} of generation {generation} was delivered for {why}"),
+                Moment::Stopped,
             );
         }
     }
@@ -50,10 +51,11 @@ impl Monitor {
         let late = t.cancelled || matches!(t.terminal, Some(s) if s != Terminal::Completed);
         if late || Some(generation) != active {
             let g = generation.to_string();
-            self.violate(
+            self.violate_after(
                 Invariant::NoLateDelivery,
                 &[turn, &g],
                 format!("a frame of generation {generation} was played after its turn was stopped or fenced"),
+                Moment::Stopped,
             );
         }
     }

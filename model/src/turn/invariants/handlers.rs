@@ -61,6 +61,7 @@ impl Monitor {
             }),
             InputKind::CommitAcked { turn, child } | InputKind::CommitFailed { turn, child } => {
                 let uncertain = matches!(input.kind, InputKind::CommitFailed { .. });
+                self.on_commit_settled(turn, child, !uncertain);
                 self.set_child(turn, child, |c| {
                     if let ChildObs::InFlight(key) | ChildObs::Effect { key, .. } = &c.state {
                         let was_uncertain = matches!(
@@ -153,6 +154,7 @@ impl Monitor {
                 answer,
             } => self.on_stop_answered(turn, request_id, *answer),
             Output::GenerationFenced { turn, generation } => {
+                self.moment(turn, super::memory::Moment::Stopped);
                 self.active_generation = Some(generation.saturating_add(1));
                 if let Some(t) = self.turns.get_mut(turn) {
                     t.cancelled = true;

@@ -89,6 +89,21 @@ pub struct Monitor {
     pub(super) reported: BTreeSet<(Invariant, String)>,
     pub(super) expect: StepExpect,
     pub(super) findings: Findings<Invariant>,
+    /// The step at which each turn's story moments happened, for a violation's `since`. Not
+    /// part of the fingerprint: it decides no verdict, only where a report says a story starts.
+    pub(super) moments: BTreeMap<(TurnId, Moment), usize>,
+}
+
+/// A turn's moment a later violation's story starts at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Moment {
+    /// Cancelled (a stop, a barge-in or the deadline), fenced, or ended: from here nothing of it
+    /// reaches the user.
+    Stopped,
+    /// Its first terminal state.
+    Terminal,
+    /// A stop answered `requested`.
+    StopRequested,
 }
 
 impl crate::Monitor for Monitor {
@@ -137,6 +152,30 @@ impl crate::Monitor for Monitor {
 impl Monitor {
     pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
         self.findings.violate(invariant, self.now, ids, message);
+    }
+
+    /// Like `violate`, the story starting at the turn's `moment` where it happened.
+    pub(super) fn violate_after(
+        &mut self,
+        invariant: Invariant,
+        ids: &[&str],
+        message: String,
+        moment: Moment,
+    ) {
+        let since = ids
+            .first()
+            .and_then(|turn| self.moments.get(&((*turn).to_owned(), moment)))
+            .copied();
+        self.findings
+            .violate_since(invariant, self.now, ids, message, since);
+    }
+
+    /// The turn's `moment` happens now, unless it already did.
+    pub(super) fn moment(&mut self, turn: &str, moment: Moment) {
+        let step = self.findings.step();
+        self.moments
+            .entry((turn.to_owned(), moment))
+            .or_insert(step);
     }
 
     pub(super) fn reach(&mut self, invariant: Invariant) {

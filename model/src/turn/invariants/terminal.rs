@@ -1,13 +1,18 @@
 //! A turn's terminal state, judged: only one, no child still running, the fitting state after a
 //! deadline, and no false claim of a cancel over a side effect.
 
-use super::memory::{ChildObs, Monitor};
+use super::memory::{ChildObs, Moment, Monitor};
 use super::Invariant;
 use crate::turn::types::*;
 
 impl Monitor {
     pub(super) fn on_terminal(&mut self, turn: &str, state: Terminal) {
         self.reach(Invariant::OneTerminalState);
+        if !self.turns.contains_key(turn) {
+            return;
+        }
+        self.moment(turn, Moment::Terminal);
+        self.moment(turn, Moment::Stopped);
         let Some(t) = self.turns.get_mut(turn) else {
             return;
         };
@@ -34,8 +39,17 @@ impl Monitor {
             })
             .collect();
         let deadline_passed = t.deadline_at.is_some_and(|d| self.now >= d);
+        let stop_requested = t.cancel_effects > 0;
+        if stop_requested && state == Terminal::Completed && first.is_none() {
+            self.violate_after(
+                Invariant::IdempotentStop,
+                &[turn],
+                "a stop was answered requested, yet the turn ended COMPLETED".to_owned(),
+                Moment::StopRequested,
+            );
+        }
         if let Some(first) = first {
-            self.violate(
+            self.violate_after(
                 Invariant::OneTerminalState,
                 &[turn],
                 format!(
@@ -43,11 +57,40 @@ impl Monitor {
                     state.label(),
                     first.label()
                 ),
+                Moment::Terminal,
             );
         }
         self.check_drained(turn, state, &pending, stopped_some);
         self.check_deadline_terminal(turn, state, by_deadline, deadline_passed);
         self.check_claim(turn, state, &effects);
+    }
+
+    /// A commit settled after its turn already claimed a cancel: the claim was false (or, for a
+    /// commit that failed, not known to be true).
+    pub(super) fn on_commit_settled(&mut self, turn: &str, child: &str, acked: bool) {
+        let Some(t) = self.turns.get(turn) else {
+            return;
+        };
+        let Some(claim) = t
+            .terminal
+            .filter(|s| matches!(s, Terminal::Cancelled | Terminal::Failed { .. }))
+        else {
+            return;
+        };
+        let how = if acked {
+            "was acknowledged"
+        } else {
+            "failed, so it may have happened,"
+        };
+        self.violate_after(
+            Invariant::NoFalseCancelClaim,
+            &[turn, child],
+            format!(
+                "the commit of child {child} {how} after the turn claimed {}",
+                claim.label()
+            ),
+            Moment::Terminal,
+        );
     }
 
     fn check_drained(

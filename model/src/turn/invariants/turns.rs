@@ -2,7 +2,7 @@
 //! stop answers, deadlines, and the standing conditions (two turns running, a turn past its
 //! deadline).
 
-use super::memory::{ChildObs, ChildSeen, Monitor, TurnSeen};
+use super::memory::{ChildObs, ChildSeen, Moment, Monitor, TurnSeen};
 use super::Invariant;
 use crate::turn::types::*;
 
@@ -97,10 +97,11 @@ impl Monitor {
         } else {
             (Invariant::DeadlineRespected, "without the time it needs")
         };
-        self.violate(
+        self.violate_after(
             invariant,
             &[turn, child],
             format!("child {child} started {what}: {why}"),
+            Moment::Stopped,
         );
     }
 
@@ -177,12 +178,30 @@ impl Monitor {
             self.reach(Invariant::IdempotentStop);
         }
         if let Some(message) = problem {
-            self.violate(Invariant::IdempotentStop, &[turn, request_id], message);
+            let since = if answer == StopAnswer::Requested {
+                Moment::Stopped
+            } else {
+                Moment::Terminal
+            };
+            self.violate_after(
+                Invariant::IdempotentStop,
+                &[turn, request_id],
+                message,
+                since,
+            );
+        }
+        if answer == StopAnswer::Requested {
+            self.moment(turn, Moment::Stopped);
+            self.moment(turn, Moment::StopRequested);
         }
     }
 
     pub(super) fn on_deadline(&mut self, turn: &str) {
         self.reach(Invariant::DeadlineRespected);
+        if !self.turns.contains_key(turn) {
+            return;
+        }
+        self.moment(turn, Moment::Stopped);
         let Some(t) = self.turns.get_mut(turn) else {
             return;
         };
