@@ -20,6 +20,11 @@ use super::{Finding, FindingKind, InputError};
 /// carry no fields, what an output is about, the hidden steps a log may leave out, and the
 /// refusals that are evidence of a broken invariant.
 pub trait Conform: Machine {
+    /// A fact a log states beside its events (a count, a remaining time, a position) that the
+    /// machine can predict: judged where it is stated. A machine whose logs state none uses
+    /// [`std::convert::Infallible`].
+    type Fact: Clone + std::fmt::Debug + PartialEq;
+
     /// An input kind without fields (its line may carry no other keys).
     fn is_bare(input: &Self::Input) -> bool;
     /// What an output is about (a turn, a worker, a root): matching never crosses subjects.
@@ -41,6 +46,14 @@ pub trait Conform: Machine {
         None
     }
 
+    /// A stated fact, judged at `at` (the stating line's time) against the machine as it stands
+    /// and what happened so far: `None`
+    /// if it holds, else the invariant it breaks (or none: it only contradicts the model), the
+    /// ids, and why.
+    fn judge_fact(&self, _: &Self::Fact, _: Millis, _: &History<'_, Self>) -> Option<Judged<Self>> {
+        None
+    }
+
     /// What the machine did instead of an unexpected output, as a clause.
     fn counterpart(_: &[&Self::Output], _: &Self::Output) -> String {
         String::new()
@@ -51,6 +64,24 @@ pub trait Conform: Machine {
     /// saying what it still waits for.
     fn left_open(&self, _shown: &[&Self::Output]) -> Vec<(String, String)> {
         Vec::new()
+    }
+}
+
+/// A stated fact that does not hold: the invariant it breaks, if one, the ids, and why.
+pub type Judged<M> = (Option<<M as Machine>::Invariant>, Vec<String>, String);
+
+/// What happened in a session so far, as a stated fact is judged against it: each step's input
+/// and outputs, oldest first.
+pub struct History<'a, M: Machine> {
+    steps: &'a [EffStep<M>],
+}
+
+impl<'a, M: Machine> History<'a, M> {
+    /// Each step's input and its outputs, oldest first.
+    pub fn steps(&self) -> impl DoubleEndedIterator<Item = (&'a M::Input, Vec<&'a M::Output>)> {
+        self.steps
+            .iter()
+            .map(|s| (&s.input, s.outputs.iter().map(|o| &o.output).collect()))
     }
 }
 
@@ -308,6 +339,20 @@ impl<M: Conform> SessionCheck<M> {
         true
     }
 
+    /// A fact the trace states at `line`, judged now.
+    pub fn fact(&mut self, fact: &M::Fact, line: usize) {
+        let history = History { steps: &self.steps };
+        let Some((invariant, ids, message)) = self.machine.judge_fact(fact, self.last_at, &history)
+        else {
+            return;
+        };
+        let (kind, invariant) = match invariant {
+            Some(i) => (FindingKind::Invariant, Some(i.name())),
+            None => (FindingKind::ContradictedFact, None),
+        };
+        self.found(line, self.last_at, kind, invariant, ids, message);
+    }
+
     /// An output the trace observed at `at`.
     pub fn output(&mut self, observed: &Observed<M::Output>, at: Millis, line: usize) {
         if self.take_match(observed, line) {
@@ -553,18 +598,25 @@ impl<M: Conform> SessionCheck<M> {
 }
 
 /// The conformance findings an invariant finding explains — an output the model does not produce,
-/// or produces otherwise, at the very line where an invariant is broken — go with it rather than
-/// standing alone.
+/// or produces otherwise, or a stated fact it contradicts, at the very line where an invariant is
+/// broken; or a stated fact that breaks the same invariant there — go with it rather than
+/// standing alone: one finding per broken event.
 fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
     let mut out = Vec::new();
     for f in conformance {
-        let derived = matches!(
-            f.kind,
-            FindingKind::UnexpectedOutput | FindingKind::ContradictedOutput
-        );
-        match judged.iter_mut().find(|j| j.line == f.line) {
-            Some(cause) if derived => cause.derived.push(f),
-            _ => out.push(f),
+        let cause = judged.iter_mut().find(|j| {
+            j.line == f.line
+                && match f.kind {
+                    FindingKind::UnexpectedOutput
+                    | FindingKind::ContradictedOutput
+                    | FindingKind::ContradictedFact => true,
+                    FindingKind::Invariant => j.invariant == f.invariant,
+                    _ => false,
+                }
+        });
+        match cause {
+            Some(cause) => cause.derived.push(f),
+            None => out.push(f),
         }
     }
     out.extend(judged);

@@ -7,6 +7,9 @@ use turnfence_model::fence::{Action, FenceMachine};
 use super::conform::Conform;
 
 impl Conform for FenceMachine {
+    /// The fence's logs state nothing beside their events.
+    type Fact = std::convert::Infallible;
+
     fn is_bare(input: &fence::Input) -> bool {
         matches!(
             input.kind,

@@ -15,6 +15,7 @@ pub mod limits;
 mod reading;
 mod render;
 pub mod turn_conform;
+pub mod turn_facts;
 mod wording;
 
 pub use reading::{check_dialect, check_input, reading, Checked, Machine, Reading};
@@ -81,6 +82,12 @@ pub enum Event<S: Conform> {
         at: Millis,
         observed: Observed<S::Output>,
     },
+    /// A fact the line states beside its events, judged where it is stated.
+    Fact {
+        session: String,
+        at: Millis,
+        fact: S::Fact,
+    },
     /// The session is over: judge it and drop its state.
     End {
         session: String,
@@ -129,6 +136,8 @@ pub enum FindingKind {
     UnexpectedOutput,
     /// The trace shows an output in place of a different one the model produces.
     ContradictedOutput,
+    /// The trace states a fact (a count, a remaining time) the model predicts otherwise.
+    ContradictedFact,
     /// The trace shows an input the model refuses (`Misuse`).
     RefusedInput,
     /// The model produces an output of a kind the meta line declares complete, and the trace
@@ -168,6 +177,7 @@ impl Finding {
             (Some(i), _) => i,
             (None, FindingKind::UnexpectedOutput) => "unexpected_output",
             (None, FindingKind::ContradictedOutput) => "contradicted_output",
+            (None, FindingKind::ContradictedFact) => "contradicted_fact",
             (None, FindingKind::RefusedInput) => "refused_input",
             (None, FindingKind::MissingOutput) => "missing_output",
             (None, FindingKind::LeftOpen) => "left_open",
@@ -317,6 +327,12 @@ impl<S: Conform> Checker<S> {
                 s.advance(at, line)?;
                 s.output(&observed, at, line);
                 self.open_peak();
+                Ok(())
+            }
+            Event::Fact { session, at, fact } => {
+                let s = self.sessions.get(&session, line)?;
+                s.advance(at, line)?;
+                s.fact(&fact, line);
                 Ok(())
             }
             Event::End { session } => {

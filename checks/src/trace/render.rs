@@ -1,6 +1,6 @@
 //! The verdict as text for a person: capped, each finding with where and when, the counts last.
 
-use super::Verdict;
+use super::{FindingKind, Verdict};
 
 /// How many findings the text report prints unless told otherwise: a few hundred lines at most,
 /// however many there are (the JSON report keeps every one).
@@ -36,7 +36,12 @@ pub fn render_text(v: &Verdict, max_findings: usize) -> String {
             f.message
         ));
         for d in &f.derived {
-            out.push_str(&format!("    explains {}: {}\n", d.name(), d.message));
+            // A stated fact breaking the same rule at the same line is the same story, told again.
+            let how = match d.kind {
+                FindingKind::Invariant => "also",
+                _ => "explains",
+            };
+            out.push_str(&format!("    {how} {}: {}\n", d.name(), d.message));
         }
     }
     if v.findings.len() > shown {

@@ -8,9 +8,12 @@ use turnfence_model::turn::{
 };
 use turnfence_model::Millis;
 
-use super::conform::Conform;
+use super::conform::{Conform, History, Judged};
+use super::turn_facts::{judge, Fact};
 
 impl Conform for TurnMachine {
+    type Fact = Fact;
+
     fn is_bare(input: &Input) -> bool {
         matches!(
             input.kind,
@@ -112,6 +115,16 @@ impl Conform for TurnMachine {
             }
             _ => None,
         }
+    }
+
+    /// A detail the log states, held to the model where it is stated.
+    fn judge_fact(
+        &self,
+        fact: &Fact,
+        at: Millis,
+        history: &History<'_, TurnMachine>,
+    ) -> Option<Judged<Self>> {
+        judge(self.session(), fact, at, history)
     }
 
     /// What the model did instead, for the explanation of an unexpected output.

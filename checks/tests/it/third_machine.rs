@@ -243,6 +243,8 @@ impl Explore for Counter {
 }
 
 impl Conform for Counter {
+    type Fact = std::convert::Infallible;
+
     fn is_bare(_: &In) -> bool {
         true
     }

@@ -4,6 +4,7 @@
 use turnfence_model::turn::{InputKind, Output};
 
 use super::context::{Line, Memory, Out};
+use crate::trace::turn_facts::Fact;
 use crate::trace::InputError;
 
 /// `client turn.cancel`: the client asks to stop the turn; the answers may leave its request id
@@ -66,6 +67,9 @@ pub(super) fn rendered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
 pub(super) fn disconnected(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     x.d.only(&["last_acked_seq"])?;
     o.input(InputKind::Disconnect);
+    if let Some(seq) = x.d.u64("last_acked_seq")? {
+        o.fact(Fact::LastAckedSeq { seq });
+    }
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use turnfence_model::Millis;
 use super::detail::Detail;
 use super::{Event, LabLine, Sessions};
 use crate::trace::conform::Observed;
+use crate::trace::turn_facts::Fact;
 
 /// One lab line, as its handler reads it.
 pub(super) struct Line<'a> {
@@ -50,6 +51,8 @@ pub(super) struct Memory {
     pub last_stop: Vec<(String, String)>,
     /// How many unnamed children the lab's lines mentioned so far (each gets its own name).
     pub hidden: usize,
+    /// The generation a barge-in announced for the turn created from it.
+    pub new_generation: Option<u64>,
 }
 
 impl Memory {
@@ -74,6 +77,15 @@ impl Out {
         self.events.push(Event::Input {
             session: self.session.clone(),
             input: Input::new(self.at, kind),
+        });
+    }
+
+    /// A fact the line states beside its events, judged where it is stated.
+    pub fn fact(&mut self, fact: Fact) {
+        self.events.push(Event::Fact {
+            session: self.session.clone(),
+            at: self.at,
+            fact,
         });
     }
 

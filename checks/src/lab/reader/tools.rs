@@ -6,6 +6,7 @@ use turnfence_model::turn::{DeferReason, InputKind, Output};
 
 use super::children::turn_and_child;
 use super::context::{Line, Memory, Out};
+use crate::trace::turn_facts::Fact;
 use crate::trace::InputError;
 
 /// `tool temporary_output.removed`: a cancelled tool's temporary outputs were removed.
@@ -35,9 +36,18 @@ pub(super) fn commit_sent(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), I
 /// `tool commit.acknowledged`, `commit.failed`: how the commit ended.
 pub(super) fn commit_ended(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (turn, child) = turn_and_child(x, &["committed_side_effects", "child"], "tool")?;
+    let (t, c) = (turn.clone(), child.clone());
     match x.l.event.as_str() {
         "commit.acknowledged" => o.input(InputKind::CommitAcked { turn, child }),
         _ => o.input(InputKind::CommitFailed { turn, child }),
+    }
+    if let Some(count) = x.d.u64("committed_side_effects")? {
+        o.fact(Fact::CommittedSideEffects {
+            turn: t,
+            child: c,
+            count,
+            claims_cancelled: false,
+        });
     }
     Ok(())
 }

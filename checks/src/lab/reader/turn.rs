@@ -6,6 +6,7 @@ use turnfence_model::turn::{
 };
 
 use super::context::{Line, Memory, Out};
+use crate::trace::turn_facts::Fact;
 use crate::trace::InputError;
 
 /// `turn accepted`, `accept.requested`: a new turn (`accept.requested` when the lab then logs it
@@ -42,6 +43,11 @@ pub(super) fn accepted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         deadline_ms: d.u64("deadline_ms")?,
         budget,
     });
+    if let Some(s) = d.u64("resume_ttl_s")? {
+        o.fact(Fact::ResumeTtlMs {
+            ms: s.saturating_mul(1000),
+        });
+    }
     Ok(())
 }
 
@@ -68,10 +74,25 @@ pub(super) fn stop_answered(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(),
         },
     };
     o.exact(Output::StopAnswered {
-        turn,
+        turn: turn.clone(),
         request_id,
         answer,
     });
+    if let Some(generation) = d.u64("generation")? {
+        o.fact(Fact::Generation {
+            turn: turn.clone(),
+            generation,
+        });
+    }
+    if let Some(delivery) = d.str("response_delivery")? {
+        o.fact(Fact::DeliveryStopped {
+            turn: turn.clone(),
+            stopped: delivery == "stopped",
+        });
+    }
+    if let Some(count) = d.u64("transition_count")? {
+        o.fact(Fact::CancelEffects { turn, count });
+    }
     Ok(())
 }
 
@@ -106,12 +127,31 @@ pub(super) fn terminal(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         "reconcile_required" => Terminal::ReconcileRequired,
         _ => Terminal::Cancelled,
     };
-    o.exact(Output::Terminal { turn, state });
+    o.exact(Output::Terminal {
+        turn: turn.clone(),
+        state,
+    });
+    let stated = [
+        ("terminal_events", d.u64("terminal_events")?),
+        ("cancel_effects", d.u64("cancel_effects")?),
+        ("propagation_ms", d.u64("propagation_ms")?),
+        ("terminal_seq", d.u64("terminal_seq")?),
+    ];
+    for (key, value) in stated {
+        let Some(n) = value else { continue };
+        let turn = turn.clone();
+        o.fact(match key {
+            "terminal_events" => Fact::TerminalEvents { turn, count: n },
+            "cancel_effects" => Fact::CancelEffects { turn, count: n },
+            "propagation_ms" => Fact::PropagationMs { turn, ms: n },
+            _ => Fact::TerminalSeq { turn, seq: n },
+        });
+    }
     Ok(())
 }
 
 /// `turn barge_in.accepted`: the fenced generation (or the one before the new).
-pub(super) fn barge_in(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+pub(super) fn barge_in(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["new_generation", "fenced_generation"])?;
     let generation = match d.u64("fenced_generation")? {
@@ -120,6 +160,7 @@ pub(super) fn barge_in(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
     };
     let turn = x.turn_at(Some(generation));
     o.exact(Output::GenerationFenced { turn, generation });
+    m.new_generation = d.u64("new_generation")?;
     Ok(())
 }
 
@@ -128,14 +169,17 @@ pub(super) fn barge_in(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
 pub(super) fn created_from_barge_in(
     x: &Line,
     o: &mut Out,
-    _: &mut Memory,
+    m: &mut Memory,
 ) -> Result<(), InputError> {
     let d = &x.d;
     d.only(&["new_turn"])?;
     let mode = x.view.mode_of(&x.turn()).unwrap_or(Mode::Audio);
     o.input(InputKind::Accept {
         turn: d.need_str("new_turn")?,
-        generation: x.view.next_generation(),
+        generation: m
+            .new_generation
+            .take()
+            .unwrap_or_else(|| x.view.next_generation()),
         mode,
         deadline_ms: None,
         budget: None,

@@ -1,0 +1,276 @@
+//! What a turn log states beside its events, and how each statement is judged: a count, a
+//! remaining time, a position the model predicts. A dialect emits a [`Fact`] for each detail the
+//! model can predict; [`judge`] holds it to the model at the line that states it. What a log may
+//! state that the model cannot predict is listed, with the reason, in ARCHITECTURE.md
+//! ("Stated facts").
+
+use turnfence_model::turn::state::{ChildState, Phase, Session, Turn};
+use turnfence_model::turn::RESUME_TTL_MS;
+use turnfence_model::turn::{Input, Invariant, Mode, Output, StopAnswer, Terminal, TurnMachine};
+
+use super::conform::{History, Judged};
+
+/// A fact a turn log states.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fact {
+    /// The time left before the turn's deadline.
+    RemainingMs { turn: String, ms: u64 },
+    /// How many terminal events the turn has had (a turn ends exactly once).
+    TerminalEvents { turn: String, count: u64 },
+    /// How many cancel effects the turn has had (at most one).
+    CancelEffects { turn: String, count: u64 },
+    /// The time from the turn's cancel (the stop, barge-in or deadline that began it) to its end.
+    PropagationMs { turn: String, ms: u64 },
+    /// A child's side effects that committed; `claims_cancelled` when the line says the child was
+    /// cancelled.
+    CommittedSideEffects {
+        turn: String,
+        child: String,
+        count: u64,
+        claims_cancelled: bool,
+    },
+    /// The highest seq the client acknowledged.
+    LastAckedSeq { seq: u64 },
+    /// Frames a clear removed: at least those the model holds buffered for the turn.
+    ClearedFrames { turn: String, frames: u64 },
+    /// The seq of the turn's terminal event in the stream store.
+    TerminalSeq { turn: String, seq: u64 },
+    /// The turn's mode (the kind of its stream).
+    Mode { turn: String, mode: Mode },
+    /// The turn's generation.
+    Generation { turn: String, generation: u64 },
+    /// A cancel aimed at a generation: one that is being stopped.
+    CancelTargets { generation: u64 },
+    /// The turn's delivery stopped (its gate is closed).
+    DeliveryStopped { turn: String, stopped: bool },
+    /// The resume window.
+    ResumeTtlMs { ms: u64 },
+}
+
+type Verdict = Option<Judged<TurnMachine>>;
+
+/// Holds `fact`, stated at `at`, to the model as it stands (`s`) and to what happened so far.
+pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachine>) -> Verdict {
+    match fact {
+        Fact::RemainingMs { turn, ms } => {
+            let left = s.turn(turn)?.remaining_ms(at)?;
+            (left != *ms).then(|| {
+                contradicted(
+                    turn,
+                    format!("the log states remaining_ms={ms}; the turn has {left} ms left before its deadline"),
+                )
+            })
+        }
+        Fact::TerminalEvents { turn, count } => (*count != 1).then(|| {
+            (
+                Some(Invariant::OneTerminalState),
+                vec![turn.clone()],
+                format!("the log states {count} terminal events for the turn; it ends exactly once"),
+            )
+        }),
+        Fact::CancelEffects { turn, count } => cancel_effects(s.turn(turn)?, *count),
+        Fact::PropagationMs { turn, ms } => {
+            let since = cancel_began(history, turn)?;
+            let took = at.saturating_sub(since);
+            (took != *ms).then(|| {
+                contradicted(
+                    turn,
+                    format!("the log states propagation_ms={ms}; the turn's cancel began at {since} ms and it ends at {at} ms ({took} ms)"),
+                )
+            })
+        }
+        Fact::CommittedSideEffects {
+            turn,
+            child,
+            count,
+            claims_cancelled,
+        } => committed(s.turn(turn)?, child, *count, *claims_cancelled),
+        Fact::LastAckedSeq { seq } => (s.client.acked != *seq).then(|| {
+            (
+                None,
+                Vec::new(),
+                format!(
+                    "the log states last_acked_seq={seq}; the client acknowledged up to {}",
+                    s.client.acked
+                ),
+            )
+        }),
+        Fact::ClearedFrames { turn, frames } => {
+            let held = last_cleared(history, turn)?;
+            (*frames < held).then(|| {
+                contradicted(
+                    turn,
+                    format!("the log clears {frames} frames; {held} were buffered for the turn, so some would still play"),
+                )
+            })
+        }
+        Fact::TerminalSeq { turn, seq } => {
+            let stored = s.store.iter().position(|e| e.turn == *turn && e.terminal)? as u64 + 1;
+            (stored != *seq).then(|| {
+                contradicted(
+                    turn,
+                    format!("the log states terminal_seq={seq}; the store persisted the turn's terminal event as seq {stored}"),
+                )
+            })
+        }
+        Fact::Mode { turn, mode } => {
+            let actual = s.turn(turn)?.mode;
+            (actual != *mode).then(|| {
+                contradicted(
+                    turn,
+                    format!("the log states a {} stream; the turn was accepted in {} mode", mode_name(*mode), mode_name(actual)),
+                )
+            })
+        }
+        Fact::Generation { turn, generation } => {
+            let actual = s.turn(turn)?.generation;
+            (actual != *generation).then(|| {
+                contradicted(
+                    turn,
+                    format!("the log states generation {generation}; the turn's is {actual}"),
+                )
+            })
+        }
+        Fact::CancelTargets { generation } => {
+            let t = s.turns.iter().rev().find(|t| t.generation == *generation);
+            match t {
+                Some(t) if !t.phase.is_running() => None,
+                Some(t) => Some(contradicted(
+                    &t.id,
+                    format!("a cancel aimed at generation {generation}, whose turn is still running and was never stopped"),
+                )),
+                None => Some((
+                    None,
+                    Vec::new(),
+                    format!("a cancel aimed at generation {generation}, which no turn of the session has"),
+                )),
+            }
+        }
+        Fact::DeliveryStopped { turn, stopped } => {
+            let running = s.turn(turn)?.phase.is_running();
+            (*stopped == running).then(|| {
+                let state = if running { "still running" } else { "stopped" };
+                contradicted(
+                    turn,
+                    format!("the log says the turn's delivery {}; its delivery is {state}", if *stopped { "stopped" } else { "goes on" }),
+                )
+            })
+        }
+        Fact::ResumeTtlMs { ms } => (*ms != RESUME_TTL_MS).then(|| {
+            (
+                None,
+                Vec::new(),
+                format!("the log states a resume window of {ms} ms; the model's is {RESUME_TTL_MS} ms, so its expiry verdicts would not be this system's"),
+            )
+        }),
+    }
+}
+
+fn contradicted(turn: &str, message: String) -> Judged<TurnMachine> {
+    (None, vec![turn.to_owned()], message)
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Text => "text",
+        Mode::Audio => "audio",
+    }
+}
+
+/// How many cancel effects the model counts for the turn: one once anything cancelled it, none
+/// while it runs or after it completed; unknown for a turn that ended reconciling (a cancel may
+/// or may not have come first).
+fn cancel_effects(t: &Turn, count: u64) -> Verdict {
+    if count > 1 {
+        return Some((
+            Some(Invariant::IdempotentStop),
+            vec![t.id.clone()],
+            format!("the log states {count} cancel effects for the turn; at most one"),
+        ));
+    }
+    let expected = match t.phase {
+        Phase::Running => 0,
+        Phase::CancelRequested { .. } => 1,
+        Phase::Terminal {
+            state: Terminal::Cancelled | Terminal::Failed { .. },
+        } => 1,
+        Phase::Terminal {
+            state: Terminal::Completed,
+        } => 0,
+        Phase::Terminal {
+            state: Terminal::ReconcileRequired,
+        } => return None,
+    };
+    (count != expected).then(|| {
+        contradicted(
+            &t.id,
+            format!("the log states {count} cancel effects; the model counts {expected}"),
+        )
+    })
+}
+
+/// A child's committed side effects as stated, against what the model knows of its commit.
+fn committed(t: &Turn, child: &str, count: u64, claims_cancelled: bool) -> Verdict {
+    let c = t.child(child)?;
+    let known = match &c.state {
+        ChildState::Committed { .. } => 1,
+        // Sent, failed or unknown: it may or may not have happened.
+        ChildState::CommitSent { .. }
+        | ChildState::CommitFailed { .. }
+        | ChildState::CommitUnknown { .. } => return None,
+        _ => 0,
+    };
+    if count == known {
+        return None;
+    }
+    let ids = vec![t.id.clone(), child.to_owned()];
+    if claims_cancelled && count > 0 {
+        let invariant = if c.kind.is_cancellable_tool() {
+            Invariant::CancelledToolLeavesNothing
+        } else {
+            Invariant::NoFalseCancelClaim
+        };
+        return Some((
+            Some(invariant),
+            ids,
+            format!("child {child} is logged cancelled with {count} committed side effects"),
+        ));
+    }
+    Some((
+        None,
+        ids,
+        format!("the log states {count} committed side effects for child {child}; the model knows of {known}"),
+    ))
+}
+
+/// When the turn's cancel began: the time of the step whose outputs first cancelled it (a stop
+/// answered `requested`, a generation fenced, the deadline).
+fn cancel_began(history: &History<'_, TurnMachine>, turn: &str) -> Option<u64> {
+    history
+        .steps()
+        .find_map(|(input, outputs): (&Input, Vec<&Output>)| {
+            outputs
+                .iter()
+                .any(|o| match o {
+                    Output::StopAnswered {
+                        turn: t,
+                        answer: StopAnswer::Requested,
+                        ..
+                    }
+                    | Output::GenerationFenced { turn: t, .. }
+                    | Output::DeadlineExceeded { turn: t } => t == turn,
+                    _ => false,
+                })
+                .then_some(input.at)
+        })
+}
+
+/// The frames the model's latest clear for the turn removed.
+fn last_cleared(history: &History<'_, TurnMachine>, turn: &str) -> Option<u64> {
+    history.steps().rev().find_map(|(_, outputs)| {
+        outputs.iter().rev().find_map(|o| match o {
+            Output::PlaybackCleared { turn: t, frames } if t == turn => Some(u64::from(*frames)),
+            _ => None,
+        })
+    })
+}
