@@ -69,6 +69,59 @@ macro_rules! named {
     )*};
 }
 
+/// The [`Monitor`] interface of a machine module's `Monitor`, over the module's `Input`, `Output`
+/// and `Invariant`: its `findings`, its handlers (`on_input`, `on_output`, `on_end_step`, and
+/// `on_finish` where the run's end is judged), and a fingerprint of the memory fields named. Also
+/// its own `violate` (at the monitor's `now`) and `reach`, for the handlers.
+macro_rules! monitor {
+    (fingerprint: $($field:ident),+; $(finish: $finish:ident;)?) => {
+        impl $crate::Monitor for Monitor {
+            type Input = Input;
+            type Output = Output;
+            type Invariant = Invariant;
+
+            fn findings(&self) -> &$crate::Findings<Invariant> {
+                &self.findings
+            }
+
+            fn findings_mut(&mut self) -> &mut $crate::Findings<Invariant> {
+                &mut self.findings
+            }
+
+            fn input(&mut self, input: &Input) {
+                self.on_input(input);
+            }
+
+            fn output(&mut self, output: &Output) {
+                self.on_output(output);
+            }
+
+            fn end_step(&mut self) {
+                self.on_end_step();
+            }
+
+            $(fn finish(&mut self) {
+                self.$finish();
+            })?
+
+            fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+                use std::hash::Hash;
+                $(self.$field.hash(h);)+
+            }
+        }
+
+        impl Monitor {
+            pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+                self.findings.violate(invariant, self.now, ids, message);
+            }
+
+            pub(super) fn reach(&mut self, invariant: Invariant) {
+                self.findings.reach(invariant);
+            }
+        }
+    };
+}
+
 pub mod fence;
 mod machine;
 mod plant;
