@@ -59,14 +59,23 @@
 //! planted machine only if its own code names one.
 
 /// One public function per named invariant of a machine's module, each running the module's
-/// `Monitor` over a recorded run with that invariant alone.
+/// `Monitor` over a recorded run with that invariant alone; and the module's `Violation` and
+/// `Step`, the types they speak in.
 macro_rules! named {
-    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(steps: &[Step]) -> Vec<Violation> {
-            Monitor::only(Invariant::$inv).check(steps)
-        }
-    )*};
+    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {
+        /// A broken invariant of this machine.
+        pub type Violation = $crate::Violation<Invariant>;
+
+        /// One input and the outputs it caused.
+        pub type Step = $crate::Step<Input, Output>;
+
+        $(
+            $(#[$doc])*
+            pub fn $name(steps: &[Step]) -> Vec<Violation> {
+                Monitor::only(Invariant::$inv).check(steps)
+            }
+        )*
+    };
 }
 
 /// The [`Monitor`] interface of a machine module's `Monitor`, over the module's `Input`, `Output`
