@@ -15,8 +15,7 @@ use crate::trace::InputError;
 /// `<child> started`, `cancel-tree child.spawned`, `child.spawn_requested`: a child asks to start
 /// (`child.spawn_requested` when the lab then logs it not started).
 pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;
+    let d = x.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;
     let (child, kind) = spawned(x.l, d)?;
     o.input(InputKind::Spawn {
         turn: x.turn(),
@@ -104,8 +103,7 @@ pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 
 /// `cancel-tree cancel.propagated`: a running child was asked to stop.
 pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["child"])?;
+    let d = x.only(&["child"])?;
     o.exact(Output::ChildCancelRequested {
         turn: x.turn(),
         child: d.need_str("child")?,
@@ -116,8 +114,7 @@ pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result
 /// `planner tool.not_started`: a child was not allowed to start. One the line does not name gets
 /// a name of its own.
 pub(super) fn not_started(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["reason", "child", "tool"])?;
+    let d = x.only(&["reason", "child", "tool"])?;
     let child = match d.str("child")? {
         Some(c) => c,
         None => {

@@ -8,6 +8,7 @@ use turnfence_model::Millis;
 use super::detail::Detail;
 use super::{Event, LabLine, Sessions};
 use crate::trace::conform::Observed;
+use crate::trace::InputError;
 
 /// One lab line, as its handler reads it.
 pub(super) struct Line<'a> {
@@ -18,7 +19,13 @@ pub(super) struct Line<'a> {
     pub view: View<'a>,
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
+    /// The line's detail, once it is known to have only `known` keys.
+    pub fn only(&self, known: &[&str]) -> Result<&Detail<'a>, InputError> {
+        self.d.only(known)?;
+        Ok(&self.d)
+    }
+
     /// The turn the line names.
     pub fn turn(&self) -> String {
         self.l.turn_id.clone()
