@@ -131,6 +131,90 @@ macro_rules! monitor {
     };
 }
 
+/// The [`Machine`] interface of a machine module's machine, which is the same for each: the
+/// machine holds its state (whose clock is `now`), its unread outputs and its plant; every input
+/// first moves the clock (what falls due by then happens: the `due` method), then is validated,
+/// then applied; the next instant something happens is the `timeout` method's; the fingerprint
+/// hashes the state. Also the machine with a flaw planted ([`Plantable`]), the sound one
+/// (`new`), a look at the state (named as its field), and `emit`.
+macro_rules! machine {
+    (
+        $machine:ident $name:literal { $field:ident: $state:ty }
+        due: $due:ident, timeout: $timeout:ident
+    ) => {
+        impl<P: $crate::Plant<Flaw>> $crate::Machine for $machine<P> {
+            type Input = Input;
+            type Output = Output;
+            type Misuse = Misuse;
+            type Invariant = Invariant;
+            type Monitor = Monitor;
+
+            const NAME: &'static str = $name;
+
+            fn advance_to(&mut self, at: $crate::Millis) -> Result<(), Misuse> {
+                if at < self.$field.now {
+                    return Err(Misuse::TimeWentBackwards {
+                        expected_at_least: self.$field.now,
+                        got: at,
+                    });
+                }
+                self.$field.now = at;
+                self.$due();
+                Ok(())
+            }
+
+            fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
+                self.advance_to(input.at)?;
+                self.validate(&input.kind)?;
+                self.apply(&input.kind);
+                Ok(())
+            }
+
+            fn poll_output(&mut self) -> Option<Output> {
+                self.outputs.pop_front()
+            }
+
+            fn poll_timeout(&self) -> Option<$crate::Millis> {
+                self.$timeout()
+            }
+
+            fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+                use std::hash::Hash;
+                self.$field.hash(h);
+            }
+        }
+
+        impl $crate::Plantable for $machine {
+            type Flaw = Flaw;
+            type Planted = $machine<$crate::Planted<Flaw>>;
+
+            fn with_flaw(flaw: Flaw) -> $machine<$crate::Planted<Flaw>> {
+                $machine {
+                    plant: $crate::Planted::new(flaw),
+                    ..$machine::default()
+                }
+            }
+        }
+
+        impl $machine {
+            /// The sound machine, fresh.
+            pub fn new() -> $machine {
+                $machine::default()
+            }
+        }
+
+        impl<P: $crate::Plant<Flaw>> $machine<P> {
+            pub fn $field(&self) -> &$state {
+                &self.$field
+            }
+
+            fn emit(&mut self, output: Output) {
+                self.outputs.push_back(output);
+            }
+        }
+    };
+}
+
 pub mod fence;
 mod machine;
 mod plant;
