@@ -59,14 +59,160 @@
 //! planted machine only if its own code names one.
 
 /// One public function per named invariant of a machine's module, each running the module's
-/// `Monitor` over a recorded run with that invariant alone.
+/// `Monitor` over a recorded run with that invariant alone; and the module's `Violation` and
+/// `Step`, the types they speak in.
 macro_rules! named {
-    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(steps: &[Step]) -> Vec<Violation> {
-            Monitor::only(Invariant::$inv).check(steps)
+    ($($(#[$doc:meta])* $name:ident => $inv:ident;)*) => {
+        /// A broken invariant of this machine.
+        pub type Violation = $crate::Violation<Invariant>;
+
+        /// One input and the outputs it caused.
+        pub type Step = $crate::Step<Input, Output>;
+
+        $(
+            $(#[$doc])*
+            pub fn $name(steps: &[Step]) -> Vec<Violation> {
+                Monitor::only(Invariant::$inv).check(steps)
+            }
+        )*
+    };
+}
+
+/// The [`Monitor`] interface of a machine module's `Monitor`, over the module's `Input`, `Output`
+/// and `Invariant`: its `findings`, its handlers (`on_input`, `on_output`, `on_end_step`, and
+/// `on_finish` where the run's end is judged), and a fingerprint of the memory fields named. Also
+/// its own `violate` (at the monitor's `now`) and `reach`, for the handlers.
+macro_rules! monitor {
+    (fingerprint: $($field:ident),+; $(finish: $finish:ident;)?) => {
+        impl $crate::Monitor for Monitor {
+            type Input = Input;
+            type Output = Output;
+            type Invariant = Invariant;
+
+            fn findings(&self) -> &$crate::Findings<Invariant> {
+                &self.findings
+            }
+
+            fn findings_mut(&mut self) -> &mut $crate::Findings<Invariant> {
+                &mut self.findings
+            }
+
+            fn input(&mut self, input: &Input) {
+                self.on_input(input);
+            }
+
+            fn output(&mut self, output: &Output) {
+                self.on_output(output);
+            }
+
+            fn end_step(&mut self) {
+                self.on_end_step();
+            }
+
+            $(fn finish(&mut self) {
+                self.$finish();
+            })?
+
+            fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+                use std::hash::Hash;
+                $(self.$field.hash(h);)+
+            }
         }
-    )*};
+
+        impl Monitor {
+            pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+                self.findings.violate(invariant, self.now, ids, message);
+            }
+
+            pub(super) fn reach(&mut self, invariant: Invariant) {
+                self.findings.reach(invariant);
+            }
+        }
+    };
+}
+
+/// The [`Machine`] interface of a machine module's machine, which is the same for each: the
+/// machine holds its state (whose clock is `now`), its unread outputs and its plant; every input
+/// first moves the clock (what falls due by then happens: the `due` method), then is validated,
+/// then applied; the next instant something happens is the `timeout` method's; the fingerprint
+/// hashes the state. Also the machine with a flaw planted ([`Plantable`]), the sound one
+/// (`new`), a look at the state (named as its field), and `emit`.
+macro_rules! machine {
+    (
+        $machine:ident $name:literal { $field:ident: $state:ty }
+        due: $due:ident, timeout: $timeout:ident
+    ) => {
+        impl<P: $crate::Plant<Flaw>> $crate::Machine for $machine<P> {
+            type Input = Input;
+            type Output = Output;
+            type Misuse = Misuse;
+            type Invariant = Invariant;
+            type Monitor = Monitor;
+
+            const NAME: &'static str = $name;
+
+            fn advance_to(&mut self, at: $crate::Millis) -> Result<(), Misuse> {
+                if at < self.$field.now {
+                    return Err(Misuse::TimeWentBackwards {
+                        expected_at_least: self.$field.now,
+                        got: at,
+                    });
+                }
+                self.$field.now = at;
+                self.$due();
+                Ok(())
+            }
+
+            fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
+                self.advance_to(input.at)?;
+                self.validate(&input.kind)?;
+                self.apply(&input.kind);
+                Ok(())
+            }
+
+            fn poll_output(&mut self) -> Option<Output> {
+                self.outputs.pop_front()
+            }
+
+            fn poll_timeout(&self) -> Option<$crate::Millis> {
+                self.$timeout()
+            }
+
+            fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
+                use std::hash::Hash;
+                self.$field.hash(h);
+            }
+        }
+
+        impl $crate::Plantable for $machine {
+            type Flaw = Flaw;
+            type Planted = $machine<$crate::Planted<Flaw>>;
+
+            fn with_flaw(flaw: Flaw) -> $machine<$crate::Planted<Flaw>> {
+                $machine {
+                    plant: $crate::Planted::new(flaw),
+                    ..$machine::default()
+                }
+            }
+        }
+
+        impl $machine {
+            /// The sound machine, fresh.
+            pub fn new() -> $machine {
+                $machine::default()
+            }
+        }
+
+        impl<P: $crate::Plant<Flaw>> $machine<P> {
+            pub fn $field(&self) -> &$state {
+                &self.$field
+            }
+
+            fn emit(&mut self, output: Output) {
+                self.outputs.push_back(output);
+            }
+        }
+    };
 }
 
 pub mod fence;

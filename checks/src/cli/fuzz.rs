@@ -11,15 +11,27 @@ use turnfence_checks::junit;
 
 use super::{on_machine, write_junit, Driven, Named, Task};
 
-/// What to run: `cases` cases from case number `first`, each of `steps` inputs.
+/// What to run: `cases` cases from case number `first`, each of `steps` inputs (the command's
+/// options).
+#[derive(clap::Args)]
 pub struct Plan {
+    #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    pub first: u64,
+    #[arg(long, default_value_t = 1000)]
     pub cases: u64,
+    /// The first case number (for sharding: `--first 0`, `--first 100000`, …).
+    #[arg(long, default_value_t = 0)]
+    pub first: u64,
+    #[arg(long, default_value_t = 200)]
     pub steps: usize,
+    /// Where counterexample reports go.
+    #[arg(long, default_value = report::DIR)]
     pub out: PathBuf,
+    /// Run with a planted flaw switched on (builds with `--features flaws` only).
+    #[arg(long)]
     pub flaw: Option<String>,
-    /// Where to write the outcome as JUnit XML.
+    /// Also write the outcome as JUnit XML to this file.
+    #[arg(long)]
     pub junit: Option<PathBuf>,
 }
 

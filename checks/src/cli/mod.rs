@@ -102,24 +102,8 @@ enum Command {
     Fuzz {
         #[arg(long, value_enum)]
         machine: Machine,
-        #[arg(long, default_value_t = 0)]
-        seed: u64,
-        #[arg(long, default_value_t = 1000)]
-        cases: u64,
-        /// The first case number (for sharding: `--first 0`, `--first 100000`, …).
-        #[arg(long, default_value_t = 0)]
-        first: u64,
-        #[arg(long, default_value_t = 200)]
-        steps: usize,
-        /// Where counterexample reports go.
-        #[arg(long, default_value = turnfence_checks::fuzz::report::DIR)]
-        out: PathBuf,
-        /// Run with a planted flaw switched on (builds with `--features flaws` only).
-        #[arg(long)]
-        flaw: Option<String>,
-        /// Also write the outcome as JUnit XML to this file.
-        #[arg(long)]
-        junit: Option<PathBuf>,
+        #[command(flatten)]
+        plan: fuzz::Plan,
     },
     /// Explores a machine breadth-first within its CI bounds, up to `depth` inputs: distinct
     /// states, transitions, coverage, and the shortest counterexample if an invariant breaks.
@@ -194,27 +178,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 max_findings,
             },
         ),
-        Command::Fuzz {
-            machine,
-            seed,
-            cases,
-            first,
-            steps,
-            out,
-            flaw,
-            junit,
-        } => {
-            let plan = fuzz::Plan {
-                seed,
-                first,
-                cases,
-                steps,
-                out,
-                flaw,
-                junit,
-            };
-            by_machine!(machine, fuzz::run(&plan))
-        }
+        Command::Fuzz { machine, plan } => by_machine!(machine, fuzz::run(&plan)),
         Command::Explore {
             machine,
             depth,

@@ -2,7 +2,7 @@
 //! components would report, in virtual time; nothing here states an outcome — the machine's
 //! outputs do.
 
-use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode};
+use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, TurnId};
 use turnfence_model::Millis;
 
 /// A named input script for one session.
@@ -67,6 +67,12 @@ impl Script {
         self
     }
 
+    /// An input about the script's turn.
+    fn on_turn(&mut self, at: Millis, kind: impl FnOnce(TurnId) -> InputKind) -> &mut Script {
+        let turn = self.turn.into();
+        self.at(at, kind(turn))
+    }
+
     fn accept(
         &mut self,
         at: Millis,
@@ -74,16 +80,13 @@ impl Script {
         mode: Mode,
         deadline_ms: Option<u64>,
     ) -> &mut Script {
-        self.at(
-            at,
-            InputKind::Accept {
-                turn: self.turn.into(),
-                generation,
-                mode,
-                deadline_ms,
-                budget: None,
-            },
-        )
+        self.on_turn(at, |turn| InputKind::Accept {
+            turn,
+            generation,
+            mode,
+            deadline_ms,
+            budget: None,
+        })
     }
 
     fn spawn(&mut self, at: Millis, child: &str, kind: ChildKind) -> &mut Script {
@@ -97,16 +100,12 @@ impl Script {
         kind: ChildKind,
         need_ms: Option<u64>,
     ) -> &mut Script {
-        let turn = self.turn.into();
-        self.at(
-            at,
-            InputKind::Spawn {
-                turn,
-                child: child.into(),
-                kind,
-                need_ms,
-            },
-        )
+        self.on_turn(at, |turn| InputKind::Spawn {
+            turn,
+            child: child.into(),
+            kind,
+            need_ms,
+        })
     }
 
     fn delta(
@@ -117,17 +116,13 @@ impl Script {
         text: Option<&str>,
         frames: u32,
     ) -> &mut Script {
-        let turn = self.turn.into();
-        self.at(
-            at,
-            InputKind::Delta {
-                turn,
-                generation,
-                seq,
-                text: text.map(str::to_owned),
-                frames,
-            },
-        )
+        self.on_turn(at, |turn| InputKind::Delta {
+            turn,
+            generation,
+            seq,
+            text: text.map(str::to_owned),
+            frames,
+        })
     }
 
     fn text(&mut self, at: Millis, seq: u64, text: &str) -> &mut Script {
@@ -141,43 +136,30 @@ impl Script {
         phase: &str,
         temporary_outputs: u32,
     ) -> &mut Script {
-        let turn = self.turn.into();
-        self.at(
-            at,
-            InputKind::Checkpoint {
-                turn,
-                child: child.into(),
-                phase: phase.into(),
-                temporary_outputs,
-            },
-        )
+        self.on_turn(at, |turn| InputKind::Checkpoint {
+            turn,
+            child: child.into(),
+            phase: phase.into(),
+            temporary_outputs,
+        })
     }
 
     fn stop(&mut self, at: Millis, request_id: &str) -> &mut Script {
-        let turn = self.turn.into();
-        self.at(
-            at,
-            InputKind::Stop {
-                turn,
-                request_id: request_id.into(),
-            },
-        )
+        self.on_turn(at, |turn| InputKind::Stop {
+            turn,
+            request_id: request_id.into(),
+        })
     }
 
     fn completed(&mut self, at: Millis, child: &str) -> &mut Script {
-        let turn = self.turn.into();
-        self.at(
-            at,
-            InputKind::ChildCompleted {
-                turn,
-                child: child.into(),
-            },
-        )
+        self.on_turn(at, |turn| InputKind::ChildCompleted {
+            turn,
+            child: child.into(),
+        })
     }
 
     fn model_done(&mut self, at: Millis) -> &mut Script {
-        let turn = self.turn.into();
-        self.at(at, InputKind::ModelDone { turn })
+        self.on_turn(at, |turn| InputKind::ModelDone { turn })
     }
 
     fn done(&mut self, name: &'static str) -> Scenario {

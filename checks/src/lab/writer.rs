@@ -199,17 +199,9 @@ fn accept(
     refused: bool,
 ) -> Part {
     let mut d = json!({ "generation": generation, "mode": mode });
-    if let Some(ms) = deadline_ms {
-        d["deadline_ms"] = json!(ms);
-    }
-    if let Some(b) = budget {
-        d["budget"] = json!(b);
-    }
-    let event = if refused {
-        "accept.requested"
-    } else {
-        "accepted"
-    };
+    set_some(&mut d, "deadline_ms", deadline_ms);
+    set_some(&mut d, "budget", budget);
+    let event = requested_or(refused, "accept.requested", "accepted");
     ("turn", event, d)
 }
 
@@ -222,15 +214,26 @@ fn spawn(child: &str, kind: &ChildKind, need_ms: Option<u64>, refused: bool) -> 
         }
         other => json!({ "child": child, "kind": other }),
     };
-    if let Some(ms) = need_ms {
-        d["need_ms"] = json!(ms);
-    }
-    let event = if refused {
-        "child.spawn_requested"
-    } else {
-        "child.spawned"
-    };
+    set_some(&mut d, "need_ms", need_ms);
+    let event = requested_or(refused, "child.spawn_requested", "child.spawned");
     ("cancel-tree", event, d)
+}
+
+/// Sets `key` in a detail to `value`, when there is one.
+fn set_some(d: &mut Value, key: &str, value: Option<impl Serialize>) {
+    if let Some(v) = value {
+        d[key] = json!(v);
+    }
+}
+
+/// The event of an accept or a spawn: the request when the machine refused it, else what
+/// happened.
+fn requested_or(refused: bool, requested: &'static str, done: &'static str) -> &'static str {
+    if refused {
+        requested
+    } else {
+        done
+    }
 }
 
 /// The detail that names a delta: its generation and seq.

@@ -31,40 +31,24 @@ use turnfence_model::Millis;
 use conform::{Conform, Observed, SessionCheck};
 
 /// The meta line's fields (first line only). Strict: a key not listed here is an input error.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Every key may be left out. The checker reads `complete` and `partial` only: `dialect` and
+/// `machine` are read before the trace is (by `check_input`), and a fixture's expectations and
+/// provenance (`expect` to `source`) by the fixture tests.
+#[derive(Default, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[allow(dead_code)]
 struct Meta {
-    /// The trace's dialect and machine (read before the trace is, by `check_input`).
-    #[serde(default)]
-    #[allow(dead_code)]
     dialect: Option<String>,
-    #[serde(default)]
-    #[allow(dead_code)]
     machine: Option<String>,
     /// The output kinds the log records completely.
-    #[serde(default)]
     complete: Option<Vec<String>>,
     /// The capture is partial: a session may end with its turns unfinished.
-    #[serde(default)]
     partial: bool,
-    /// A fixture's expectations and provenance, read by the fixture tests.
-    #[serde(default)]
-    #[allow(dead_code)]
     expect: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
     invariant: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
     line: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
     error: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
     story: Option<serde_json::Value>,
-    #[serde(default)]
-    #[allow(dead_code)]
     source: Option<serde_json::Value>,
 }
 

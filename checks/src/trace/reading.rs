@@ -77,58 +77,72 @@ pub fn reading(
     let meta = serde_json::from_str::<serde_json::Value>(first.trim_start_matches('\u{feff}'))
         .ok()
         .and_then(|v| v.get("meta").cloned());
-    let named = |key: &str| {
-        meta.as_ref()
-            .and_then(|m| m.get(key)?.as_str().map(str::to_owned))
-    };
     let mut overrides = Vec::new();
-    let named_dialect = match named("dialect").as_deref() {
-        None => None,
-        Some("canonical") => Some(Dialect::Canonical),
-        Some("lab") => Some(Dialect::Lab),
-        Some(other) => {
-            return Err(InputError::at(
-                1,
-                format!(
-                    "unknown dialect {other:?} in the meta line; expected `canonical` or `lab`"
-                ),
-            ))
-        }
-    };
-    let named_machine = match named("machine").as_deref() {
-        None => None,
-        Some("turn") => Some(Machine::Turn),
-        Some("fence") => Some(Machine::Fence),
-        Some(other) => {
-            return Err(InputError::at(
-                1,
-                format!("unknown machine {other:?} in the meta line; expected `turn` or `fence`"),
-            ))
-        }
-    };
-    if let (Some(flag), Some(meta)) = (dialect, named_dialect) {
-        if flag != meta {
-            overrides.push(format!(
-                "--dialect {} overrides the meta line's dialect {}",
-                flag.name(),
-                meta.name()
-            ));
-        }
-    }
-    if let (Some(flag), Some(meta)) = (machine, named_machine) {
-        if flag != meta {
-            overrides.push(format!(
-                "--machine {} overrides the meta line's machine {}",
-                flag.name(),
-                meta.name()
-            ));
-        }
-    }
+    let dialect = chosen(dialect, meta.as_ref(), &mut overrides)?;
+    let machine = chosen(machine, meta.as_ref(), &mut overrides)?;
     Ok(Reading {
-        dialect: dialect.or(named_dialect).unwrap_or(Dialect::Canonical),
-        machine: machine.or(named_machine).unwrap_or(Machine::Turn),
+        dialect: dialect.unwrap_or(Dialect::Canonical),
+        machine: machine.unwrap_or(Machine::Turn),
         overrides,
     })
+}
+
+/// What a meta line names and a flag overrides: a dialect, a machine.
+trait Choice: Copy + PartialEq + clap::ValueEnum {
+    /// Its key in the meta line, and its flag.
+    const KEY: &'static str;
+
+    fn name(self) -> &'static str;
+}
+
+impl Choice for Dialect {
+    const KEY: &'static str = "dialect";
+
+    fn name(self) -> &'static str {
+        Dialect::name(self)
+    }
+}
+
+impl Choice for Machine {
+    const KEY: &'static str = "machine";
+
+    fn name(self) -> &'static str {
+        Machine::name(self)
+    }
+}
+
+/// The flag, else what the meta line names (an unknown name is an input error on line 1); a
+/// flag that disagrees with the meta line is said in `overrides`.
+fn chosen<T: Choice>(
+    flag: Option<T>,
+    meta: Option<&serde_json::Value>,
+    overrides: &mut Vec<String>,
+) -> Result<Option<T>, InputError> {
+    let key = T::KEY;
+    let Some(name) = meta.and_then(|m| m.get(key)?.as_str()) else {
+        return Ok(flag);
+    };
+    let Some(named) = T::value_variants().iter().find(|v| v.name() == name) else {
+        let expected: Vec<String> = T::value_variants()
+            .iter()
+            .map(|v| format!("`{}`", v.name()))
+            .collect();
+        return Err(InputError::at(
+            1,
+            format!(
+                "unknown {key} {name:?} in the meta line; expected {}",
+                expected.join(" or ")
+            ),
+        ));
+    };
+    if let Some(flag) = flag.filter(|flag| flag != named) {
+        overrides.push(format!(
+            "--{key} {} overrides the meta line's {key} {}",
+            flag.name(),
+            named.name()
+        ));
+    }
+    Ok(Some(flag.unwrap_or(*named)))
 }
 
 /// A trace checked: how it was read (always known when there is a verdict; an error may come

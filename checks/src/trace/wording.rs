@@ -172,25 +172,27 @@ fn got_words(got: &str) -> String {
 mod tests {
     use super::*;
 
+    /// The error worded for `line`, serde's column just past `value` (its first occurrence).
+    fn worded_after(error: &str, line: &str, value: &str) -> String {
+        let column = line.find(value).unwrap() + value.len();
+        in_schema_words(error, line, Some(column))
+    }
+
     #[test]
     fn names_the_field_and_the_allowed_values() {
-        let line = r#"{"at":0,"input":"accept","turn":"t1","generation":"one","mode":"text"}"#;
-        let column = line.find("\"one\"").unwrap() + 5;
         assert_eq!(
-            in_schema_words(
+            worded_after(
                 "invalid type: string \"one\", expected u64",
-                line,
-                Some(column)
+                r#"{"at":0,"input":"accept","turn":"t1","generation":"one","mode":"text"}"#,
+                "\"one\""
             ),
             "field `generation`: expected a non-negative integer, got \"one\""
         );
-        let line = r#"{"at":1,"input":"spawn","turn":"t1","child":"c","kind":"tool"}"#;
-        let column = line.find("\"tool\"").unwrap() + 6;
         assert_eq!(
-            in_schema_words(
+            worded_after(
                 "invalid type: unit variant, expected struct variant",
-                line,
-                Some(column)
+                r#"{"at":1,"input":"spawn","turn":"t1","child":"c","kind":"tool"}"#,
+                "\"tool\""
             ),
             "field `kind`: \"tool\" takes fields: write it as an object, {\"tool\": {…}} (the \
              schema in schema/canonical-trace.schema.json lists them)"

@@ -13,16 +13,22 @@ fn turnfence(args: &[&str], dir: &Path) -> Output {
         .expect("the turnfence binary runs")
 }
 
+/// Asserts the command exited with `code`; if not, shows what it wrote to `shown`.
+#[track_caller]
+fn assert_exit(out: &Output, code: i32, shown: &[u8]) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}",
+        String::from_utf8_lossy(shown)
+    );
+}
+
 #[test]
 fn gate_writes_the_evidence_and_exits_zero() {
     let dir = tempfile::tempdir().unwrap();
     let out = turnfence(&["gate"], dir.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0, &out.stderr);
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
         stdout.contains("RESULT PASS :: 24/24 assertions passed"),
@@ -52,14 +58,7 @@ fn gate_writes_the_evidence_and_exits_zero() {
     // Every events.jsonl line is one JSON object in the lab's shape.
     for line in read(&evidence.join("events.jsonl")).lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for key in [
-            "t_ms",
-            "scenario",
-            "turn_id",
-            "component",
-            "event",
-            "detail",
-        ] {
+        for key in turnfence_checks::lab::FIELDS {
             assert!(v.get(key).is_some(), "{key} missing in {line}");
         }
     }
@@ -248,19 +247,9 @@ fn the_gates_own_evidence_checks_clean() {
         &["check", "--dialect", "lab", events.to_str().unwrap()],
         dir.path(),
     );
-    assert_eq!(
-        lab.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&lab.stdout)
-    );
+    assert_exit(&lab, 0, &lab.stdout);
     let canonical = turnfence(&["check", trace.to_str().unwrap()], dir.path());
-    assert_eq!(
-        canonical.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&canonical.stdout)
-    );
+    assert_exit(&canonical, 0, &canonical.stdout);
 }
 
 /// A trace with 100 000 findings: the text report stays a few hundred lines, says how many it
@@ -414,12 +403,7 @@ fn check_tolerates_a_byte_order_mark_and_a_trailing_blank_line() {
     let tolerated = dir.path().join("bom.jsonl");
     std::fs::write(&tolerated, format!("\u{feff}{body}\n\n")).unwrap();
     let out = turnfence(&["check", tolerated.to_str().unwrap()], dir.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0, &out.stderr);
     assert!(String::from_utf8_lossy(&out.stdout).contains("CONFORMS: 0 findings in 2 lines"));
     let inner = dir.path().join("inner.jsonl");
     std::fs::write(&inner, format!("{body}\n{{\"at\":1,\"input\":\"tick\"}}\n")).unwrap();
@@ -537,12 +521,7 @@ fn check_reads_the_dialect_from_the_meta_line() {
     let dir = tempfile::tempdir().unwrap();
     let lab = fixture("0001_lab_baseline_stream.jsonl");
     let out = turnfence(&["check", lab.to_str().unwrap()], dir.path());
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_exit(&out, 0, &out.stderr);
     let out = turnfence(
         &["check", lab.to_str().unwrap(), "--dialect", "canonical"],
         dir.path(),

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 use turnfence_checks::gate::{self, GateRun};
+use turnfence_checks::lab::writer::LabEvent;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{Flaw, TurnMachine};
 
@@ -10,13 +11,20 @@ fn gate_run() -> GateRun {
     gate::run(&gate::NAMES, TurnMachine::new)
 }
 
+/// Each scenario of a run by name, with its lab events.
+fn lab_events(run: &GateRun) -> Vec<(&'static str, Vec<LabEvent>)> {
+    run.scenarios
+        .iter()
+        .map(|s| (s.name, s.lab_events()))
+        .collect()
+}
+
 /// An accept the machine refused is logged as a request, never as `turn accepted`.
 #[test]
 fn a_refused_accept_is_logged_as_requested_not_accepted() {
     let run = gate_run();
     let mut refused = 0;
-    for s in &run.scenarios {
-        let events = s.lab_events();
+    for (name, events) in lab_events(&run) {
         for (i, e) in events.iter().enumerate() {
             if (e.component, e.event) != ("turn", "accept.refused") {
                 continue;
@@ -27,13 +35,12 @@ fn a_refused_accept_is_logged_as_requested_not_accepted() {
                 .filter(|a| a.component == "turn" && a.turn_id == e.turn_id && a.t_ms == e.t_ms)
                 .filter(|a| a.event == "accepted")
                 .collect();
-            assert!(accepts.is_empty(), "{}: {accepts:?} then {e:?}", s.name);
+            assert!(accepts.is_empty(), "{name}: {accepts:?} then {e:?}");
             let before = &events[i - 1];
             assert_eq!(
                 (before.component, before.event, before.turn_id.as_str()),
                 ("turn", "accept.requested", e.turn_id.as_str()),
-                "{}",
-                s.name
+                "{name}"
             );
         }
     }
@@ -61,10 +68,8 @@ fn a_refused_accept_is_logged_as_requested_not_accepted() {
 /// A child the machine did not start is logged as a spawn request, never as `child.spawned`.
 #[test]
 fn a_child_not_started_is_logged_as_requested_not_spawned() {
-    let run = gate_run();
     let mut not_started = 0;
-    for s in &run.scenarios {
-        let events = s.lab_events();
+    for (name, events) in lab_events(&gate_run()) {
         for e in events.iter().filter(|e| e.event == "tool.not_started") {
             not_started += 1;
             let child = &e.detail["child"];
@@ -73,7 +78,7 @@ fn a_child_not_started_is_logged_as_requested_not_spawned() {
                 .filter(|a| a.component == "cancel-tree" && a.detail.get("child") == Some(child))
                 .map(|a| a.event)
                 .collect();
-            assert_eq!(spawns, ["child.spawn_requested"], "{}: {child}", s.name);
+            assert_eq!(spawns, ["child.spawn_requested"], "{name}: {child}");
         }
     }
     assert!(not_started > 0, "no scenario refuses a child");
@@ -187,17 +192,15 @@ fn read_from_the_log_each_turn_ends_once() {
 /// frame under the turn whose frame played, not under a turn that had already ended.
 #[test]
 fn a_frame_consumed_is_logged_under_the_turn_whose_frame_played() {
-    let run = gate_run();
     let mut seen = 0;
-    for s in &run.scenarios {
-        let events = s.lab_events();
+    for (name, events) in lab_events(&gate_run()) {
         for pair in events.windows(2) {
             if (pair[0].component, pair[0].event) != ("speaker", "frame.consumed") {
                 continue;
             }
             seen += 1;
-            assert_eq!(pair[1].event, "frame.played", "{}", s.name);
-            assert_eq!(pair[0].turn_id, pair[1].turn_id, "{}: {pair:?}", s.name);
+            assert_eq!(pair[1].event, "frame.played", "{name}");
+            assert_eq!(pair[0].turn_id, pair[1].turn_id, "{name}: {pair:?}");
         }
     }
     assert!(seen > 0, "no frame consumed");

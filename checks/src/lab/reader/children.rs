@@ -19,8 +19,7 @@ use crate::trace::InputError;
 /// and what shows a registered child running, a checkpoint or a completion, is judged where it
 /// comes).
 pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;
+    let d = x.only(&["parent", "child", "kind", "tool", "cancellable", "need_ms"])?;
     let (child, kind) = spawned(x.l, d)?;
     let turn = x.turn();
     o.input(InputKind::Spawn {
@@ -37,11 +36,7 @@ pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
 
 /// `<child> completed`: the child finished its work.
 pub(super) fn completed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let (turn, child) = turn_and_child(
-        x,
-        &["documents", "elapsed_ms", "child", "output_tokens"],
-        &x.l.component,
-    )?;
+    let (turn, child) = own_child(x, &["documents", "elapsed_ms", "child", "output_tokens"])?;
     o.input(InputKind::ChildCompleted { turn, child });
     Ok(())
 }
@@ -50,11 +45,7 @@ pub(super) fn completed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 /// names `temporary`, on a line that names no child, creates one temporary output.
 pub(super) fn checkpoint(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
-    let (turn, child) = turn_and_child(
-        x,
-        &["phase", "checkpoint", "child", "temporary_outputs"],
-        &x.l.component,
-    )?;
+    let (turn, child) = own_child(x, &["phase", "checkpoint", "child", "temporary_outputs"])?;
     let phase = match d.str("phase")? {
         Some(p) => p,
         None => d.need_str("checkpoint")?,
@@ -77,10 +68,9 @@ pub(super) fn checkpoint(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), In
 /// compared).
 pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = &x.d;
-    let (turn, child) = turn_and_child(
+    let (turn, child) = own_child(
         x,
         &["checkpoint", "reason", "child", "committed_side_effects"],
-        &x.l.component,
     )?;
     let (checkpoint, wild): (String, &'static [&'static str]) = match d.str("checkpoint")? {
         Some(cp) => (cp, &[]),
@@ -108,7 +98,7 @@ pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 /// `<child> report.ignored`: a child the system had already stopped reported late; the report
 /// was dropped.
 pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let (turn, child) = turn_and_child(x, &["report", "child"], &x.l.component)?;
+    let (turn, child) = own_child(x, &["report", "child"])?;
     let report = from_name(&x.d.need_str("report")?, x.line)?;
     o.exact(Output::ReportIgnored {
         turn,
@@ -120,8 +110,7 @@ pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 
 /// `cancel-tree cancel.propagated`: a running child was asked to stop.
 pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["child"])?;
+    let d = x.only(&["child"])?;
     o.exact(Output::ChildCancelRequested {
         turn: x.turn(),
         child: d.need_str("child")?,
@@ -132,8 +121,7 @@ pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result
 /// `planner tool.not_started`: a child was not allowed to start. One the line does not name gets
 /// a name of its own.
 pub(super) fn not_started(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["reason", "child", "tool"])?;
+    let d = x.only(&["reason", "child", "tool"])?;
     let child = match d.str("child")? {
         Some(c) => c,
         None => {
@@ -183,6 +171,12 @@ fn spawned(l: &LabLine, d: &Detail) -> Result<(String, ChildKind), InputError> {
         None => kind_from_name(&child),
     };
     Ok((child, kind))
+}
+
+/// The turn and the child a line of the child's own component (`retriever`, `model`, `tool`,
+/// `tts`) is about, once its detail is known to have only `known` keys.
+fn own_child(x: &Line, known: &[&str]) -> Result<(String, String), InputError> {
+    turn_and_child(x, known, &x.l.component)
 }
 
 /// The turn and the child a line about a child is about, once its detail is known to have only

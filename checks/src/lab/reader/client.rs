@@ -21,8 +21,7 @@ pub(super) fn stop(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputErr
 
 /// `client event.acked`: the client acknowledged every event up to `seq`.
 pub(super) fn acked(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq"])?;
+    let d = x.only(&["seq"])?;
     let seq = d.need_u64("seq")?;
     // The lab acks without logging the receipt: the client took the events in first.
     for s in x.view.received() + 1..=seq {
@@ -34,8 +33,7 @@ pub(super) fn acked(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
 
 /// `client event.received`: the transport handed the client an event.
 pub(super) fn received(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq"])?;
+    let d = x.only(&["seq"])?;
     o.input(InputKind::ClientReceive {
         seq: d.need_u64("seq")?,
     });
@@ -44,8 +42,7 @@ pub(super) fn received(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
 
 /// `client duplicate.ignored`: the client saw an event again and ignored it.
 pub(super) fn duplicate_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq"])?;
+    let d = x.only(&["seq"])?;
     o.exact(Output::DuplicateIgnored {
         seq: d.need_u64("seq")?,
     });
@@ -54,8 +51,7 @@ pub(super) fn duplicate_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result
 
 /// `client render.completed`: the client rendered the turn's text.
 pub(super) fn rendered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["text"])?;
+    let d = x.only(&["text"])?;
     o.exact(Output::Rendered {
         turn: x.turn(),
         text: d.need_str("text")?,
@@ -75,8 +71,7 @@ pub(super) fn disconnected(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), 
 
 /// `transport resume`: the client reconnected, asking for every event after `after_seq`.
 pub(super) fn resume(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["after_seq", "token"])?;
+    let d = x.only(&["after_seq", "token"])?;
     o.input(InputKind::Resume {
         after_seq: d.need_u64("after_seq")?,
     });

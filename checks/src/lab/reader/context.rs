@@ -9,6 +9,7 @@ use super::detail::Detail;
 use super::{Event, LabLine, Sessions};
 use crate::trace::conform::Observed;
 use crate::trace::turn_facts::Fact;
+use crate::trace::InputError;
 
 /// One lab line, as its handler reads it.
 pub(super) struct Line<'a> {
@@ -19,7 +20,13 @@ pub(super) struct Line<'a> {
     pub view: View<'a>,
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
+    /// The line's detail, once it is known to have only `known` keys.
+    pub fn only(&self, known: &[&str]) -> Result<&Detail<'a>, InputError> {
+        self.d.only(known)?;
+        Ok(&self.d)
+    }
+
     /// The turn the line names.
     pub fn turn(&self) -> String {
         self.l.turn_id.clone()

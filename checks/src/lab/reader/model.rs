@@ -54,8 +54,7 @@ pub(super) fn stated_time(x: &Line, turn: &str) -> Result<Option<Fact>, InputErr
 /// `model response.delta`, `response.audio.delta`: a delta (an audio one has a frame unless it
 /// says how many), delivered or dropped when the line says so.
 pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq", "text", "delivered", "generation", "frames"])?;
+    let d = x.only(&["seq", "text", "delivered", "generation", "frames"])?;
     let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
     let seq = d.need_u64("seq")?;
     let audio = x.l.event == "response.audio.delta";
@@ -96,8 +95,7 @@ pub(super) fn response_completed(x: &Line, o: &mut Out, _: &mut Memory) -> Resul
 
 /// `delivery-gate delivered`: the gate let a delta through.
 pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["generation", "seq"])?;
+    let d = x.only(&["generation", "seq"])?;
     let generation = d.need_u64("generation")?;
     let turn = x.turn_at(Some(generation));
     o.exact(Output::Delivered {
@@ -111,8 +109,7 @@ pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 /// `delivery-gate late.delta.dropped`, `late.audio.dropped`: the gate dropped a delta; without a
 /// reason, the reason is not compared.
 pub(super) fn dropped(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["generation", "seq", "reason"])?;
+    let d = x.only(&["generation", "seq", "reason"])?;
     let generation = d.need_u64("generation")?;
     let turn = x.turn_at(Some(generation));
     let (reason, wild): (DropReason, &'static [&'static str]) = match d.str("reason")? {

@@ -20,8 +20,7 @@ pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 /// apart), is the hidden step the model supplies while the frame is still buffered. Which of its
 /// delta's frames it was (`frame`, the gate's) is not compared.
 pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq", "generation", "frame"])?;
+    let d = x.only(&["seq", "generation", "frame"])?;
     let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
     if d.u64("generation")?.is_none() {
         // The lab logs the speaker's consumption and the play as one line.

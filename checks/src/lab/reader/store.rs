@@ -9,8 +9,7 @@ use crate::trace::InputError;
 /// `stream-store event.persisted`: an event stored with its seq (and text, unless the lab left it
 /// out and the reader could not infer it from the final render).
 pub(super) fn persisted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq", "text", "delivered", "terminal"])?;
+    let d = x.only(&["seq", "text", "delivered", "terminal"])?;
     let terminal = d.bool("terminal")?.unwrap_or(false);
     let text = d.str("text")?;
     o.exact(Output::Persisted {
@@ -24,8 +23,7 @@ pub(super) fn persisted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 
 /// `stream-store replay`: the events `FROM..TO` replayed after a resume.
 pub(super) fn replay(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["seq_range"])?;
+    let d = x.only(&["seq_range"])?;
     let range = d.need_str("seq_range")?;
     let (from, to) = range
         .split_once("..")
@@ -37,8 +35,7 @@ pub(super) fn replay(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputE
 
 /// `stream-store resume.refused`: a resume the store refused, and why.
 pub(super) fn resume_refused(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["after_seq", "reason"])?;
+    let d = x.only(&["after_seq", "reason"])?;
     let reason = from_name(&d.need_str("reason")?, x.line)?;
     o.exact(Output::ResumeRefused {
         after_seq: d.need_u64("after_seq")?,

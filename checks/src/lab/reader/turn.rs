@@ -99,8 +99,7 @@ pub(super) fn stop_answered(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(),
 /// `turn cancelled`, `completed`, `failed`, `reconcile_required`, `old_generation.cancelled`: the
 /// terminal state of the turn (of the generation, when the line names one).
 pub(super) fn terminal(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&[
+    let d = x.only(&[
         "terminal_events",
         "propagation_ms",
         "cancel_effects",
@@ -152,8 +151,7 @@ pub(super) fn terminal(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
 
 /// `turn barge_in.accepted`: the fenced generation (or the one before the new).
 pub(super) fn barge_in(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["new_generation", "fenced_generation"])?;
+    let d = x.only(&["new_generation", "fenced_generation"])?;
     let generation = match d.u64("fenced_generation")? {
         Some(g) => g,
         None => d.need_u64("new_generation")?.saturating_sub(1),
@@ -171,8 +169,7 @@ pub(super) fn created_from_barge_in(
     o: &mut Out,
     m: &mut Memory,
 ) -> Result<(), InputError> {
-    let d = &x.d;
-    d.only(&["new_turn"])?;
+    let d = x.only(&["new_turn"])?;
     let mode = x.view.mode_of(&x.turn()).unwrap_or(Mode::Audio);
     o.input(InputKind::Accept {
         turn: d.need_str("new_turn")?,

@@ -66,50 +66,6 @@ pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
     (normalize(token), normalize(req))
 }
 
-impl crate::Monitor for Monitor {
-    type Input = Input;
-    type Output = Output;
-    type Invariant = Invariant;
-
-    fn findings(&self) -> &Findings<Invariant> {
-        &self.findings
-    }
-
-    fn findings_mut(&mut self) -> &mut Findings<Invariant> {
-        &mut self.findings
-    }
-
-    fn input(&mut self, input: &Input) {
-        self.on_input(input);
-    }
-
-    fn output(&mut self, output: &Output) {
-        self.on_output(output);
-    }
-
-    fn end_step(&mut self) {
-        self.on_end_step();
-    }
-
-    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
-        use std::hash::Hash;
-        self.now.hash(h);
-        self.rows.hash(h);
-        self.dead.hash(h);
-        self.workers.hash(h);
-        self.asked.hash(h);
-        self.sends.hash(h);
-        self.replies.hash(h);
-        self.restore.hash(h);
-    }
-}
-
-impl Monitor {
-    pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
-        self.findings.violate(invariant, self.now, ids, message);
-    }
-
-    pub(super) fn reach(&mut self, i: Invariant) {
-        self.findings.reach(i);
-    }
+monitor! {
+    fingerprint: now, rows, dead, workers, asked, sends, replies, restore;
 }

@@ -92,12 +92,6 @@ impl crate::Invariant for Invariant {
     }
 }
 
-/// A broken invariant of this machine.
-pub type Violation = crate::Violation<Invariant>;
-
-/// One input and the outputs it caused.
-pub type Step = crate::Step<Input, Output>;
-
 named! {
     /// No begin succeeds as active on a sealed row (with a new token, or the same one).
     sealed_never_readopted => SealedNeverReadopted;

@@ -25,7 +25,7 @@ use super::misuse::Misuse;
 use super::table::{normalize, Request, Table, TableFlaws};
 use super::types::*;
 use super::{Flaw, Invariant, Monitor};
-use crate::{Millis, Plant, Plantable, Planted, Sound};
+use crate::{Millis, Plant, Sound};
 
 /// Each wait for an ack is this long, by name (never lengthened to ride out a stalled supervisor).
 pub const ACK_WAIT_MS: Millis = 10_000;
@@ -127,7 +127,7 @@ pub struct FenceState {
 }
 
 /// The fence machine. `P` is its planted flaw: [`Sound`] (none, by type: the machine everyone
-/// runs) unless it was made by [`Plantable::with_flaw`].
+/// runs) unless it was made by [`Plantable::with_flaw`](crate::Plantable::with_flaw).
 #[derive(Clone, Debug, Default)]
 pub struct FenceMachine<P = Sound> {
     state: FenceState,
@@ -135,81 +135,17 @@ pub struct FenceMachine<P = Sound> {
     plant: P,
 }
 
-impl<P: Plant<Flaw>> crate::Machine for FenceMachine<P> {
-    type Input = Input;
-    type Output = Output;
-    type Misuse = Misuse;
-    type Invariant = Invariant;
-    type Monitor = Monitor;
+machine!(FenceMachine "fence" { state: FenceState } due: expire_waits, timeout: wait_end);
 
-    const NAME: &'static str = "fence";
-
-    /// Waits that ran out by `at` are re-sent or end `unknown`.
-    fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
-        if at < self.state.now {
-            return Err(Misuse::TimeWentBackwards {
-                expected_at_least: self.state.now,
-                got: at,
-            });
-        }
-        self.state.now = at;
-        self.expire_waits();
-        Ok(())
-    }
-
-    fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
-        self.advance_to(input.at)?;
-        self.validate(&input.kind)?;
-        self.apply(&input.kind);
-        Ok(())
-    }
-
-    fn poll_output(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
-    }
-
+impl<P: Plant<Flaw>> FenceMachine<P> {
     /// The end of the earliest wait: there it is re-sent or ends `unknown`.
-    fn poll_timeout(&self) -> Option<Millis> {
+    fn wait_end(&self) -> Option<Millis> {
         self.state
             .workers
             .values()
             .filter_map(|w| w.waiting.as_ref())
             .map(|w| w.deadline_at)
             .min()
-    }
-
-    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
-        use std::hash::Hash;
-        self.state.hash(h);
-    }
-}
-
-impl Plantable for FenceMachine {
-    type Flaw = Flaw;
-    type Planted = FenceMachine<Planted<Flaw>>;
-
-    fn with_flaw(flaw: Flaw) -> FenceMachine<Planted<Flaw>> {
-        FenceMachine {
-            plant: Planted::new(flaw),
-            ..FenceMachine::default()
-        }
-    }
-}
-
-impl FenceMachine {
-    /// The sound machine, fresh.
-    pub fn new() -> FenceMachine {
-        FenceMachine::default()
-    }
-}
-
-impl<P: Plant<Flaw>> FenceMachine<P> {
-    pub fn state(&self) -> &FenceState {
-        &self.state
-    }
-
-    fn emit(&mut self, o: Output) {
-        self.outputs.push_back(o);
     }
 
     fn table_flaws(&self) -> TableFlaws {

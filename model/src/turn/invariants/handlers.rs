@@ -200,26 +200,12 @@ impl Monitor {
                 self.spawn_violation(turn, child, why);
             }
         }
-        if let Some(seq) = expect.receive_dup {
-            if !expect.duplicate_ignored {
-                let s = seq.to_string();
-                self.violate(
-                    Invariant::ReplayExactlyOnce,
-                    &[&s],
-                    format!("the client took in seq {seq} a second time"),
-                );
-            }
-        }
-        if let Some(after) = expect.resume {
-            if !expect.resume_answered {
-                let a = after.to_string();
-                self.violate(
-                    Invariant::ReplayExactlyOnce,
-                    &[&a],
-                    format!("resume after seq {after} was neither replayed nor refused"),
-                );
-            }
-        }
+        self.seq_unanswered(expect.receive_dup, expect.duplicate_ignored, |seq| {
+            format!("the client took in seq {seq} a second time")
+        });
+        self.seq_unanswered(expect.resume, expect.resume_answered, |after| {
+            format!("resume after seq {after} was neither replayed nor refused")
+        });
         if let Some(turn) = &expect.accept {
             if let Some(t) = self.turns.get(turn) {
                 if !expect.refused {
@@ -230,6 +216,19 @@ impl Monitor {
         self.check_running();
         self.check_deadlines();
         self.findings.end_step();
+    }
+
+    /// A seq the step's input named and its outputs did not answer as they must: replay is not
+    /// exactly once, about that seq.
+    fn seq_unanswered(
+        &mut self,
+        seq: Option<Seq>,
+        answered: bool,
+        why: impl FnOnce(Seq) -> String,
+    ) {
+        if let Some(seq) = seq.filter(|_| !answered) {
+            self.violate(Invariant::ReplayExactlyOnce, &[&seq.to_string()], why(seq));
+        }
     }
 
     /// The run is over.

@@ -106,54 +106,13 @@ pub(super) enum Moment {
     StopRequested,
 }
 
-impl crate::Monitor for Monitor {
-    type Input = Input;
-    type Output = Output;
-    type Invariant = Invariant;
-
-    fn findings(&self) -> &Findings<Invariant> {
-        &self.findings
-    }
-
-    fn findings_mut(&mut self) -> &mut Findings<Invariant> {
-        &mut self.findings
-    }
-
-    fn input(&mut self, input: &Input) {
-        self.on_input(input);
-    }
-
-    fn output(&mut self, output: &Output) {
-        self.on_output(output);
-    }
-
-    fn end_step(&mut self) {
-        self.on_end_step();
-    }
-
-    fn finish(&mut self) {
-        self.on_finish();
-    }
-
-    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
-        use std::hash::Hash;
-        self.now.hash(h);
-        self.active_generation.hash(h);
-        self.turns.hash(h);
-        self.store.hash(h);
-        self.client_received.hash(h);
-        self.client_text.hash(h);
-        self.disconnected_at.hash(h);
-        self.replayed.hash(h);
-        self.reported.hash(h);
-    }
+monitor! {
+    fingerprint: now, active_generation, turns, store, client_received, client_text,
+        disconnected_at, replayed, reported;
+    finish: on_finish;
 }
 
 impl Monitor {
-    pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
-        self.findings.violate(invariant, self.now, ids, message);
-    }
-
     /// Like `violate`, the story starting at the turn's `moment` where it happened.
     pub(super) fn violate_after(
         &mut self,
@@ -176,10 +135,6 @@ impl Monitor {
         self.moments
             .entry((turn.to_owned(), moment))
             .or_insert(step);
-    }
-
-    pub(super) fn reach(&mut self, invariant: Invariant) {
-        self.findings.reach(invariant);
     }
 
     /// Reports a standing condition once per (invariant, subject), not at every step it persists.

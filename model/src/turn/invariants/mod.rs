@@ -95,12 +95,6 @@ impl crate::Invariant for Invariant {
     }
 }
 
-/// A broken invariant of this machine.
-pub type Violation = crate::Violation<Invariant>;
-
-/// One input and the outputs it caused.
-pub type Step = crate::Step<Input, Output>;
-
 named! {
     /// Every turn reaches at most one terminal state and never leaves it.
     one_terminal_state => OneTerminalState;

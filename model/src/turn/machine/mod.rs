@@ -16,7 +16,7 @@ use super::misuse::Misuse;
 use super::state::{Child, ChildState, Session, Turn};
 use super::types::*;
 use super::{Flaw, Invariant, Monitor};
-use crate::{Millis, Plant, Plantable, Planted, Sound};
+use crate::{Millis, Plant, Sound};
 
 /// At most this many turns per session.
 pub const MAX_TURNS: usize = 1 << 16;
@@ -32,7 +32,8 @@ pub const RESUME_TTL_MS: Millis = 60_000;
 pub const TTS_CHECKPOINT: &str = "buffer_cleared";
 
 /// The turn machine of one session. `P` is its planted flaw: [`Sound`] (none, by type: the
-/// machine everyone runs) unless it was made by [`Plantable::with_flaw`].
+/// machine everyone runs) unless it was made by
+/// [`Plantable::with_flaw`](crate::Plantable::with_flaw).
 #[derive(Clone, Debug, Default)]
 pub struct TurnMachine<P = Sound> {
     session: Session,
@@ -54,43 +55,13 @@ mod delivery;
 mod lifecycle;
 mod store;
 
-impl<P: Plant<Flaw>> crate::Machine for TurnMachine<P> {
-    type Input = Input;
-    type Output = Output;
-    type Misuse = Misuse;
-    type Invariant = Invariant;
-    type Monitor = Monitor;
+machine!(TurnMachine "turn" { session: Session } due: fire_deadlines, timeout: next_deadline);
 
-    const NAME: &'static str = "turn";
-
-    /// Deadlines due by `at` fire.
-    fn advance_to(&mut self, at: Millis) -> Result<(), Misuse> {
-        if at < self.session.now {
-            return Err(Misuse::TimeWentBackwards {
-                expected_at_least: self.session.now,
-                got: at,
-            });
-        }
-        self.session.now = at;
-        self.fire_deadlines();
-        Ok(())
-    }
-
-    fn handle(&mut self, input: &Input) -> Result<(), Misuse> {
-        self.advance_to(input.at)?;
-        self.validate(&input.kind)?;
-        self.apply(&input.kind);
-        Ok(())
-    }
-
-    fn poll_output(&mut self) -> Option<Output> {
-        self.outputs.pop_front()
-    }
-
+impl<P: Plant<Flaw>> TurnMachine<P> {
     /// The next deadline of a turn not yet ended: a running turn's fires there; a stopping
     /// turn's is where the invariants judge whether it ended in time
     /// (`quiescent_turns_terminal`).
-    fn poll_timeout(&self) -> Option<Millis> {
+    fn next_deadline(&self) -> Option<Millis> {
         let s = &self.session;
         s.turns
             .iter()
@@ -98,40 +69,6 @@ impl<P: Plant<Flaw>> crate::Machine for TurnMachine<P> {
             .filter_map(|t| t.deadline_at)
             .filter(|d| *d > s.now)
             .min()
-    }
-
-    fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
-        use std::hash::Hash;
-        self.session.hash(h);
-    }
-}
-
-impl Plantable for TurnMachine {
-    type Flaw = Flaw;
-    type Planted = TurnMachine<Planted<Flaw>>;
-
-    fn with_flaw(flaw: Flaw) -> TurnMachine<Planted<Flaw>> {
-        TurnMachine {
-            plant: Planted::new(flaw),
-            ..TurnMachine::default()
-        }
-    }
-}
-
-impl TurnMachine {
-    /// The sound machine, fresh.
-    pub fn new() -> TurnMachine {
-        TurnMachine::default()
-    }
-}
-
-impl<P: Plant<Flaw>> TurnMachine<P> {
-    pub fn session(&self) -> &Session {
-        &self.session
-    }
-
-    fn emit(&mut self, output: Output) {
-        self.outputs.push_back(output);
     }
 
     /// No flaw is planted: the machine keeps every rule, so the invariants of its own state that
