@@ -47,6 +47,7 @@ struct Meta {
     expect: Option<serde_json::Value>,
     invariant: Option<serde_json::Value>,
     line: Option<serde_json::Value>,
+    lines: Option<serde_json::Value>,
     error: Option<serde_json::Value>,
     story: Option<serde_json::Value>,
     source: Option<serde_json::Value>,

@@ -47,6 +47,30 @@ fn check(path: &Path) -> String {
                 v.findings.iter().all(|f| f.line > 0),
                 "{name}: a finding without a line"
             );
+            // Where the meta line says: at its `line`, or exactly one at each of its `lines`.
+            let at: Vec<usize> = v
+                .findings
+                .iter()
+                .filter(|f| f.name() == expected)
+                .map(|f| f.line)
+                .collect();
+            if let Some(line) = meta["line"].as_u64() {
+                assert!(
+                    at.contains(&(line as usize)),
+                    "{name}: expected {expected} at line {line}, found it at {at:?}"
+                );
+            }
+            if let Some(lines) = meta["lines"].as_array() {
+                let lines: Vec<usize> = lines
+                    .iter()
+                    .filter_map(|l| l.as_u64())
+                    .map(|l| l as usize)
+                    .collect();
+                assert_eq!(
+                    at, lines,
+                    "{name}: one {expected} per broken event, each at its line"
+                );
+            }
             trace::render_text(&v, trace::MAX_TEXT_FINDINGS)
         }
         (Some("input_error"), Err(e)) => {
