@@ -177,6 +177,8 @@ pub struct SessionCheck<M: Conform> {
     last_line: usize,
     /// The capture is partial (meta line): a session may end with its turns unfinished.
     partial: bool,
+    /// Inputs supplied that the trace does not show (explained hidden steps), as JSON.
+    hidden: Vec<String>,
 }
 
 impl<M: Conform> SessionCheck<M> {
@@ -191,6 +193,7 @@ impl<M: Conform> SessionCheck<M> {
             last_at: 0,
             last_line: 0,
             partial,
+            hidden: Vec::new(),
         }
     }
 
@@ -288,6 +291,8 @@ impl<M: Conform> SessionCheck<M> {
             Err(m) => m,
         };
         let hidden = self.machine.explain_input(input, &misuse);
+        self.hidden
+            .extend(hidden.iter().map(|h| value_of(h).to_string()));
         if !hidden.is_empty()
             && hidden.iter().all(|h| self.apply(h, line).is_ok())
             && self.apply(input, line).is_ok()
@@ -360,6 +365,7 @@ impl<M: Conform> SessionCheck<M> {
         }
         // Steps the log does not show, that the machine can explain.
         for hidden in self.machine.explain_output(&observed.output, at) {
+            self.hidden.push(value_of(&hidden).to_string());
             if self.apply(&hidden, line).is_err() {
                 break;
             }
@@ -441,6 +447,28 @@ impl<M: Conform> SessionCheck<M> {
             since: None,
             derived: Vec::new(),
         });
+    }
+
+    /// The hidden inputs the checker supplied for this session, as JSON, in order.
+    pub fn hidden_steps(&self) -> &[String] {
+        &self.hidden
+    }
+
+    /// The effective trace as it stands: one line per step, its input and outputs as JSON, the
+    /// session's name first.
+    pub fn effective(&self) -> Vec<String> {
+        self.steps
+            .iter()
+            .map(|s| {
+                let outputs: Vec<Value> = s.outputs.iter().map(|o| value_of(&o.output)).collect();
+                format!(
+                    "{} {} {}",
+                    self.session,
+                    value_of(&s.input),
+                    Value::Array(outputs)
+                )
+            })
+            .collect()
     }
 
     /// The session is over (at `end_line`, its `session_end`, or its last line at the end of

@@ -18,7 +18,9 @@ pub mod turn_conform;
 pub mod turn_facts;
 mod wording;
 
-pub use reading::{check_dialect, check_input, reading, Checked, Machine, Reading};
+pub use reading::{
+    check_dialect, check_input, check_input_keeping, reading, Checked, Machine, Reading,
+};
 pub use render::{render_text, MAX_TEXT_FINDINGS};
 
 use std::collections::BTreeMap;
@@ -180,6 +182,16 @@ pub struct Verdict {
     /// The most sessions open at once: what the checker's memory follows.
     pub peak_open_sessions: usize,
     pub findings: Vec<Finding>,
+    /// How many steps the checker supplied that the trace does not show (hidden inputs it
+    /// explained).
+    #[serde(skip)]
+    pub hidden_steps: usize,
+    /// Each session's effective trace, one line per step (with [`Keep::Effective`] only).
+    #[serde(skip)]
+    pub effective: Vec<String>,
+    /// The hidden inputs supplied, as JSON, in order (with [`Keep::Effective`] only).
+    #[serde(skip)]
+    pub hidden: Vec<String>,
 }
 
 impl Verdict {
@@ -253,6 +265,7 @@ pub struct Sessions<S: Conform> {
     complete: Vec<String>,
     /// The capture is partial (from the meta line): sessions may end with turns unfinished.
     partial: bool,
+    keep: Keep,
 }
 
 impl<S: Conform> Default for Sessions<S> {
@@ -261,6 +274,7 @@ impl<S: Conform> Default for Sessions<S> {
             open: BTreeMap::new(),
             complete: Vec::new(),
             partial: false,
+            keep: Keep::Findings,
         }
     }
 }
@@ -365,6 +379,11 @@ impl<S: Conform> Checker<S> {
     fn end(&mut self, session: &str, line: Option<usize>) {
         if let Some(s) = self.sessions.open.remove(session) {
             self.verdict.sessions += 1;
+            self.verdict.hidden_steps += s.hidden_steps().len();
+            if self.sessions.keep == Keep::Effective {
+                self.verdict.effective.extend(s.effective());
+                self.verdict.hidden.extend(s.hidden_steps().iter().cloned());
+            }
             self.verdict.findings.extend(s.finish(line));
         }
     }
@@ -385,15 +404,36 @@ impl<S: Conform> Checker<S> {
     }
 }
 
+/// What a check keeps beside its findings.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// The findings and counts only (streaming, memory flat).
+    #[default]
+    Findings,
+    /// Also each session's effective trace, one line per step ([`Verdict::effective`]): what
+    /// the checker judged, for comparing two traces' stories (the checker's mutation test).
+    Effective,
+}
+
 /// Checks a whole trace, streaming. `Err` is an input error; `Ok` is the verdict on every line.
 pub fn check<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,
 ) -> Result<Verdict, InputError> {
+    check_keeping(input, reader, Keep::Findings)
+}
+
+/// [`check`], keeping what `keep` asks for beside the findings.
+pub fn check_keeping<S: Conform, R: Reader<S>>(
+    input: impl BufRead,
+    reader: &mut R,
+    keep: Keep,
+) -> Result<Verdict, InputError> {
     let mut c = Checker::<S> {
         sessions: Sessions::default(),
         verdict: Verdict::default(),
     };
+    c.sessions.keep = keep;
     let mut bytes = Vec::new();
     let mut input = input;
     let mut line = 0;

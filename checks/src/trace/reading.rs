@@ -6,7 +6,7 @@ use std::io::BufRead;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
 
-use super::{canonical, check, Dialect, InputError, Verdict};
+use super::{canonical, check_keeping, Dialect, InputError, Keep, Verdict};
 use crate::lab::reader::LabReader;
 
 /// Which machine a trace is of.
@@ -40,17 +40,20 @@ pub fn check_dialect(
     input: impl BufRead,
     dialect: Dialect,
     machine: Machine,
+    keep: Keep,
 ) -> Result<Verdict, InputError> {
     match (dialect, machine) {
-        (Dialect::Canonical, Machine::Turn) => check(
+        (Dialect::Canonical, Machine::Turn) => check_keeping(
             input,
             &mut canonical::CanonicalReader::<TurnMachine>::default(),
+            keep,
         ),
-        (Dialect::Canonical, Machine::Fence) => check(
+        (Dialect::Canonical, Machine::Fence) => check_keeping(
             input,
             &mut canonical::CanonicalReader::<FenceMachine>::default(),
+            keep,
         ),
-        (Dialect::Lab, Machine::Turn) => check(input, &mut LabReader::default()),
+        (Dialect::Lab, Machine::Turn) => check_keeping(input, &mut LabReader::default(), keep),
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
             "the lab dialect has turn traces only; fence traces are canonical",
@@ -155,9 +158,19 @@ pub struct Checked {
 
 /// Checks a trace read as [`reading`] decides from its first line, then streams the rest.
 pub fn check_input(
+    input: impl BufRead,
+    dialect: Option<Dialect>,
+    machine: Option<Machine>,
+) -> Checked {
+    check_input_keeping(input, dialect, machine, Keep::Findings)
+}
+
+/// [`check_input`], keeping what `keep` asks for beside the findings.
+pub fn check_input_keeping(
     mut input: impl BufRead,
     dialect: Option<Dialect>,
     machine: Option<Machine>,
+    keep: Keep,
 ) -> Checked {
     use std::io::Read;
     let mut first = String::new();
@@ -179,7 +192,7 @@ pub fn check_input(
     };
     let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
     Checked {
-        verdict: check_dialect(whole, read.dialect, read.machine),
+        verdict: check_dialect(whole, read.dialect, read.machine, keep),
         reading: Some(read),
     }
 }
