@@ -177,12 +177,21 @@ pub struct SessionCheck<M: Conform> {
     last_line: usize,
     /// The capture is partial (meta line): a session may end with its turns unfinished.
     partial: bool,
-    /// Inputs supplied that the trace does not show (explained hidden steps), as JSON.
-    hidden: Vec<String>,
+    /// How many inputs the checker supplied that the trace does not show (explained hidden
+    /// steps), and, when kept, each as JSON.
+    hidden: usize,
+    hidden_kept: Option<Vec<String>>,
 }
 
 impl<M: Conform> SessionCheck<M> {
-    pub fn new(session: &str, complete: &[String], partial: bool) -> SessionCheck<M> {
+    /// A session's check; `keep_hidden` keeps each hidden step supplied (as JSON), not only
+    /// their count.
+    pub fn new(
+        session: &str,
+        complete: &[String],
+        partial: bool,
+        keep_hidden: bool,
+    ) -> SessionCheck<M> {
         SessionCheck {
             session: session.to_owned(),
             machine: M::default(),
@@ -193,7 +202,8 @@ impl<M: Conform> SessionCheck<M> {
             last_at: 0,
             last_line: 0,
             partial,
-            hidden: Vec::new(),
+            hidden: 0,
+            hidden_kept: keep_hidden.then(Vec::new),
         }
     }
 
@@ -291,8 +301,9 @@ impl<M: Conform> SessionCheck<M> {
             Err(m) => m,
         };
         let hidden = self.machine.explain_input(input, &misuse);
-        self.hidden
-            .extend(hidden.iter().map(|h| value_of(h).to_string()));
+        for h in &hidden {
+            self.supplied(h);
+        }
         if !hidden.is_empty()
             && hidden.iter().all(|h| self.apply(h, line).is_ok())
             && self.apply(input, line).is_ok()
@@ -365,7 +376,7 @@ impl<M: Conform> SessionCheck<M> {
         }
         // Steps the log does not show, that the machine can explain.
         for hidden in self.machine.explain_output(&observed.output, at) {
-            self.hidden.push(value_of(&hidden).to_string());
+            self.supplied(&hidden);
             if self.apply(&hidden, line).is_err() {
                 break;
             }
@@ -449,9 +460,22 @@ impl<M: Conform> SessionCheck<M> {
         });
     }
 
-    /// The hidden inputs the checker supplied for this session, as JSON, in order.
-    pub fn hidden_steps(&self) -> &[String] {
-        &self.hidden
+    /// A hidden input is supplied: counted, and kept if asked.
+    fn supplied(&mut self, input: &M::Input) {
+        self.hidden += 1;
+        if let Some(kept) = &mut self.hidden_kept {
+            kept.push(value_of(input).to_string());
+        }
+    }
+
+    /// How many hidden inputs the checker supplied for this session.
+    pub fn hidden_steps(&self) -> usize {
+        self.hidden
+    }
+
+    /// The hidden inputs supplied, as JSON, in order (when kept; else none).
+    pub fn hidden_kept(&self) -> &[String] {
+        self.hidden_kept.as_deref().unwrap_or_default()
     }
 
     /// The effective trace as it stands: one line per step, its input and outputs as JSON, the

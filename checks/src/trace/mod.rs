@@ -285,7 +285,8 @@ impl<S: Conform> Sessions<S> {
             if self.open.len() >= limits::MAX_OPEN_SESSIONS {
                 return Err(limits::too_many_sessions(line));
             }
-            let fresh = SessionCheck::new(session, &self.complete, self.partial);
+            let keep = self.keep == Keep::Effective;
+            let fresh = SessionCheck::new(session, &self.complete, self.partial, keep);
             self.open.insert(session.to_owned(), fresh);
         }
         Ok(self.open.get_mut(session).expect("inserted above"))
@@ -379,10 +380,10 @@ impl<S: Conform> Checker<S> {
     fn end(&mut self, session: &str, line: Option<usize>) {
         if let Some(s) = self.sessions.open.remove(session) {
             self.verdict.sessions += 1;
-            self.verdict.hidden_steps += s.hidden_steps().len();
+            self.verdict.hidden_steps += s.hidden_steps();
             if self.sessions.keep == Keep::Effective {
                 self.verdict.effective.extend(s.effective());
-                self.verdict.hidden.extend(s.hidden_steps().iter().cloned());
+                self.verdict.hidden.extend(s.hidden_kept().iter().cloned());
             }
             self.verdict.findings.extend(s.finish(line));
         }
