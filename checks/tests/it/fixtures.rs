@@ -180,3 +180,33 @@ fn gate_trace_fixtures_are_current() {
         );
     }
 }
+
+/// docs/INVARIANTS.md names every rejected fixture of an invariant (its "Fixtures" list), so the
+/// reference a user reads stays the suite's.
+#[test]
+fn the_invariants_reference_names_every_rejected_fixture() {
+    let doc = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/INVARIANTS.md"));
+    let invariants: Vec<&str> = Invariant::ALL
+        .iter()
+        .map(|i| i.name())
+        .chain(
+            turnfence_model::fence::Invariant::ALL
+                .iter()
+                .map(|i| i.name()),
+        )
+        .collect();
+    for path in fixtures("rejected") {
+        let meta = meta(&read(&path));
+        let Some(name) = meta["invariant"].as_str() else {
+            continue;
+        };
+        if !invariants.contains(&name) {
+            continue;
+        }
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(
+            doc.contains(&format!("[`{stem}`]")),
+            "docs/INVARIANTS.md does not name {stem} (of {name})"
+        );
+    }
+}
