@@ -43,18 +43,18 @@ impl Monitor {
         }
     }
 
-    pub(super) fn on_played(&mut self, turn: &str, generation: Generation) {
+    pub(super) fn on_played(&mut self, turn: &str, generation: Generation, seq: Seq) {
         let active = self.active_generation;
         let Some(t) = self.turns.get(turn) else {
             return;
         };
         let late = t.cancelled || matches!(t.terminal, Some(s) if s != Terminal::Completed);
         if late || Some(generation) != active {
-            let g = generation.to_string();
+            let (g, s) = (generation.to_string(), seq.to_string());
             self.violate_after(
                 Invariant::NoLateDelivery,
-                &[turn, &g],
-                format!("a frame of generation {generation} was played after its turn was stopped or fenced"),
+                &[turn, &g, &s],
+                format!("a frame of generation {generation} (seq {seq}) was played after its turn was stopped or fenced"),
                 Moment::Stopped,
             );
         }

@@ -104,8 +104,10 @@ impl Monitor {
                 seq,
             } => self.on_delivered(turn, *generation, *seq),
             Output::Played {
-                turn, generation, ..
-            } => self.on_played(turn, *generation),
+                turn,
+                generation,
+                seq,
+            } => self.on_played(turn, *generation, *seq),
             Output::LateDropped { reason, .. } => {
                 if *reason != DropReason::OutOfOrder {
                     self.reach(Invariant::NoLateDelivery);
