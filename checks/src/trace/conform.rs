@@ -420,12 +420,20 @@ impl<M: Conform> SessionCheck<M> {
             )
         } else {
             let instead = M::counterpart(&self.recent_outputs(), &observed.output);
-            if let Some(s) = self.steps.last_mut() {
-                s.outputs.push(EffOutput {
-                    output: observed.output.clone(),
-                    line: Some((line, self.last_at)),
-                    seen: Seen::Deviant,
-                });
+            let deviant = EffOutput {
+                output: observed.output.clone(),
+                line: Some((line, self.last_at)),
+                seen: Seen::Deviant,
+            };
+            // It happened with the last step, or, shown later than that step's time, after it:
+            // time passing is its step (the monitor then judges it once that step is over).
+            match self.steps.last_mut() {
+                Some(s) if M::at(&s.input) >= self.last_at => s.outputs.push(deviant),
+                _ => self.steps.push(EffStep {
+                    input: M::tick(self.last_at),
+                    line,
+                    outputs: vec![deviant],
+                }),
             }
             (
                 FindingKind::UnexpectedOutput,
@@ -654,20 +662,25 @@ impl<M: Conform> SessionCheck<M> {
 /// broken; or a stated fact that breaks the same invariant there — go with it rather than
 /// standing alone: one finding per broken event.
 fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
+    // The invariant findings at each line, looked up once per conformance finding (a search of
+    // them all for each would be quadratic in a trace with many findings).
+    let mut at_line: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, j) in judged.iter().enumerate() {
+        at_line.entry(j.line).or_default().push(i);
+    }
     let mut out = Vec::new();
     for f in conformance {
-        let cause = judged.iter_mut().find(|j| {
-            j.line == f.line
-                && match f.kind {
-                    FindingKind::UnexpectedOutput
-                    | FindingKind::ContradictedOutput
-                    | FindingKind::ContradictedFact => true,
-                    FindingKind::Invariant => j.invariant == f.invariant,
-                    _ => false,
-                }
+        let cause = at_line.get(&f.line).and_then(|here| {
+            here.iter().copied().find(|&i| match f.kind {
+                FindingKind::UnexpectedOutput
+                | FindingKind::ContradictedOutput
+                | FindingKind::ContradictedFact => true,
+                FindingKind::Invariant => judged[i].invariant == f.invariant,
+                _ => false,
+            })
         });
         match cause {
-            Some(cause) => cause.derived.push(f),
+            Some(i) => judged[i].derived.push(f),
             None => out.push(f),
         }
     }
