@@ -215,6 +215,43 @@ macro_rules! machine {
     };
 }
 
+/// A machine module's planted flaws: the `Flaw` enum (serde: each by its snake_case name), each
+/// variant with the invariant it breaks first, as the [`Flaw`] interface's `ALL` and `breaks`.
+macro_rules! flaws {
+    ($($(#[$doc:meta])* $name:ident => $breaks:ident,)+) => {
+        /// A rule of the machine, broken on purpose.
+        #[derive(
+            Clone,
+            Copy,
+            Debug,
+            PartialEq,
+            Eq,
+            Hash,
+            PartialOrd,
+            Ord,
+            serde::Serialize,
+            serde::Deserialize,
+        )]
+        #[serde(rename_all = "snake_case")]
+        pub enum Flaw {
+            $($(#[$doc])* $name,)+
+        }
+
+        impl $crate::Flaw for Flaw {
+            type Invariant = Invariant;
+
+            const ALL: &'static [Flaw] = &[$(Flaw::$name),+];
+
+            /// The invariant this flaw breaks first.
+            fn breaks(self) -> Invariant {
+                match self {
+                    $(Flaw::$name => Invariant::$breaks,)+
+                }
+            }
+        }
+    };
+}
+
 pub mod fence;
 mod machine;
 mod plant;
