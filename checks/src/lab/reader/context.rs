@@ -8,7 +8,7 @@ use turnfence_model::Millis;
 use super::detail::Detail;
 use super::{Event, LabLine, Sessions};
 use crate::trace::conform::Observed;
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::InputError;
 
 /// One lab line, as its handler reads it.
@@ -93,6 +93,33 @@ impl Out {
             session: self.session.clone(),
             at: self.at,
             fact,
+        });
+    }
+
+    /// A fact about `turn` that a detail key states, when the line has it: `what` of its value.
+    pub fn stated<T>(&mut self, turn: &str, value: Option<T>, what: fn(T) -> TurnFact) {
+        let Some(v) = value else { return };
+        self.fact(Fact::Turn {
+            turn: turn.to_owned(),
+            what: what(v),
+        });
+    }
+
+    /// The committed side effects of a child that a line states, when it states them;
+    /// `claims_cancelled` when the line says the child was cancelled.
+    pub fn stated_commits(
+        &mut self,
+        turn: String,
+        child: String,
+        count: Option<u64>,
+        claims_cancelled: bool,
+    ) {
+        let Some(count) = count else { return };
+        self.fact(Fact::CommittedSideEffects {
+            turn,
+            child,
+            count,
+            claims_cancelled,
         });
     }
 

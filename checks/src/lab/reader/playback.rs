@@ -5,7 +5,7 @@ use serde_json::Value;
 use turnfence_model::turn::{InputKind, Output};
 
 use super::context::{Line, Memory, Out};
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::TurnFact;
 use crate::trace::InputError;
 
 /// `speaker frame.consumed`: the speaker took the head of the playback buffer.
@@ -46,12 +46,7 @@ pub(super) fn cleared(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Input
         &["frames"],
     );
     let stated = x.d.u64("buffered_frames")?.or(x.d.u64("queued_frames")?);
-    if let Some(frames) = stated {
-        o.fact(Fact::ClearedFrames {
-            turn: x.turn(),
-            frames,
-        });
-    }
+    o.stated(&x.turn(), stated, TurnFact::ClearedFrames);
     Ok(())
 }
 
