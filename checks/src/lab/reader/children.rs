@@ -102,11 +102,8 @@ pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 
 /// `cancel-tree cancel.propagated`: a running child was asked to stop.
 pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = x.only(&["child"])?;
-    o.exact(Output::ChildCancelRequested {
-        turn: x.turn(),
-        child: d.need_str("child")?,
-    });
+    let (turn, child) = x.turn_and("child")?;
+    o.exact(Output::ChildCancelRequested { turn, child });
     Ok(())
 }
 

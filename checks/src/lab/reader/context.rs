@@ -40,6 +40,20 @@ impl<'a> Line<'a> {
             .unwrap_or_else(|| self.turn())
     }
 
+    /// The turn the line names and the string `key` of its detail, once the detail is known to
+    /// have that key alone.
+    pub fn turn_and(&self, key: &str) -> Result<(String, String), InputError> {
+        self.d.only(&[key])?;
+        Ok((self.turn(), self.d.need_str(key)?))
+    }
+
+    /// The delta a line about one names: its turn and generation (as `turn_and_generation`
+    /// finds them) and its `seq`.
+    pub fn delta(&self, generation: Option<u64>) -> Result<(String, u64, u64), InputError> {
+        let (turn, generation) = self.turn_and_generation(generation);
+        Ok((turn, generation, self.d.need_u64("seq")?))
+    }
+
     /// The turn a line about a delta or a frame is about, and the generation: the one the line
     /// names, else the turn's (0 for a turn the session does not know).
     pub fn turn_and_generation(&self, generation: Option<u64>) -> (String, u64) {

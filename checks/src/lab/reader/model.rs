@@ -44,8 +44,7 @@ pub(super) fn response_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<
 /// says how many), delivered or dropped when the line says so.
 pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["seq", "text", "delivered", "generation", "frames"])?;
-    let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
-    let seq = d.need_u64("seq")?;
+    let (turn, generation, seq) = x.delta(d.u64("generation")?)?;
     let audio = x.l.event == "response.audio.delta";
     let frames = d.u64("frames")?.map_or(u32::from(audio), |f| f as u32);
     o.input(InputKind::Delta {
@@ -85,12 +84,11 @@ pub(super) fn response_completed(x: &Line, o: &mut Out, _: &mut Memory) -> Resul
 /// `delivery-gate delivered`: the gate let a delta through.
 pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["generation", "seq"])?;
-    let generation = d.need_u64("generation")?;
-    let turn = x.turn_at(Some(generation));
+    let (turn, generation, seq) = x.delta(Some(d.need_u64("generation")?))?;
     o.exact(Output::Delivered {
         turn,
         generation,
-        seq: d.need_u64("seq")?,
+        seq,
     });
     Ok(())
 }
@@ -100,16 +98,16 @@ pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 pub(super) fn dropped(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["generation", "seq", "reason"])?;
     let generation = d.need_u64("generation")?;
-    let turn = x.turn_at(Some(generation));
     let (reason, wild): (DropReason, &'static [&'static str]) = match d.str("reason")? {
         Some(r) => (from_name(&r, x.line)?, &[]),
         None => (DropReason::CancelRequested, &["reason"]),
     };
+    let (turn, generation, seq) = x.delta(Some(generation))?;
     o.output(
         Output::LateDropped {
             turn,
             generation,
-            seq: d.need_u64("seq")?,
+            seq,
             reason,
         },
         wild,

@@ -21,15 +21,16 @@ pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 /// delta's frames it was (`frame`, the gate's) is not compared.
 pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["seq", "generation", "frame"])?;
-    let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
-    if d.u64("generation")?.is_none() {
+    let stated = d.u64("generation")?;
+    let (turn, generation, seq) = x.delta(stated)?;
+    if stated.is_none() {
         // The lab logs the speaker's consumption and the play as one line.
         o.input(InputKind::FramePlayed);
     }
     o.exact(Output::Played {
         turn,
         generation,
-        seq: d.need_u64("seq")?,
+        seq,
     });
     Ok(())
 }
