@@ -215,6 +215,84 @@ macro_rules! machine {
     };
 }
 
+/// A machine module's planted flaws: the `Flaw` enum (serde: each by its snake_case name), each
+/// variant with the invariant it breaks first, as the [`Flaw`] interface's `ALL` and `breaks`.
+macro_rules! flaws {
+    ($($(#[$doc:meta])* $name:ident => $breaks:ident,)+) => {
+        /// A rule of the machine, broken on purpose.
+        #[derive(
+            Clone,
+            Copy,
+            Debug,
+            PartialEq,
+            Eq,
+            Hash,
+            PartialOrd,
+            Ord,
+            serde::Serialize,
+            serde::Deserialize,
+        )]
+        #[serde(rename_all = "snake_case")]
+        pub enum Flaw {
+            $($(#[$doc])* $name,)+
+        }
+
+        impl $crate::Flaw for Flaw {
+            type Invariant = Invariant;
+
+            const ALL: &'static [Flaw] = &[$(Flaw::$name),+];
+
+            /// The invariant this flaw breaks first.
+            fn breaks(self) -> Invariant {
+                match self {
+                    $(Flaw::$name => Invariant::$breaks,)+
+                }
+            }
+        }
+    };
+}
+
+/// A machine module's `Misuse` (serde: tagged `misuse`, each by its snake_case name), each
+/// caller's mistake with the message its `Display` shows; every machine's two come first and
+/// last: time going backwards, a bound of the model reached.
+macro_rules! misuse {
+    ($($(#[$doc:meta])* $name:ident $({ $($field:ident: $ty:ty),+ })? => $message:literal,)+) => {
+        /// An input the machine refuses as the caller's mistake. The state is unchanged.
+        #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+        #[serde(tag = "misuse", rename_all = "snake_case")]
+        pub enum Misuse {
+            /// Inputs must come in non-decreasing virtual time.
+            TimeWentBackwards {
+                expected_at_least: $crate::Millis,
+                got: $crate::Millis,
+            },
+            $($(#[$doc])* $name $({ $($field: $ty),+ })?,)+
+            /// A bound of the model was reached (TigerBeetle's "a limit on everything").
+            LimitReached { what: &'static str, limit: usize },
+        }
+
+        impl std::fmt::Display for Misuse {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self {
+                    Misuse::TimeWentBackwards {
+                        expected_at_least,
+                        got,
+                    } => write!(
+                        f,
+                        "time went backwards: expected at >= {expected_at_least}, got {got}"
+                    ),
+                    $(Misuse::$name $({ $($field),+ })? => write!(f, $message),)+
+                    Misuse::LimitReached { what, limit } => {
+                        write!(f, "limit reached: at most {limit} {what}")
+                    }
+                }
+            }
+        }
+
+        impl std::error::Error for Misuse {}
+    };
+}
+
 pub mod fence;
 mod machine;
 mod plant;

@@ -402,25 +402,3 @@ pub fn run<M: Machine>(machine: &mut M, inputs: &[M::Input]) -> Ran<M> {
     }
     (steps, None)
 }
-
-/// How both machines say a caller's two common mistakes.
-pub(crate) mod said {
-    use std::fmt;
-
-    use crate::Millis;
-
-    pub fn time_went_backwards(
-        f: &mut fmt::Formatter<'_>,
-        expected: Millis,
-        got: Millis,
-    ) -> fmt::Result {
-        write!(
-            f,
-            "time went backwards: expected at >= {expected}, got {got}"
-        )
-    }
-
-    pub fn limit_reached(f: &mut fmt::Formatter<'_>, what: &str, limit: usize) -> fmt::Result {
-        write!(f, "limit reached: at most {limit} {what}")
-    }
-}

@@ -13,14 +13,8 @@ use super::conform::{History, Judged};
 /// A fact a turn log states.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fact {
-    /// The time left before the turn's deadline.
-    RemainingMs { turn: String, ms: u64 },
-    /// How many terminal events the turn has had (a turn ends exactly once).
-    TerminalEvents { turn: String, count: u64 },
-    /// How many cancel effects the turn has had (at most one).
-    CancelEffects { turn: String, count: u64 },
-    /// The time from the turn's cancel (the stop, barge-in or deadline that began it) to its end.
-    PropagationMs { turn: String, ms: u64 },
+    /// A fact about one turn.
+    Turn { turn: String, what: TurnFact },
     /// A child's side effects that committed; `claims_cancelled` when the line says the child was
     /// cancelled.
     CommittedSideEffects {
@@ -31,20 +25,34 @@ pub enum Fact {
     },
     /// The highest seq the client acknowledged.
     LastAckedSeq { seq: u64 },
-    /// Frames a clear removed: at least those the model holds buffered for the turn.
-    ClearedFrames { turn: String, frames: u64 },
-    /// The seq of the turn's terminal event in the stream store.
-    TerminalSeq { turn: String, seq: u64 },
-    /// The turn's mode (the kind of its stream).
-    Mode { turn: String, mode: Mode },
-    /// The turn's generation.
-    Generation { turn: String, generation: u64 },
     /// A cancel aimed at a generation: one that is being stopped.
     CancelTargets { generation: u64 },
-    /// The turn's delivery stopped (its gate is closed).
-    DeliveryStopped { turn: String, stopped: bool },
-    /// The resume window.
+    /// The resume window, in ms.
     ResumeTtlMs { ms: u64 },
+}
+
+/// What a turn log states about one turn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum TurnFact {
+    /// The time left before the turn's deadline, in ms.
+    RemainingMs(u64),
+    /// How many terminal events the turn has had (a turn ends exactly once).
+    TerminalEvents(u64),
+    /// How many cancel effects the turn has had (at most one).
+    CancelEffects(u64),
+    /// The time in ms from the turn's cancel (the stop, barge-in or deadline that began it) to
+    /// its end.
+    PropagationMs(u64),
+    /// Frames a clear removed: at least those the model holds buffered for the turn.
+    ClearedFrames(u64),
+    /// The seq of the turn's terminal event in the stream store.
+    TerminalSeq(u64),
+    /// The turn's mode (the kind of its stream).
+    Mode(Mode),
+    /// The turn's generation.
+    Generation(u64),
+    /// The turn's delivery stopped (its gate is closed).
+    DeliveryStopped(bool),
 }
 
 type Verdict = Option<Judged<TurnMachine>>;
@@ -52,33 +60,7 @@ type Verdict = Option<Judged<TurnMachine>>;
 /// Holds `fact`, stated at `at`, to the model as it stands (`s`) and to what happened so far.
 pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachine>) -> Verdict {
     match fact {
-        Fact::RemainingMs { turn, ms } => {
-            let left = s.turn(turn)?.remaining_ms(at)?;
-            (left != *ms).then(|| {
-                contradicted(
-                    turn,
-                    format!("the log states remaining_ms={ms}; the turn has {left} ms left before its deadline"),
-                )
-            })
-        }
-        Fact::TerminalEvents { turn, count } => (*count != 1).then(|| {
-            (
-                Some(Invariant::OneTerminalState),
-                vec![turn.clone()],
-                format!("the log states {count} terminal events for the turn; it ends exactly once"),
-            )
-        }),
-        Fact::CancelEffects { turn, count } => cancel_effects(s.turn(turn)?, *count),
-        Fact::PropagationMs { turn, ms } => {
-            let since = cancel_began(history, turn)?;
-            let took = at.saturating_sub(since);
-            (took != *ms).then(|| {
-                contradicted(
-                    turn,
-                    format!("the log states propagation_ms={ms}; the turn's cancel began at {since} ms and it ends at {at} ms ({took} ms)"),
-                )
-            })
-        }
+        Fact::Turn { turn, what } => judge_turn(s, turn, *what, at, history),
         Fact::CommittedSideEffects {
             turn,
             child,
@@ -95,42 +77,6 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 ),
             )
         }),
-        Fact::ClearedFrames { turn, frames } => {
-            let held = last_cleared(history, turn)?;
-            (*frames < held).then(|| {
-                contradicted(
-                    turn,
-                    format!("the log clears {frames} frames; {held} were buffered for the turn, so some would still play"),
-                )
-            })
-        }
-        Fact::TerminalSeq { turn, seq } => {
-            let stored = s.store.iter().position(|e| e.turn == *turn && e.terminal)? as u64 + 1;
-            (stored != *seq).then(|| {
-                contradicted(
-                    turn,
-                    format!("the log states terminal_seq={seq}; the store persisted the turn's terminal event as seq {stored}"),
-                )
-            })
-        }
-        Fact::Mode { turn, mode } => {
-            let actual = s.turn(turn)?.mode;
-            (actual != *mode).then(|| {
-                contradicted(
-                    turn,
-                    format!("the log states a {} stream; the turn was accepted in {} mode", mode_name(*mode), mode_name(actual)),
-                )
-            })
-        }
-        Fact::Generation { turn, generation } => {
-            let actual = s.turn(turn)?.generation;
-            (actual != *generation).then(|| {
-                contradicted(
-                    turn,
-                    format!("the log states generation {generation}; the turn's is {actual}"),
-                )
-            })
-        }
         Fact::CancelTargets { generation } => {
             let t = s.turns.iter().rev().find(|t| t.generation == *generation);
             match t {
@@ -146,16 +92,6 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 )),
             }
         }
-        Fact::DeliveryStopped { turn, stopped } => {
-            let running = s.turn(turn)?.phase.is_running();
-            (*stopped == running).then(|| {
-                let state = if running { "still running" } else { "stopped" };
-                contradicted(
-                    turn,
-                    format!("the log says the turn's delivery {}; its delivery is {state}", if *stopped { "stopped" } else { "goes on" }),
-                )
-            })
-        }
         Fact::ResumeTtlMs { ms } => (*ms != RESUME_TTL_MS).then(|| {
             (
                 None,
@@ -164,6 +100,81 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
             )
         }),
     }
+}
+
+/// Holds `what`, stated about `turn` at `at`, to the model: a contradiction names the turn.
+fn judge_turn(
+    s: &Session,
+    turn: &str,
+    what: TurnFact,
+    at: u64,
+    history: &History<'_, TurnMachine>,
+) -> Verdict {
+    let message = match what {
+        TurnFact::RemainingMs(ms) => {
+            let left = s.turn(turn)?.remaining_ms(at)?;
+            (left != ms).then(|| {
+                format!("the log states remaining_ms={ms}; the turn has {left} ms left before its deadline")
+            })
+        }
+        TurnFact::TerminalEvents(count) => {
+            return (count != 1).then(|| {
+                (
+                    Some(Invariant::OneTerminalState),
+                    vec![turn.to_owned()],
+                    format!(
+                        "the log states {count} terminal events for the turn; it ends exactly once"
+                    ),
+                )
+            })
+        }
+        TurnFact::CancelEffects(count) => return cancel_effects(s.turn(turn)?, count),
+        TurnFact::PropagationMs(ms) => {
+            let since = cancel_began(history, turn)?;
+            let took = at.saturating_sub(since);
+            (took != ms).then(|| {
+                format!("the log states propagation_ms={ms}; the turn's cancel began at {since} ms and it ends at {at} ms ({took} ms)")
+            })
+        }
+        TurnFact::ClearedFrames(frames) => {
+            let held = last_cleared(history, turn)?;
+            (frames < held).then(|| {
+                format!("the log clears {frames} frames; {held} were buffered for the turn, so some would still play")
+            })
+        }
+        TurnFact::TerminalSeq(seq) => {
+            let stored = s.store.iter().position(|e| e.turn == turn && e.terminal)? as u64 + 1;
+            (stored != seq).then(|| {
+                format!("the log states terminal_seq={seq}; the store persisted the turn's terminal event as seq {stored}")
+            })
+        }
+        TurnFact::Mode(mode) => {
+            let actual = s.turn(turn)?.mode;
+            (actual != mode).then(|| {
+                format!(
+                    "the log states a {} stream; the turn was accepted in {} mode",
+                    mode_name(mode),
+                    mode_name(actual)
+                )
+            })
+        }
+        TurnFact::Generation(generation) => {
+            let actual = s.turn(turn)?.generation;
+            (actual != generation)
+                .then(|| format!("the log states generation {generation}; the turn's is {actual}"))
+        }
+        TurnFact::DeliveryStopped(stopped) => {
+            let running = s.turn(turn)?.phase.is_running();
+            (stopped == running).then(|| {
+                let state = if running { "still running" } else { "stopped" };
+                format!(
+                    "the log says the turn's delivery {}; its delivery is {state}",
+                    if stopped { "stopped" } else { "goes on" }
+                )
+            })
+        }
+    };
+    message.map(|m| contradicted(turn, m))
 }
 
 fn contradicted(turn: &str, message: String) -> Judged<TurnMachine> {

@@ -10,7 +10,6 @@ use super::detail::{from_name, Detail};
 use super::LabLine;
 use crate::lab::{kind_of, usual_child};
 use crate::trace::turn_conform::kind_from_name;
-use crate::trace::turn_facts::Fact;
 use crate::trace::InputError;
 
 /// `<child> started`: a child asked to start and started — an effect, held against the model's
@@ -84,14 +83,7 @@ pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
         },
         wild,
     );
-    if let Some(count) = d.u64("committed_side_effects")? {
-        o.fact(Fact::CommittedSideEffects {
-            turn,
-            child,
-            count,
-            claims_cancelled: true,
-        });
-    }
+    o.stated_commits(turn, child, d.u64("committed_side_effects")?, true);
     Ok(())
 }
 
@@ -110,11 +102,8 @@ pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 
 /// `cancel-tree cancel.propagated`: a running child was asked to stop.
 pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = x.only(&["child"])?;
-    o.exact(Output::ChildCancelRequested {
-        turn: x.turn(),
-        child: d.need_str("child")?,
-    });
+    let (turn, child) = x.turn_and("child")?;
+    o.exact(Output::ChildCancelRequested { turn, child });
     Ok(())
 }
 

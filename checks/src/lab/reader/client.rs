@@ -51,11 +51,8 @@ pub(super) fn duplicate_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result
 
 /// `client render.completed`: the client rendered the turn's text.
 pub(super) fn rendered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = x.only(&["text"])?;
-    o.exact(Output::Rendered {
-        turn: x.turn(),
-        text: d.need_str("text")?,
-    });
+    let (turn, text) = x.turn_and("text")?;
+    o.exact(Output::Rendered { turn, text });
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use turnfence_model::Millis;
 use super::detail::Detail;
 use super::{Event, LabLine, Sessions};
 use crate::trace::conform::Observed;
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::InputError;
 
 /// One lab line, as its handler reads it.
@@ -38,6 +38,20 @@ impl<'a> Line<'a> {
         generation
             .and_then(|g| self.view.turn_of(g))
             .unwrap_or_else(|| self.turn())
+    }
+
+    /// The turn the line names and the string `key` of its detail, once the detail is known to
+    /// have that key alone.
+    pub fn turn_and(&self, key: &str) -> Result<(String, String), InputError> {
+        self.d.only(&[key])?;
+        Ok((self.turn(), self.d.need_str(key)?))
+    }
+
+    /// The delta a line about one names: its turn and generation (as `turn_and_generation`
+    /// finds them) and its `seq`.
+    pub fn delta(&self, generation: Option<u64>) -> Result<(String, u64, u64), InputError> {
+        let (turn, generation) = self.turn_and_generation(generation);
+        Ok((turn, generation, self.d.need_u64("seq")?))
     }
 
     /// The turn a line about a delta or a frame is about, and the generation: the one the line
@@ -93,6 +107,33 @@ impl Out {
             session: self.session.clone(),
             at: self.at,
             fact,
+        });
+    }
+
+    /// A fact about `turn` that a detail key states, when the line has it: `what` of its value.
+    pub fn stated<T>(&mut self, turn: &str, value: Option<T>, what: fn(T) -> TurnFact) {
+        let Some(v) = value else { return };
+        self.fact(Fact::Turn {
+            turn: turn.to_owned(),
+            what: what(v),
+        });
+    }
+
+    /// The committed side effects of a child that a line states, when it states them;
+    /// `claims_cancelled` when the line says the child was cancelled.
+    pub fn stated_commits(
+        &mut self,
+        turn: String,
+        child: String,
+        count: Option<u64>,
+        claims_cancelled: bool,
+    ) {
+        let Some(count) = count else { return };
+        self.fact(Fact::CommittedSideEffects {
+            turn,
+            child,
+            count,
+            claims_cancelled,
         });
     }
 

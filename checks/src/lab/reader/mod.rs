@@ -277,10 +277,9 @@ fn handler(component: &str, event: &str) -> Option<Handler> {
         ("vad", "input_audio.speech_started") => playback::speech_started,
         // Tools and their commits.
         ("tool", "temporary_output.removed") => tools::temporary_removed,
-        ("tool", "commit.sent") => tools::commit_sent,
+        ("tool", "commit.sent") | ("reconciler", "status.enqueued") => tools::commit_keyed,
         ("tool", "commit.acknowledged" | "commit.failed") => tools::commit_ended,
         ("tool", "cancel.deferred") => tools::cancel_deferred,
-        ("reconciler", "status.enqueued") => tools::reconcile_enqueued,
         // The client and its connection.
         ("client", "turn.cancel") => client::stop,
         ("client", "event.acked") => client::acked,

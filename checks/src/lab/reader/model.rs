@@ -6,14 +6,14 @@ use turnfence_model::turn::{ChildKind, DropReason, InputKind, Mode, Output};
 
 use super::context::{Line, Memory, Out};
 use super::detail::from_name;
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::TurnFact;
 use crate::trace::InputError;
 
 /// `model response.started`: the turn's model child starts, unless it already runs.
 pub(super) fn response_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let turn = x.turn();
     x.d.only(&["stream", "remaining_ms"])?;
-    let stated = stated_time(x, &turn)?;
+    let remaining = x.d.u64("remaining_ms")?;
     match x.view.child_of(&turn, &ChildKind::Model, true) {
         Some(_) => o.input(InputKind::Tick),
         None => {
@@ -29,34 +29,22 @@ pub(super) fn response_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<
             });
         }
     }
-    if let Some(fact) = stated {
-        o.fact(fact);
-    }
-    if let Some(stream) = x.d.str("stream")? {
-        let mode = match stream.as_str() {
-            "text" => Mode::Text,
-            "audio" | "realtime_audio" => Mode::Audio,
-            s => return Err(InputError::at(x.line, format!("unknown stream {s:?}"))),
-        };
-        o.fact(Fact::Mode { turn, mode });
-    }
+    o.stated(&turn, remaining, TurnFact::RemainingMs);
+    let mode = match x.d.str("stream")?.as_deref() {
+        None => None,
+        Some("text") => Some(Mode::Text),
+        Some("audio" | "realtime_audio") => Some(Mode::Audio),
+        Some(s) => return Err(InputError::at(x.line, format!("unknown stream {s:?}"))),
+    };
+    o.stated(&turn, mode, TurnFact::Mode);
     Ok(())
-}
-
-/// The `remaining_ms` a line states, as a fact about its turn.
-pub(super) fn stated_time(x: &Line, turn: &str) -> Result<Option<Fact>, InputError> {
-    Ok(x.d.u64("remaining_ms")?.map(|ms| Fact::RemainingMs {
-        turn: turn.to_owned(),
-        ms,
-    }))
 }
 
 /// `model response.delta`, `response.audio.delta`: a delta (an audio one has a frame unless it
 /// says how many), delivered or dropped when the line says so.
 pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["seq", "text", "delivered", "generation", "frames"])?;
-    let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
-    let seq = d.need_u64("seq")?;
+    let (turn, generation, seq) = x.delta(d.u64("generation")?)?;
     let audio = x.l.event == "response.audio.delta";
     let frames = d.u64("frames")?.map_or(u32::from(audio), |f| f as u32);
     o.input(InputKind::Delta {
@@ -96,12 +84,11 @@ pub(super) fn response_completed(x: &Line, o: &mut Out, _: &mut Memory) -> Resul
 /// `delivery-gate delivered`: the gate let a delta through.
 pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["generation", "seq"])?;
-    let generation = d.need_u64("generation")?;
-    let turn = x.turn_at(Some(generation));
+    let (turn, generation, seq) = x.delta(Some(d.need_u64("generation")?))?;
     o.exact(Output::Delivered {
         turn,
         generation,
-        seq: d.need_u64("seq")?,
+        seq,
     });
     Ok(())
 }
@@ -111,16 +98,16 @@ pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
 pub(super) fn dropped(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["generation", "seq", "reason"])?;
     let generation = d.need_u64("generation")?;
-    let turn = x.turn_at(Some(generation));
     let (reason, wild): (DropReason, &'static [&'static str]) = match d.str("reason")? {
         Some(r) => (from_name(&r, x.line)?, &[]),
         None => (DropReason::CancelRequested, &["reason"]),
     };
+    let (turn, generation, seq) = x.delta(Some(generation))?;
     o.output(
         Output::LateDropped {
             turn,
             generation,
-            seq: d.need_u64("seq")?,
+            seq,
             reason,
         },
         wild,

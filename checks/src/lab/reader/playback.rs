@@ -5,7 +5,7 @@ use serde_json::Value;
 use turnfence_model::turn::{InputKind, Output};
 
 use super::context::{Line, Memory, Out};
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::TurnFact;
 use crate::trace::InputError;
 
 /// `speaker frame.consumed`: the speaker took the head of the playback buffer.
@@ -21,15 +21,16 @@ pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 /// delta's frames it was (`frame`, the gate's) is not compared.
 pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let d = x.only(&["seq", "generation", "frame"])?;
-    let (turn, generation) = x.turn_and_generation(d.u64("generation")?);
-    if d.u64("generation")?.is_none() {
+    let stated = d.u64("generation")?;
+    let (turn, generation, seq) = x.delta(stated)?;
+    if stated.is_none() {
         // The lab logs the speaker's consumption and the play as one line.
         o.input(InputKind::FramePlayed);
     }
     o.exact(Output::Played {
         turn,
         generation,
-        seq: d.need_u64("seq")?,
+        seq,
     });
     Ok(())
 }
@@ -46,12 +47,7 @@ pub(super) fn cleared(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Input
         &["frames"],
     );
     let stated = x.d.u64("buffered_frames")?.or(x.d.u64("queued_frames")?);
-    if let Some(frames) = stated {
-        o.fact(Fact::ClearedFrames {
-            turn: x.turn(),
-            frames,
-        });
-    }
+    o.stated(&x.turn(), stated, TurnFact::ClearedFrames);
     Ok(())
 }
 

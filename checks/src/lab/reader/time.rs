@@ -4,7 +4,7 @@
 use turnfence_model::turn::{InputKind, Output};
 
 use super::context::{Line, Memory, Out};
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::InputError;
 
 /// `budget allocated`: folded into the accept before it (see `fold_budgets`); time passes.
@@ -18,9 +18,7 @@ pub(super) fn budget_allocated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<
 pub(super) fn passes(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     x.d.only(&["remaining_ms", "target_generation"])?;
     o.input(InputKind::Tick);
-    if let Some(fact) = super::model::stated_time(x, &x.turn())? {
-        o.fact(fact);
-    }
+    o.stated(&x.turn(), x.d.u64("remaining_ms")?, TurnFact::RemainingMs);
     if let Some(generation) = x.d.u64("target_generation")? {
         o.fact(Fact::CancelTargets { generation });
     }

@@ -6,7 +6,7 @@ use turnfence_model::turn::{
 };
 
 use super::context::{Line, Memory, Out};
-use crate::trace::turn_facts::Fact;
+use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::InputError;
 
 /// `turn accepted`, `accept.requested`: a new turn (`accept.requested` when the lab then logs it
@@ -78,21 +78,10 @@ pub(super) fn stop_answered(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(),
         request_id,
         answer,
     });
-    if let Some(generation) = d.u64("generation")? {
-        o.fact(Fact::Generation {
-            turn: turn.clone(),
-            generation,
-        });
-    }
-    if let Some(delivery) = d.str("response_delivery")? {
-        o.fact(Fact::DeliveryStopped {
-            turn: turn.clone(),
-            stopped: delivery == "stopped",
-        });
-    }
-    if let Some(count) = d.u64("transition_count")? {
-        o.fact(Fact::CancelEffects { turn, count });
-    }
+    o.stated(&turn, d.u64("generation")?, TurnFact::Generation);
+    let stopped = d.str("response_delivery")?.map(|r| r == "stopped");
+    o.stated(&turn, stopped, TurnFact::DeliveryStopped);
+    o.stated(&turn, d.u64("transition_count")?, TurnFact::CancelEffects);
     Ok(())
 }
 
@@ -130,22 +119,10 @@ pub(super) fn terminal(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         turn: turn.clone(),
         state,
     });
-    let stated = [
-        ("terminal_events", d.u64("terminal_events")?),
-        ("cancel_effects", d.u64("cancel_effects")?),
-        ("propagation_ms", d.u64("propagation_ms")?),
-        ("terminal_seq", d.u64("terminal_seq")?),
-    ];
-    for (key, value) in stated {
-        let Some(n) = value else { continue };
-        let turn = turn.clone();
-        o.fact(match key {
-            "terminal_events" => Fact::TerminalEvents { turn, count: n },
-            "cancel_effects" => Fact::CancelEffects { turn, count: n },
-            "propagation_ms" => Fact::PropagationMs { turn, ms: n },
-            _ => Fact::TerminalSeq { turn, seq: n },
-        });
-    }
+    o.stated(&turn, d.u64("terminal_events")?, TurnFact::TerminalEvents);
+    o.stated(&turn, d.u64("cancel_effects")?, TurnFact::CancelEffects);
+    o.stated(&turn, d.u64("propagation_ms")?, TurnFact::PropagationMs);
+    o.stated(&turn, d.u64("terminal_seq")?, TurnFact::TerminalSeq);
     Ok(())
 }
 

@@ -69,3 +69,18 @@ pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
 monitor! {
     fingerprint: now, rows, dead, workers, asked, sends, replies, restore;
 }
+
+impl Monitor {
+    /// A violation of `invariant` unless `holds`, with the message `why` writes.
+    pub(super) fn require(
+        &mut self,
+        holds: bool,
+        invariant: Invariant,
+        ids: &[&str],
+        why: impl FnOnce() -> String,
+    ) {
+        if !holds {
+            self.violate(invariant, ids, why());
+        }
+    }
+}

@@ -125,13 +125,10 @@ impl Monitor {
     }
 
     pub(super) fn on_ack_written(&mut self, token: &str, req: &str) {
-        if !(valid_id(token) && valid_id(req)) {
-            self.violate(
-                Invariant::IdsValidated,
-                &[token, req],
-                format!("an ack was written for token {token:?} and req {req:?}"),
-            );
-        }
+        let valid = valid_id(token) && valid_id(req);
+        self.require(valid, Invariant::IdsValidated, &[token, req], || {
+            format!("an ack was written for token {token:?} and req {req:?}")
+        });
     }
 
     pub(super) fn on_consumed(&mut self, worker: &str, token: &str, req: &str) {
@@ -153,15 +150,11 @@ impl Monitor {
                 format!("direct worker {worker} read an ack from the mailbox"),
             );
         }
-        if !own {
-            self.violate(
-                Invariant::AckIdentity,
-                &[worker, token, req],
-                format!(
-                    "worker {worker} waiting on {}.{} read the ack {token}.{req}",
-                    waited.0, waited.1
-                ),
-            );
-        }
+        self.require(own, Invariant::AckIdentity, &[worker, token, req], || {
+            format!(
+                "worker {worker} waiting on {}.{} read the ack {token}.{req}",
+                waited.0, waited.1
+            )
+        });
     }
 }

@@ -74,16 +74,13 @@ impl Monitor {
                         w.refused_sealed_after_gap = true;
                     }
                 }
-                if !answered {
-                    self.violate(
-                        Invariant::GapIsUnknown,
-                        &[worker, token, req],
-                        format!(
-                            "{} request {req} ended {verdict} without an answer",
-                            action.name()
-                        ),
-                    );
-                }
+                let ids = [worker, token, req];
+                self.require(answered, Invariant::GapIsUnknown, &ids, || {
+                    format!(
+                        "{} request {req} ended {verdict} without an answer",
+                        action.name()
+                    )
+                });
             }
         }
     }
@@ -95,14 +92,9 @@ impl Monitor {
         };
         let earned = w.sealed_replies.contains(&normalize(token)) || w.refused_sealed_after_gap;
         w.refused_sealed_after_gap = false;
-        if !earned {
-            self.violate(
-                Invariant::OnlySealedIsSeal,
-                &[worker, root, token],
-                format!(
-                    "worker {worker} holds root {root} sealed without a sealed reply for {token}"
-                ),
-            );
-        }
+        let ids = [worker, root, token];
+        self.require(earned, Invariant::OnlySealedIsSeal, &ids, || {
+            format!("worker {worker} holds root {root} sealed without a sealed reply for {token}")
+        });
     }
 }

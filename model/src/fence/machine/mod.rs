@@ -236,49 +236,11 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
                 path,
                 task,
                 root,
-            } => {
-                self.state.workers.insert(
-                    worker.clone(),
-                    Worker {
-                        path: *path,
-                        task: task.clone(),
-                        root: root.clone(),
-                        binding: None,
-                        sealed_token: None,
-                        unanswered_end: None,
-                        waiting: None,
-                        used_reqs: Default::default(),
-                    },
-                );
-                self.state
-                    .tasks
-                    .insert(task.clone(), (root.clone(), TaskStatus::Running));
-            }
-            InputKind::Request {
-                worker,
-                action,
-                token,
-                req,
-                outcome,
-                expected_generation,
-                root,
-                task,
-            } => {
-                let w = &self.state.workers[worker];
-                let token = match token {
-                    Some(t) => t.clone(),
-                    None => loop_token(w, *action, *outcome).unwrap_or_default(),
-                };
-                let request = self.request_of(
-                    worker,
-                    *action,
-                    &token,
-                    *outcome,
-                    *expected_generation,
-                    root,
-                    task,
-                );
-                self.send(worker, request, req);
+            } => self.start_worker(worker, *path, task, root),
+            InputKind::Request { worker, req, .. } => {
+                if let Some(request) = self.request_of(kind) {
+                    self.send(worker, request, req);
+                }
             }
             InputKind::SupervisorStep { lose_ack } => self.supervisor_step(*lose_ack),
             InputKind::DropEvent => {

@@ -2,43 +2,73 @@
 //! generation it knows) and the verdict it draws from a reply or its absence, with what that does
 //! to its binding and to its belief that it sealed its root.
 
-use super::{Binding, FenceMachine, Worker};
+use super::{Binding, FenceMachine, TaskStatus, Worker};
 use crate::fence::table::{normalize, Request};
 use crate::fence::types::*;
 use crate::fence::Flaw;
 use crate::Plant;
 
 impl<P: Plant<Flaw>> FenceMachine<P> {
-    /// The request a worker's loop sends. An end carries the worker's known generation.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn request_of(
-        &self,
-        worker: &str,
-        action: Action,
-        token: &str,
-        outcome: Option<EndOutcome>,
-        expected_generation: Option<u64>,
-        root: &Option<RootId>,
-        task: &Option<TaskId>,
-    ) -> Request {
+    /// A worker starts on its task under its root, bound to nothing.
+    pub(super) fn start_worker(&mut self, worker: &str, path: Path, task: &str, root: &str) {
+        self.state.workers.insert(
+            worker.to_owned(),
+            Worker {
+                path,
+                task: task.to_owned(),
+                root: root.to_owned(),
+                binding: None,
+                sealed_token: None,
+                unanswered_end: None,
+                waiting: None,
+                used_reqs: Default::default(),
+            },
+        );
+        self.state
+            .tasks
+            .insert(task.to_owned(), (root.to_owned(), TaskStatus::Running));
+    }
+
+    /// The request a worker's loop sends for a `Request` input (`None` for any other input): the
+    /// token the input names, else the loop's; the root and task it names, else the worker's. An
+    /// end carries the worker's known generation.
+    pub(super) fn request_of(&self, input: &InputKind) -> Option<Request> {
+        let InputKind::Request {
+            worker,
+            action,
+            token,
+            outcome,
+            expected_generation: stated,
+            root,
+            task,
+            ..
+        } = input
+        else {
+            return None;
+        };
+        let (action, outcome) = (*action, *outcome);
         let w = &self.state.workers[worker];
+        let token = match token {
+            Some(t) => t.clone(),
+            None => loop_token(w, action, outcome).unwrap_or_default(),
+        };
         let known = w
             .binding
             .as_ref()
-            .filter(|b| normalize(&b.token) == normalize(token))
+            .filter(|b| normalize(&b.token) == normalize(&token))
             .map(|b| b.generation);
         let expected = match action {
-            Action::End if !flawed!(self, BlindSeal) => expected_generation.or(known),
-            _ => expected_generation,
+            Action::End if !flawed!(self, BlindSeal) => stated.or(known),
+            _ => *stated,
         };
-        Request {
+        Some(Request {
             action,
-            token: token.to_owned(),
+            token,
             root: root.clone().unwrap_or_else(|| w.root.clone()),
             task: task.clone().unwrap_or_else(|| w.task.clone()),
             outcome,
             expected_generation: expected,
-        }
+        })
     }
 
     /// The loop layer (SPEC §3.4): the verdict, and what it does to the worker's binding.
