@@ -16,7 +16,7 @@ pub(super) enum ChildObs {
     Effect { key: String, uncertain: bool },
 }
 
-#[derive(Clone, Debug, Hash)]
+#[derive(Clone, Debug)]
 pub(super) struct ChildSeen {
     pub(super) kind: ChildKind,
     pub(super) state: ChildObs,
@@ -26,6 +26,33 @@ pub(super) struct ChildSeen {
     pub(super) cancelled: bool,
     /// Why the child must not start, if it must not: it asked too late, or after the cancel.
     pub(super) refusal: Option<&'static str>,
+}
+
+/// Everything but `refusal`, which is not part of the fingerprint: a machine answers a spawn
+/// within the spawn's own step (`child_started` or `tool_not_started`), where the step's
+/// expectation judges it, so in an explored run a refusal never decides a later step's verdict.
+/// Only a log can show a start later than its spawn, and a log is checked, not explored.
+impl std::hash::Hash for ChildSeen {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        let ChildSeen {
+            kind,
+            state,
+            cancel_requested,
+            temporaries,
+            enqueued,
+            cancelled,
+            refusal: _,
+        } = self;
+        (
+            kind,
+            state,
+            cancel_requested,
+            temporaries,
+            enqueued,
+            cancelled,
+        )
+            .hash(h);
+    }
 }
 
 #[derive(Clone, Debug, Default, Hash)]
