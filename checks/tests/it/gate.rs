@@ -62,3 +62,69 @@ fn an_empty_gate_does_not_pass() {
     let run = gate::run(&[], TurnMachine::new);
     assert!(!run.passed());
 }
+
+/// The deadline scenario's `unsafe-late-tool-blocked` stands on tools (SPEC §4: "a tool started
+/// after the deadline"): a retrieval or a model stream asked to start too late is refused too, but
+/// it is no evidence that a late tool would be. With every late tool taken out of the script and a
+/// late retrieval and a late model stream put in their place, the check has nothing to measure
+/// and fails; with them beside the two late tools, it counts the two tools alone.
+#[test]
+fn the_late_tool_check_counts_tools_alone() {
+    use turnfence_model::turn::{ChildKind, Input, InputKind};
+
+    let late_non_tools = [
+        Input::new(
+            86,
+            InputKind::Spawn {
+                turn: "turn-text-003".into(),
+                child: "late-retrieval".into(),
+                kind: ChildKind::Retrieval,
+                need_ms: Some(10),
+            },
+        ),
+        Input::new(
+            92,
+            InputKind::Spawn {
+                turn: "turn-text-003".into(),
+                child: "late-model".into(),
+                kind: ChildKind::Model,
+                need_ms: None,
+            },
+        ),
+    ];
+    let is_tool_spawn = |i: &Input| {
+        matches!(
+            &i.kind,
+            InputKind::Spawn {
+                kind: ChildKind::Tool { .. },
+                ..
+            }
+        )
+    };
+    let late_tool_check = |s: &gate::Scenario| {
+        let run = gate::run_scenario(s, TurnMachine::new());
+        assert!(run.misuse.is_none(), "{:?}", run.misuse);
+        run.checks
+            .into_iter()
+            .find(|c| c.name == "unsafe-late-tool-blocked")
+            .expect("the deadline scenario has the late-tool check")
+    };
+
+    let base = gate::scenarios::scenario("deadline_budget").unwrap();
+    assert_eq!(base.inputs.iter().filter(|i| is_tool_spawn(i)).count(), 2);
+
+    let mut without_tools = base.clone();
+    without_tools.inputs.retain(|i| !is_tool_spawn(i));
+    without_tools.inputs.extend(late_non_tools.iter().cloned());
+    without_tools.inputs.sort_by_key(|i| i.at);
+    let check = late_tool_check(&without_tools);
+    assert!(!check.passed, "passed with no late tool: {check:?}");
+    assert_eq!(check.actual, "0 of 0 late tools started");
+
+    let mut beside_tools = base;
+    beside_tools.inputs.extend(late_non_tools.iter().cloned());
+    beside_tools.inputs.sort_by_key(|i| i.at);
+    let check = late_tool_check(&beside_tools);
+    assert!(check.passed, "{check:?}");
+    assert_eq!(check.actual, "0 of 2 late tools started");
+}
