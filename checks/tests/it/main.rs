@@ -10,6 +10,7 @@ mod flaws;
 mod fuzz;
 mod gate;
 mod model;
+mod monitors;
 mod mutation;
 mod peer;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
