@@ -31,3 +31,42 @@ fn every_invariant_says_what_putting_it_to_the_test_takes() {
     each_says_what_reaching_it_takes::<turn::Invariant>();
     each_says_what_reaching_it_takes::<fence::Invariant>();
 }
+
+/// The lines at which checking a fixture finds `invariant` broken.
+fn found_at(fixture: &str, invariant: &str) -> Vec<usize> {
+    let path = crate::fixtures("rejected")
+        .into_iter()
+        .chain(crate::fixtures("accepted"))
+        .find(|p| p.ends_with(fixture))
+        .unwrap_or_else(|| panic!("no fixture {fixture}"));
+    let text = crate::read(&path);
+    let verdict = turnfence_checks::trace::check_input(text.as_bytes(), None, None)
+        .verdict
+        .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    verdict
+        .findings
+        .iter()
+        .filter(|f| f.name() == invariant)
+        .map(|f| f.line)
+        .collect()
+}
+
+/// `restore_fails_closed`: a snapshot listed as rows is malformed if one of its rows has no
+/// root, and then nothing may come back pending, even a task of a root no row names.
+#[test]
+fn a_snapshot_row_without_a_root_makes_the_restore_fail_closed() {
+    assert_eq!(
+        found_at(
+            "0114_fence_rootless_snapshot_row_restores.jsonl",
+            "restore_fails_closed"
+        ),
+        [3]
+    );
+    assert_eq!(
+        found_at(
+            "0123_fence_rootless_snapshot_row_fails_closed.jsonl",
+            "restore_fails_closed"
+        ),
+        [] as [usize; 0]
+    );
+}
