@@ -51,6 +51,21 @@ fn found_at(fixture: &str, invariant: &str) -> Vec<usize> {
         .collect()
 }
 
+/// `foreign_begin_refused`: a row's owner task never changes. After a foreign begin took a live
+/// root over, the row is the taker's, so the root's first task taking it back with a new token
+/// changes the owner a second time: two findings, at the takeover (line 14) and at the taking
+/// back (line 21) — not a re-adoption by the owner.
+#[test]
+fn a_root_taken_over_and_taken_back_changed_owner_twice() {
+    assert_eq!(
+        found_at(
+            "0115_fence_root_taken_over_then_taken_back.jsonl",
+            "foreign_begin_refused"
+        ),
+        [14, 21]
+    );
+}
+
 /// `restore_fails_closed`: a snapshot listed as rows is malformed if one of its rows has no
 /// root, and then nothing may come back pending, even a task of a root no row names.
 #[test]
