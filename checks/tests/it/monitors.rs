@@ -85,3 +85,43 @@ fn a_snapshot_row_without_a_root_makes_the_restore_fail_closed() {
         [] as [usize; 0]
     );
 }
+
+/// Each named check of the model (`turn::cancel_tree_drained`, …) runs the monitor with its one
+/// invariant: on a run that breaks two invariants, each check names its own alone, and together
+/// they find what the whole monitor finds.
+#[test]
+fn a_named_check_reports_its_own_invariant_alone() {
+    use turnfence_checks::gate;
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Flaw, TurnMachine};
+
+    // Planted: a turn claimed cancelled before its children stopped, which a commit then
+    // contradicts (the gate's flaw table: cancel_tree_drained and no_false_cancel_claim).
+    let run = gate::run(&["noncancellable_tool"], || {
+        TurnMachine::with_flaw(Flaw::CancelledBeforeChildrenStopped)
+    });
+    let steps = &run.scenarios[0].steps;
+    let all = turnfence_model::check_all::<TurnMachine>(steps);
+    type Check = fn(&[turn::Step]) -> Vec<turn::Violation>;
+    let checks: [(turn::Invariant, Check); 2] = [
+        (
+            turn::Invariant::CancelTreeDrained,
+            turn::invariants::cancel_tree_drained,
+        ),
+        (
+            turn::Invariant::NoFalseCancelClaim,
+            turn::invariants::no_false_cancel_claim,
+        ),
+    ];
+    for (invariant, check) in checks {
+        let found = check(steps);
+        assert!(!found.is_empty(), "{}: nothing found", invariant.name());
+        assert!(
+            found.iter().all(|v| v.invariant == invariant),
+            "{}: {found:?}",
+            invariant.name()
+        );
+        let in_all = all.iter().filter(|v| v.invariant == invariant).count();
+        assert_eq!(found.len(), in_all, "{}", invariant.name());
+    }
+}
