@@ -13,6 +13,9 @@
 //! unless the schema marks it optional; an unknown field is an input error.
 
 use std::marker::PhantomData;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
@@ -123,19 +126,24 @@ fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Resu
     })
 }
 
+/// The four keys that say a line's kind, each as a prepared substring search.
+static KIND_KEYS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
+    [
+        Finder::new("\"input\":"),
+        Finder::new("\"output\":"),
+        Finder::new("\"meta\":"),
+        Finder::new("\"session_end\":"),
+    ]
+});
+
 /// One canonical line as an event.
 pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError> {
     super::limits::long_id(text, line)?;
     // The line's kind, from its keys. A key's `"name":` cannot occur inside a JSON string (its
     // quotes would be escaped), so when exactly one of the four shows, it is the line's key, or
     // the line is malformed and the typed parse says so. Otherwise the keys are read properly.
-    let shows = |key: &str| text.contains(key);
-    let kind = (
-        shows("\"input\":"),
-        shows("\"output\":"),
-        shows("\"meta\":"),
-        shows("\"session_end\":"),
-    );
+    let shows = |key: usize| KIND_KEYS[key].find(text.as_bytes()).is_some();
+    let kind = (shows(0), shows(1), shows(2), shows(3));
     let kind = match kind {
         (true, false, false, false)
         | (false, true, false, false)
