@@ -80,10 +80,17 @@ pub struct History<'a, M: Machine> {
 
 impl<'a, M: Machine> History<'a, M> {
     /// Each step's input and its outputs, oldest first.
-    pub fn steps(&self) -> impl DoubleEndedIterator<Item = (&'a M::Input, Vec<&'a M::Output>)> {
+    pub fn steps(
+        &self,
+    ) -> impl DoubleEndedIterator<
+        Item = (
+            &'a M::Input,
+            impl DoubleEndedIterator<Item = &'a M::Output> + 'a,
+        ),
+    > + 'a {
         self.steps
             .iter()
-            .map(|s| (&s.input, s.outputs.iter().map(|o| &o.output).collect()))
+            .map(|s| (&s.input, s.outputs.iter().map(|o| &o.output)))
     }
 }
 

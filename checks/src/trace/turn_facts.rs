@@ -6,7 +6,7 @@
 
 use turnfence_model::turn::state::{ChildState, Phase, Session, Turn};
 use turnfence_model::turn::RESUME_TTL_MS;
-use turnfence_model::turn::{Input, Invariant, Mode, Output, StopAnswer, Terminal, TurnMachine};
+use turnfence_model::turn::{Invariant, Mode, Output, StopAnswer, Terminal, TurnMachine};
 
 use super::conform::{History, Judged};
 
@@ -257,29 +257,26 @@ fn committed(t: &Turn, child: &str, count: u64, claims_cancelled: bool) -> Verdi
 /// When the turn's cancel began: the time of the step whose outputs first cancelled it (a stop
 /// answered `requested`, a generation fenced, the deadline).
 fn cancel_began(history: &History<'_, TurnMachine>, turn: &str) -> Option<u64> {
-    history
-        .steps()
-        .find_map(|(input, outputs): (&Input, Vec<&Output>)| {
-            outputs
-                .iter()
-                .any(|o| match o {
-                    Output::StopAnswered {
-                        turn: t,
-                        answer: StopAnswer::Requested,
-                        ..
-                    }
-                    | Output::GenerationFenced { turn: t, .. }
-                    | Output::DeadlineExceeded { turn: t } => t == turn,
-                    _ => false,
-                })
-                .then_some(input.at)
-        })
+    history.steps().find_map(|(input, mut outputs)| {
+        outputs
+            .any(|o| match o {
+                Output::StopAnswered {
+                    turn: t,
+                    answer: StopAnswer::Requested,
+                    ..
+                }
+                | Output::GenerationFenced { turn: t, .. }
+                | Output::DeadlineExceeded { turn: t } => t == turn,
+                _ => false,
+            })
+            .then_some(input.at)
+    })
 }
 
 /// The frames the model's latest clear for the turn removed.
 fn last_cleared(history: &History<'_, TurnMachine>, turn: &str) -> Option<u64> {
     history.steps().rev().find_map(|(_, outputs)| {
-        outputs.iter().rev().find_map(|o| match o {
+        outputs.rev().find_map(|o| match o {
             Output::PlaybackCleared { turn: t, frames } if t == turn => Some(u64::from(*frames)),
             _ => None,
         })

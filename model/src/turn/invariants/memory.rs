@@ -16,7 +16,7 @@ pub(super) enum ChildObs {
     Effect { key: String, uncertain: bool },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Hash)]
 pub(super) struct ChildSeen {
     pub(super) kind: ChildKind,
     pub(super) state: ChildObs,
@@ -24,35 +24,6 @@ pub(super) struct ChildSeen {
     pub(super) temporaries: u32,
     pub(super) enqueued: bool,
     pub(super) cancelled: bool,
-    /// Why the child must not start, if it must not: it asked too late, or after the cancel.
-    pub(super) refusal: Option<&'static str>,
-}
-
-/// Everything but `refusal`, which is not part of the fingerprint: a machine answers a spawn
-/// within the spawn's own step (`child_started` or `tool_not_started`), where the step's
-/// expectation judges it, so in an explored run a refusal never decides a later step's verdict.
-/// Only a log can show a start later than its spawn, and a log is checked, not explored.
-impl std::hash::Hash for ChildSeen {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        let ChildSeen {
-            kind,
-            state,
-            cancel_requested,
-            temporaries,
-            enqueued,
-            cancelled,
-            refusal: _,
-        } = self;
-        (
-            kind,
-            state,
-            cancel_requested,
-            temporaries,
-            enqueued,
-            cancelled,
-        )
-            .hash(h);
-    }
 }
 
 #[derive(Clone, Debug, Default, Hash)]
@@ -116,13 +87,20 @@ pub struct Monitor {
     pub(super) reported: BTreeSet<(Invariant, String)>,
     pub(super) expect: StepExpect,
     pub(super) findings: Findings<Invariant>,
-    /// The step at which each turn's story moments happened, for a violation's `since`. Not
-    /// part of the fingerprint: it decides no verdict, only where a report says a story starts.
-    pub(super) moments: BTreeMap<(TurnId, Moment), usize>,
+    /// The step at which each turn's story moments happened (by `Moment`), for a violation's
+    /// `since`. Not part of the fingerprint: it decides no verdict, only where a report says a
+    /// story starts.
+    pub(super) moments: BTreeMap<TurnId, [Option<usize>; 3]>,
+    /// Why each child that had to be refused had to be: it asked too late, or after the cancel.
+    /// Not part of the fingerprint either: a machine answers a spawn within the spawn's own step
+    /// (`child_started` or `tool_not_started`), where the step's expectation judges it, so in an
+    /// explored run a refusal never decides a later step's verdict. Only a log shows a start
+    /// later than its spawn, and a log is checked, not explored.
+    pub(super) refusals: BTreeMap<TurnId, BTreeMap<ChildId, &'static str>>,
 }
 
 /// A turn's moment a later violation's story starts at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Moment {
     /// Cancelled (a stop, a barge-in or the deadline), fenced, or ended: from here nothing of it
     /// reaches the user.
@@ -150,8 +128,8 @@ impl Monitor {
     ) {
         let since = ids
             .first()
-            .and_then(|turn| self.moments.get(&((*turn).to_owned(), moment)))
-            .copied();
+            .and_then(|turn| self.moments.get(*turn))
+            .and_then(|m| m[moment as usize]);
         self.findings
             .violate_since(invariant, self.now, ids, message, since);
     }
@@ -159,9 +137,11 @@ impl Monitor {
     /// The turn's `moment` happens now, unless it already did.
     pub(super) fn moment(&mut self, turn: &str, moment: Moment) {
         let step = self.findings.step();
-        self.moments
-            .entry((turn.to_owned(), moment))
-            .or_insert(step);
+        let at = match self.moments.get_mut(turn) {
+            Some(m) => m,
+            None => self.moments.entry(turn.to_owned()).or_default(),
+        };
+        at[moment as usize].get_or_insert(step);
     }
 
     /// Reports a standing condition once per (invariant, subject), not at every step it persists.

@@ -8,9 +8,6 @@ use crate::turn::types::*;
 impl Monitor {
     pub(super) fn on_terminal(&mut self, turn: &str, state: Terminal) {
         self.reach(Invariant::OneTerminalState);
-        if !self.turns.contains_key(turn) {
-            return;
-        }
         self.moment(turn, Moment::Terminal);
         self.moment(turn, Moment::Stopped);
         let Some(t) = self.turns.get_mut(turn) else {

@@ -57,6 +57,8 @@ impl Monitor {
         };
         if let Some(why) = why {
             self.expect.spawn = Some((turn.to_owned(), child.to_owned(), why));
+            let refused = self.refusals.entry(turn.to_owned()).or_default();
+            refused.insert(child.to_owned(), why);
         }
         t.children.insert(
             child.to_owned(),
@@ -67,7 +69,6 @@ impl Monitor {
                 temporaries: 0,
                 enqueued: false,
                 cancelled: false,
-                refusal: why,
             },
         );
     }
@@ -79,12 +80,7 @@ impl Monitor {
                 self.expect.started = true;
             }
         }
-        let Some(why) = self
-            .turns
-            .get(turn)
-            .and_then(|t| t.children.get(child))
-            .and_then(|c| c.refusal)
-        else {
+        let Some(&why) = self.refusals.get(turn).and_then(|r| r.get(child)) else {
             return;
         };
         self.spawn_violation(turn, child, why);
@@ -198,9 +194,6 @@ impl Monitor {
 
     pub(super) fn on_deadline(&mut self, turn: &str) {
         self.reach(Invariant::DeadlineRespected);
-        if !self.turns.contains_key(turn) {
-            return;
-        }
         self.moment(turn, Moment::Stopped);
         let Some(t) = self.turns.get_mut(turn) else {
             return;
