@@ -140,7 +140,7 @@ macro_rules! monitor {
 macro_rules! machine {
     (
         $machine:ident $name:literal { $field:ident: $state:ty }
-        due: $due:ident, timeout: $timeout:ident
+        due: $due:ident, timeout: $timeout:ident, monitor: $monitor:ident, planted: $planted:ident
     ) => {
         impl<P: $crate::Plant<Flaw>> $crate::Machine for $machine<P> {
             type Input = Input;
@@ -182,6 +182,10 @@ macro_rules! machine {
                 use std::hash::Hash;
                 self.$field.hash(h);
             }
+
+            fn monitor(&self) -> Monitor {
+                self.$monitor()
+            }
         }
 
         impl $crate::Plantable for $machine {
@@ -189,10 +193,12 @@ macro_rules! machine {
             type Planted = $machine<$crate::Planted<Flaw>>;
 
             fn with_flaw(flaw: Flaw) -> $machine<$crate::Planted<Flaw>> {
-                $machine {
+                let mut machine = $machine {
                     plant: $crate::Planted::new(flaw),
                     ..$machine::default()
-                }
+                };
+                machine.$planted(flaw);
+                machine
             }
         }
 

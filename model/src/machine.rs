@@ -115,6 +115,12 @@ pub trait Machine: Clone + Debug + Default {
     /// Hashes the machine's state (not its unread outputs): with the monitor's
     /// [`fingerprint`](Monitor::fingerprint), one state for an explorer.
     fn fingerprint<H: Hasher>(&self, h: &mut H);
+
+    /// A fresh monitor for this machine's runs: it judges by the rules the machine was made with
+    /// (a turn machine's profile). A machine with one set of rules has the default monitor.
+    fn monitor(&self) -> Self::Monitor {
+        Self::Monitor::default()
+    }
 }
 
 /// A named invariant: an `always` property with its paired `sometimes` ([`reached`](Invariant::reached)).
@@ -231,6 +237,11 @@ impl<V: Invariant> Findings<V> {
         });
     }
 
+    /// The one invariant these findings keep, if they keep one only.
+    pub fn kept_only(&self) -> Option<V> {
+        self.only
+    }
+
     /// The invariant was put to the test (its `sometimes`).
     pub fn reach(&mut self, invariant: V) {
         self.reached.insert(invariant);
@@ -341,12 +352,12 @@ pub trait Monitor: Clone + Debug + Default {
 
 /// Every invariant of a machine over a recorded run.
 pub fn check_all<M: Machine>(steps: &[StepOf<M>]) -> Vec<Violation<M::Invariant>> {
-    M::Monitor::default().check(steps)
+    M::default().monitor().check(steps)
 }
 
 /// The invariants a recorded run put to the test (without `finish`).
 pub fn reached<M: Machine>(steps: &[StepOf<M>]) -> BTreeSet<M::Invariant> {
-    let mut monitor = M::Monitor::default();
+    let mut monitor = M::default().monitor();
     for step in steps {
         monitor.observe(step);
     }

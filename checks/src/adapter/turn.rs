@@ -159,7 +159,7 @@ impl TurnAdapter {
             // Look and take under one lock: a frame cleared meanwhile is simply not there.
             let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
             if !inner.machine.session().playback.is_empty() {
-                inner.apply(InputKind::FramePlayed);
+                inner.apply(InputKind::FRAME_PLAYED);
             }
             return;
         }
@@ -168,11 +168,12 @@ impl TurnAdapter {
             inner.machine.session().playback.front().cloned()
         };
         let Some(frame) = peeked else { return };
-        self.apply(InputKind::FramePlayed);
+        self.apply(InputKind::FRAME_PLAYED);
         self.tell_instead(vec![Output::Played {
             turn: frame.turn,
             generation: frame.generation,
             seq: frame.seq,
+            frames: 1,
         }]);
     }
 

@@ -10,7 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde_json::json;
 use turnfence_checks::junit;
-use turnfence_checks::trace::{self, Dialect, InputError, Machine, Reading, Verdict};
+use turnfence_checks::trace::{
+    self, Dialect, Flags, InputError, Machine, Profile, Reading, Verdict,
+};
 
 use super::{write_stdout, Format};
 
@@ -18,8 +20,20 @@ use super::{write_stdout, Format};
 pub struct Ask {
     pub dialect: Option<Dialect>,
     pub machine: Option<Machine>,
+    pub profile: Option<Profile>,
     pub format: Format,
     pub max_findings: usize,
+}
+
+impl Ask {
+    /// The choices that override each trace's meta line.
+    fn flags(&self) -> Flags {
+        Flags {
+            dialect: self.dialect,
+            machine: self.machine,
+            profile: self.profile,
+        }
+    }
 }
 
 /// One trace's outcome.
@@ -99,10 +113,10 @@ fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
 #[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
 fn judge(path: &Path, ask: &Ask) -> Outcome {
     let checked = if path.as_os_str() == "-" {
-        trace::check_input(std::io::stdin().lock(), ask.dialect, ask.machine)
+        trace::check_input(std::io::stdin().lock(), &ask.flags())
     } else {
         match std::fs::File::open(path) {
-            Ok(f) => trace::check_input(std::io::BufReader::new(f), ask.dialect, ask.machine),
+            Ok(f) => trace::check_input(std::io::BufReader::new(f), &ask.flags()),
             // Not a line of a trace: the file itself could not be opened.
             Err(e) => {
                 let message = format!("cannot read {}: {e}", path.display());

@@ -89,6 +89,10 @@ enum Command {
         /// The machine; by default each trace's meta line `machine`, else `turn`.
         #[arg(long, value_enum)]
         machine: Option<Machine>,
+        /// The rule choices the system follows; by default each trace's meta line `profile`,
+        /// else `lab`.
+        #[arg(long, value_enum)]
+        profile: Option<turnfence_checks::trace::Profile>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// At most this many findings in the text report of one trace (every one is still
@@ -167,6 +171,7 @@ pub fn run(cli: Cli) -> ExitCode {
             paths,
             dialect,
             machine,
+            profile,
             format,
             max_findings,
         } => check::run(
@@ -174,6 +179,7 @@ pub fn run(cli: Cli) -> ExitCode {
             &check::Ask {
                 dialect,
                 machine,
+                profile,
                 format,
                 max_findings,
             },

@@ -47,7 +47,7 @@ pub trait Explore: Machine {
 /// The machine after its [`Explore::prelude`], and a monitor that saw it: where exploration starts.
 pub fn start<M: Explore>(make: &dyn Fn() -> M) -> (M, M::Monitor) {
     let mut machine = make();
-    let mut monitor = M::Monitor::default();
+    let mut monitor = machine.monitor();
     for input in M::prelude() {
         for step in take(&mut machine, &input).0 {
             monitor.observe(&step);

@@ -61,7 +61,7 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
         }
     }
     if !s.playback.is_empty() {
-        out.push(InputKind::FramePlayed);
+        out.push(InputKind::FRAME_PLAYED);
     }
     out.push(InputKind::SpeechStarted { confidence: 0.9 });
     if b.client {

@@ -190,11 +190,14 @@ pub struct Run<M: Machine> {
     pub steps: Vec<Recorded<M::Input, M::Output>>,
     /// The inputs the machine took (the misused ones dropped).
     pub taken: Vec<M::Input>,
+    /// A fresh monitor of the machine that ran: what judges the run.
+    pub monitor: M::Monitor,
 }
 
 /// Replays inputs on a fresh machine, skipping misuse, recording state changes.
 pub fn replay<M: Fuzz>(inputs: &[M::Input], make: &dyn Fn() -> M) -> Run<M> {
     let mut m = make();
+    let monitor = m.monitor();
     let mut steps = Vec::new();
     let mut taken = Vec::new();
     let mut before = m.summary();
@@ -232,7 +235,11 @@ pub fn replay<M: Fuzz>(inputs: &[M::Input], make: &dyn Fn() -> M) -> Run<M> {
         }
         before = after;
     }
-    Run { steps, taken }
+    Run {
+        steps,
+        taken,
+        monitor,
+    }
 }
 
 fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> Vec<String> {
@@ -252,15 +259,16 @@ fn diff(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) -> 
     changes
 }
 
-/// Every invariant of a machine over recorded steps.
+/// Every invariant of a machine over recorded steps, judged by `monitor` (fresh: made by the
+/// machine that ran them, so it judges by that machine's rules).
 pub fn judge<'a, M: Machine>(
+    mut monitor: M::Monitor,
     steps: impl IntoIterator<Item = &'a StepOf<M>>,
 ) -> (Vec<Broken<M>>, BTreeSet<M::Invariant>)
 where
     M::Input: 'a,
     M::Output: 'a,
 {
-    let mut monitor = M::Monitor::default();
     let mut broken = Vec::new();
     for step in steps {
         broken.extend(monitor.observe(step));
@@ -272,7 +280,7 @@ where
 
 /// The violations of a run, narrowed to one invariant if given.
 pub fn violations<M: Machine>(run: &Run<M>, only: Option<M::Invariant>) -> Vec<Broken<M>> {
-    judge::<M>(run.steps.iter().map(|r| &r.step))
+    judge::<M>(run.monitor.clone(), run.steps.iter().map(|r| &r.step))
         .0
         .into_iter()
         .filter(|b| only.is_none_or(|o| b.invariant == o))
@@ -332,7 +340,7 @@ pub fn run_case<M: Fuzz>(
 ) -> Result<BTreeSet<M::Invariant>, Box<Found<M>>> {
     let case = generate::<M>(seed, steps, make);
     let run = replay::<M>(&case.inputs, make);
-    let (all, reached) = judge::<M>(run.steps.iter().map(|r| &r.step));
+    let (all, reached) = judge::<M>(run.monitor.clone(), run.steps.iter().map(|r| &r.step));
     let broken: Vec<Broken<M>> = all
         .into_iter()
         .filter(|b| invariant.is_none_or(|o| b.invariant == o))
@@ -372,13 +380,15 @@ pub struct Replayed<V> {
     pub rerun: Option<Option<usize>>,
 }
 
-/// Re-runs a report's inputs on a machine made by `make` and judges its recorded run.
+/// Re-runs a report's inputs on a machine made by `make` and judges its recorded run (by the
+/// rules of the machine `make` makes; without one, by the machine's default rules).
 pub fn replay_report<M: Machine>(
     report: &report::Report<M>,
     make: Option<&dyn Fn() -> M>,
 ) -> Replayed<M::Invariant> {
     let recorded: Vec<&StepOf<M>> = report.steps.iter().map(|r| &r.step).collect();
-    let broken = judge::<M>(recorded.iter().copied()).0;
+    let monitor = make.map_or_else(|| M::default().monitor(), |make| make().monitor());
+    let broken = judge::<M>(monitor, recorded.iter().copied()).0;
     let Some(make) = make else {
         return Replayed {
             broken,

@@ -78,7 +78,7 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
             Pick::Checkpoint => child_input(m, g, true),
             Pick::Complete => child_input(m, g, false),
             Pick::ModelDone => some_turn(m, g).map(|turn| InputKind::ModelDone { turn }),
-            Pick::FramePlayed => Some(InputKind::FramePlayed),
+            Pick::FramePlayed => Some(InputKind::FRAME_PLAYED),
             Pick::Stop => stop(m, g),
             Pick::Speech => Some(InputKind::SpeechStarted {
                 confidence: g.range(50, 100) as f64 / 100.0,

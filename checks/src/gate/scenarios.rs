@@ -214,7 +214,7 @@ fn voice_barge_in() -> Scenario {
     let mut s = Script::new("turn-voice-001");
     s.accept(0, 7, Mode::Audio, None)
         .delta(18, 7, 1, None, 2)
-        .at(20, InputKind::FramePlayed)
+        .at(20, InputKind::FRAME_PLAYED)
         .at(
             30,
             InputKind::Accept {
@@ -226,7 +226,7 @@ fn voice_barge_in() -> Scenario {
             },
         )
         .delta(44, 7, 2, None, 4)
-        .at(46, InputKind::FramePlayed)
+        .at(46, InputKind::FRAME_PLAYED)
         .at(70, InputKind::SpeechStarted { confidence: 0.94 })
         .delta(79, 7, 3, None, 1)
         .at(
@@ -242,7 +242,7 @@ fn voice_barge_in() -> Scenario {
     let mut next = Script::new("turn-voice-002");
     next.delta(116, 8, 1, None, 1)
         .model_done(120)
-        .at(151, InputKind::FramePlayed);
+        .at(151, InputKind::FRAME_PLAYED);
     s.inputs.extend(next.inputs);
     s.done("voice_barge_in")
 }

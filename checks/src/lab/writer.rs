@@ -154,7 +154,10 @@ pub fn input_line(
             ..
         } => delta(*generation, *seq, text.as_deref(), *frames),
         InputKind::ModelDone { .. } => ("model", "response.completed", json!({})),
-        InputKind::FramePlayed => ("speaker", "frame.consumed", json!({})),
+        InputKind::FramePlayed { frames: 1 } => ("speaker", "frame.consumed", json!({})),
+        InputKind::FramePlayed { frames } => {
+            ("speaker", "frame.consumed", json!({ "frames": frames }))
+        }
         InputKind::Stop { request_id, .. } => {
             ("client", "turn.cancel", json!({ "request_id": request_id }))
         }
@@ -277,8 +280,24 @@ pub fn output_line(
             ..
         } => late_dropped(*generation, *seq, reason),
         Output::Played {
-            generation, seq, ..
-        } => ("tts", "frame.played", delta_id(*generation, *seq)),
+            generation,
+            seq,
+            frames,
+            ..
+        } => {
+            let mut d = delta_id(*generation, *seq);
+            if *frames != 1 {
+                d["frames"] = json!(frames);
+            }
+            ("tts", "frame.played", d)
+        }
+        Output::Truncated {
+            generation, heard, ..
+        } => (
+            "tts",
+            "output_audio.truncated",
+            json!({ "generation": generation, "heard_frames": heard }),
+        ),
         Output::PlaybackCleared { frames, .. } => (
             "tts",
             "output_audio.clear",

@@ -12,6 +12,7 @@ use std::mem::Discriminant;
 
 use serde::Serialize;
 use serde_json::Value;
+use turnfence_model::turn::Profile;
 use turnfence_model::{Invariant, Machine, Millis};
 
 use super::{Finding, FindingKind, InputError};
@@ -26,6 +27,12 @@ pub trait Conform: Machine {
     /// machine can predict: judged where it is stated. A machine whose logs state none uses
     /// [`std::convert::Infallible`].
     type Fact: Clone + std::fmt::Debug + PartialEq;
+
+    /// The machine a session starts as, following `profile` (a trace's meta line, or
+    /// `--profile`). A machine with one set of rules has the lab's only: `None` for any other.
+    fn for_profile(profile: Profile) -> Option<Self> {
+        profile.is_lab().then(Self::default)
+    }
 
     /// An input kind without fields (its line may carry no other keys).
     fn is_bare(input: &Self::Input) -> bool;
@@ -44,7 +51,11 @@ pub trait Conform: Machine {
     }
 
     /// A refusal that is evidence of a broken invariant: the invariant and why.
-    fn refusal_cause(_: &[&Self::Output], _: &Self::Misuse) -> Option<(Self::Invariant, String)> {
+    fn refusal_cause(
+        &self,
+        _: &[&Self::Output],
+        _: &Self::Misuse,
+    ) -> Option<(Self::Invariant, String)> {
         None
     }
 
@@ -175,6 +186,8 @@ fn same_identity(pattern: &Value, actual: &Value) -> bool {
 pub struct SessionCheck<M: Conform> {
     pub session: String,
     machine: M,
+    /// A fresh monitor of the machine the session started as: what judges its effective trace.
+    pub(super) monitor: M::Monitor,
     steps: Vec<EffStep<M>>,
     pending: HashMap<Discriminant<M::Output>, VecDeque<(usize, usize)>>,
     findings: Vec<Finding>,
@@ -197,13 +210,15 @@ impl<M: Conform> SessionCheck<M> {
     /// their count.
     pub fn new(
         session: &str,
+        machine: M,
         complete: &[String],
         partial: bool,
         keep_hidden: bool,
     ) -> SessionCheck<M> {
         SessionCheck {
             session: session.to_owned(),
-            machine: M::default(),
+            monitor: machine.monitor(),
+            machine,
             steps: Vec::new(),
             pending: HashMap::new(),
             findings: Vec::new(),
@@ -319,7 +334,7 @@ impl<M: Conform> SessionCheck<M> {
         {
             return;
         }
-        let cause = M::refusal_cause(&self.all_outputs(), &misuse);
+        let cause = self.machine.refusal_cause(&self.all_outputs(), &misuse);
         let (kind, invariant, message) = match cause {
             Some((invariant, why)) => (FindingKind::Invariant, Some(invariant.name()), why),
             None => (

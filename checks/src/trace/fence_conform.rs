@@ -54,6 +54,7 @@ impl Conform for FenceMachine {
     /// A worker's loop with no token to send, after an end dropped its binding, is a loop that
     /// still holds the dead token (the trace shows which one it sent).
     fn refusal_cause(
+        &self,
         outputs: &[&fence::Output],
         misuse: &fence::Misuse,
     ) -> Option<(fence::Invariant, String)> {

@@ -19,7 +19,8 @@ pub mod turn_facts;
 mod wording;
 
 pub use reading::{
-    check_dialect, check_input, check_input_keeping, reading, Checked, Machine, Reading,
+    check_dialect, check_input, check_input_keeping, reading, Checked, Flags, Machine, Profile,
+    Reading,
 };
 pub use render::{render_text, MAX_TEXT_FINDINGS};
 
@@ -33,8 +34,8 @@ use turnfence_model::Millis;
 use conform::{Conform, Observed, SessionCheck};
 
 /// The meta line's fields (first line only). Strict: a key not listed here is an input error.
-/// Every key may be left out. The checker reads `complete` and `partial` only: `dialect` and
-/// `machine` are read before the trace is (by `check_input`), and a fixture's expectations and
+/// Every key may be left out. The checker reads `complete` and `partial` only: `dialect`,
+/// `machine` and `profile` are read before the trace is (by `check_input`), and a fixture's expectations and
 /// provenance (`expect` to `source`) by the fixture tests.
 #[derive(Default, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -42,6 +43,7 @@ use conform::{Conform, Observed, SessionCheck};
 struct Meta {
     dialect: Option<String>,
     machine: Option<String>,
+    profile: Option<String>,
     /// The output kinds the log records completely.
     complete: Option<Vec<String>>,
     /// The capture is partial: a session may end with its turns unfinished.
@@ -266,6 +268,8 @@ pub struct Sessions<S: Conform> {
     /// The capture is partial (from the meta line): sessions may end with turns unfinished.
     partial: bool,
     keep: Keep,
+    /// The machine each session starts as (its profile's).
+    fresh: S,
 }
 
 impl<S: Conform> Default for Sessions<S> {
@@ -275,6 +279,7 @@ impl<S: Conform> Default for Sessions<S> {
             complete: Vec::new(),
             partial: false,
             keep: Keep::Findings,
+            fresh: S::default(),
         }
     }
 }
@@ -286,7 +291,13 @@ impl<S: Conform> Sessions<S> {
                 return Err(limits::too_many_sessions(line));
             }
             let keep = self.keep == Keep::Effective;
-            let fresh = SessionCheck::new(session, &self.complete, self.partial, keep);
+            let fresh = SessionCheck::new(
+                session,
+                self.fresh.clone(),
+                &self.complete,
+                self.partial,
+                keep,
+            );
             self.open.insert(session.to_owned(), fresh);
         }
         Ok(self.open.get_mut(session).expect("inserted above"))
@@ -430,11 +441,23 @@ pub fn check_keeping<S: Conform, R: Reader<S>>(
     reader: &mut R,
     keep: Keep,
 ) -> Result<Verdict, InputError> {
+    check_as(input, reader, keep, S::default())
+}
+
+/// [`check_keeping`], each session starting as `fresh` (a machine made with the trace's
+/// profile).
+pub fn check_as<S: Conform, R: Reader<S>>(
+    input: impl BufRead,
+    reader: &mut R,
+    keep: Keep,
+    fresh: S,
+) -> Result<Verdict, InputError> {
     let mut c = Checker::<S> {
         sessions: Sessions::default(),
         verdict: Verdict::default(),
     };
     c.sessions.keep = keep;
+    c.sessions.fresh = fresh;
     let mut bytes = Vec::new();
     let mut input = input;
     let mut line = 0;

@@ -4,9 +4,10 @@
 use std::io::BufRead;
 
 use turnfence_model::fence::FenceMachine;
-use turnfence_model::turn::TurnMachine;
+use turnfence_model::turn::{self, TurnMachine};
 
-use super::{canonical, check_keeping, Dialect, InputError, Keep, Verdict};
+use super::conform::Conform;
+use super::{canonical, check_as, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
 
 /// Which machine a trace is of.
@@ -16,11 +17,35 @@ pub enum Machine {
     Fence,
 }
 
+/// Which rule choices a trace's system follows (the model's [`turn::Profile`], by name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Profile {
+    #[default]
+    Lab,
+    #[value(name = "openai-realtime")]
+    OpenaiRealtime,
+}
+
+impl Profile {
+    /// The model's profile of this name.
+    pub fn model(self) -> turn::Profile {
+        match self {
+            Profile::Lab => turn::Profile::Lab,
+            Profile::OpenaiRealtime => turn::Profile::OpenaiRealtime,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        self.model().name()
+    }
+}
+
 impl Default for Reading {
     fn default() -> Reading {
         Reading {
             dialect: Dialect::Canonical,
             machine: Machine::Turn,
+            profile: Profile::Lab,
             overrides: Vec::new(),
         }
     }
@@ -35,25 +60,31 @@ impl Machine {
     }
 }
 
-/// Checks a trace of a machine in a dialect. The lab dialect is the turn machine's only.
+/// Checks a trace of a machine in a dialect, each session starting as the machine made with the
+/// profile. The lab dialect is the turn machine's only; the fence machine has the lab profile
+/// only.
 pub fn check_dialect(
     input: impl BufRead,
-    dialect: Dialect,
-    machine: Machine,
+    read: &Reading,
     keep: Keep,
 ) -> Result<Verdict, InputError> {
-    match (dialect, machine) {
-        (Dialect::Canonical, Machine::Turn) => check_keeping(
+    let profile = read.profile;
+    match (read.dialect, read.machine) {
+        (Dialect::Canonical, Machine::Turn) => check_with(
             input,
             &mut canonical::CanonicalReader::<TurnMachine>::default(),
             keep,
+            profile,
         ),
-        (Dialect::Canonical, Machine::Fence) => check_keeping(
+        (Dialect::Canonical, Machine::Fence) => check_with(
             input,
             &mut canonical::CanonicalReader::<FenceMachine>::default(),
             keep,
+            profile,
         ),
-        (Dialect::Lab, Machine::Turn) => check_keeping(input, &mut LabReader::default(), keep),
+        (Dialect::Lab, Machine::Turn) => {
+            check_with(input, &mut LabReader::default(), keep, profile)
+        }
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
             "the lab dialect has turn traces only; fence traces are canonical",
@@ -61,11 +92,34 @@ pub fn check_dialect(
     }
 }
 
-/// How a trace was read: its dialect and machine, and each flag that overrode its meta line.
+/// A trace checked by `reader`, each session starting as the machine made with `profile`: an
+/// input error when the machine has no such profile.
+fn check_with<S: Conform, R: Reader<S>>(
+    input: impl BufRead,
+    reader: &mut R,
+    keep: Keep,
+    profile: Profile,
+) -> Result<Verdict, InputError> {
+    let Some(fresh) = S::for_profile(profile.model()) else {
+        return Err(InputError::at(
+            1,
+            format!(
+                "the {} machine has no profile {:?}; its one profile is \"lab\"",
+                S::NAME,
+                profile.name()
+            ),
+        ));
+    };
+    check_as(input, reader, keep, fresh)
+}
+
+/// How a trace was read: its dialect, machine and profile, and each flag that overrode its meta
+/// line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reading {
     pub dialect: Dialect,
     pub machine: Machine,
+    pub profile: Profile,
     /// A flag that disagreed with the meta line, said as a sentence.
     pub overrides: Vec<String>,
 }
@@ -76,6 +130,7 @@ pub fn reading(
     first: &str,
     dialect: Option<Dialect>,
     machine: Option<Machine>,
+    profile: Option<Profile>,
 ) -> Result<Reading, InputError> {
     let meta = serde_json::from_str::<serde_json::Value>(first.trim_start_matches('\u{feff}'))
         .ok()
@@ -83,9 +138,11 @@ pub fn reading(
     let mut overrides = Vec::new();
     let dialect = chosen(dialect, meta.as_ref(), &mut overrides)?;
     let machine = chosen(machine, meta.as_ref(), &mut overrides)?;
+    let profile = chosen(profile, meta.as_ref(), &mut overrides)?;
     Ok(Reading {
         dialect: dialect.unwrap_or(Dialect::Canonical),
         machine: machine.unwrap_or(Machine::Turn),
+        profile: profile.unwrap_or_default(),
         overrides,
     })
 }
@@ -103,6 +160,14 @@ impl Choice for Dialect {
 
     fn name(self) -> &'static str {
         Dialect::name(self)
+    }
+}
+
+impl Choice for Profile {
+    const KEY: &'static str = "profile";
+
+    fn name(self) -> &'static str {
+        Profile::name(self)
     }
 }
 
@@ -156,22 +221,22 @@ pub struct Checked {
     pub verdict: Result<Verdict, InputError>,
 }
 
+/// What the command line chose, each overriding the meta line's choice; `None` leaves it to the
+/// meta line (else the default: canonical, turn, lab).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flags {
+    pub dialect: Option<Dialect>,
+    pub machine: Option<Machine>,
+    pub profile: Option<Profile>,
+}
+
 /// Checks a trace read as [`reading`] decides from its first line, then streams the rest.
-pub fn check_input(
-    input: impl BufRead,
-    dialect: Option<Dialect>,
-    machine: Option<Machine>,
-) -> Checked {
-    check_input_keeping(input, dialect, machine, Keep::Findings)
+pub fn check_input(input: impl BufRead, flags: &Flags) -> Checked {
+    check_input_keeping(input, flags, Keep::Findings)
 }
 
 /// [`check_input`], keeping what `keep` asks for beside the findings.
-pub fn check_input_keeping(
-    mut input: impl BufRead,
-    dialect: Option<Dialect>,
-    machine: Option<Machine>,
-    keep: Keep,
-) -> Checked {
+pub fn check_input_keeping(mut input: impl BufRead, flags: &Flags, keep: Keep) -> Checked {
     use std::io::Read;
     let mut first = String::new();
     if let Err(e) = input.read_line(&mut first) {
@@ -181,7 +246,7 @@ pub fn check_input_keeping(
             verdict,
         };
     }
-    let read = match reading(&first, dialect, machine) {
+    let read = match reading(&first, flags.dialect, flags.machine, flags.profile) {
         Ok(read) => read,
         Err(e) => {
             return Checked {
@@ -192,7 +257,7 @@ pub fn check_input_keeping(
     };
     let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
     Checked {
-        verdict: check_dialect(whole, read.dialect, read.machine, keep),
+        verdict: check_dialect(whole, &read, keep),
         reading: Some(read),
     }
 }

@@ -14,11 +14,12 @@ use super::turn_facts::{judge, Fact};
 impl Conform for TurnMachine {
     type Fact = Fact;
 
+    fn for_profile(profile: turnfence_model::turn::Profile) -> Option<TurnMachine> {
+        Some(TurnMachine::with_profile(profile))
+    }
+
     fn is_bare(input: &Input) -> bool {
-        matches!(
-            input.kind,
-            InputKind::Tick | InputKind::FramePlayed | InputKind::Disconnect
-        )
+        matches!(input.kind, InputKind::Tick | InputKind::Disconnect)
     }
 
     fn subject(output: &Output) -> Option<&str> {
@@ -87,12 +88,23 @@ impl Conform for TurnMachine {
 
     /// Some refusals are evidence of a broken invariant: work from something the model never
     /// let start.
-    fn refusal_cause(outputs: &[&Output], misuse: &Misuse) -> Option<(Invariant, String)> {
+    fn refusal_cause(&self, outputs: &[&Output], misuse: &Misuse) -> Option<(Invariant, String)> {
         match misuse {
-            Misuse::UnknownTurn { turn } if was_refused(outputs, turn) => Some((
-                Invariant::SingleRunningTurn,
-                format!("turn {turn} runs although it was accepted while another turn was running"),
-            )),
+            Misuse::UnknownTurn { turn } if was_refused(outputs, turn) => {
+                // Refused beside a turn that was only cancelling: one active turn until it ends.
+                let running = self.session().turns.iter().any(|t| t.phase.is_running());
+                Some(if running || !self.profile().active_until_terminal() {
+                    (
+                        Invariant::SingleRunningTurn,
+                        format!("turn {turn} runs although it was accepted while another turn was running"),
+                    )
+                } else {
+                    (
+                        Invariant::OneActiveResponse,
+                        format!("turn {turn} runs although it was accepted before the turn before it ended"),
+                    )
+                })
+            }
             Misuse::ChildNotInState { turn, child, .. } => {
                 let reason = outputs.iter().find_map(|o| match o {
                     Output::ToolNotStarted {
@@ -244,11 +256,14 @@ fn hidden_before(s: &Session, output: &Output) -> Vec<InputKind> {
             turn,
             generation,
             seq,
+            frames,
         } => s
             .playback
             .iter()
             .position(|f| f.turn == *turn && f.generation == *generation && f.seq == *seq)
-            .map_or_else(Vec::new, |i| vec![InputKind::FramePlayed; i + 1]),
+            .map_or_else(Vec::new, |i| {
+                played_up_to(i.saturating_add(*frames as usize) as u64)
+            }),
         // The client took in events the log does not show.
         Output::DuplicateIgnored { seq } => {
             let mut hidden = received_up_to(s, *seq);
@@ -278,10 +293,21 @@ fn completed_unlogged(s: &Session, turn: &str) -> Vec<InputKind> {
             turn: turn.to_owned(),
         });
     }
-    if let Some(last) = s.playback.iter().rposition(|f| f.turn == *turn) {
-        hidden.extend((0..=last).map(|_| InputKind::FramePlayed));
+    let last = s
+        .playback
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.turn == *turn)
+        .last();
+    if let Some((last, _)) = last {
+        hidden.extend(played_up_to(last as u64 + 1));
     }
     hidden
+}
+
+/// The speaker consumed `n` frames, unlogged: one at a time, as the lab's speaker does.
+fn played_up_to(n: u64) -> Vec<InputKind> {
+    vec![InputKind::FRAME_PLAYED; n as usize]
 }
 
 /// The client received every event after what it has, up to `seq` — none if the store never

@@ -24,13 +24,19 @@ fn expected_check(flaw: Flaw) -> &'static str {
         Flaw::AcceptWhileRunning => "new-turn-continues",
         Flaw::DeadlineIgnored => "explicit-terminal-error",
         Flaw::DrainedTurnNeverEnds => "explicit-terminal-error",
+        // The realtime profile's flaws are the realtime scenarios' to catch.
+        Flaw::NoTruncateOnBargeIn
+        | Flaw::TruncateAtDelivered
+        | Flaw::BargeInIgnoredAfterDone
+        | Flaw::CreateWhileCancelling
+        | Flaw::StaleCancelHitsActive => unreachable!("not a lab flaw: {flaw:?}"),
     }
 }
 
 #[test]
 fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
     let mut table = String::new();
-    for &flaw in Flaw::ALL {
+    for &flaw in Flaw::ALL.iter().filter(|f| f.profile().is_lab()) {
         let run = gate::run(&gate::NAMES, || TurnMachine::with_flaw(flaw));
         assert!(!run.passed(), "{flaw:?}: the gate passed");
         let failed = run.failed();

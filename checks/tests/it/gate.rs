@@ -1,7 +1,8 @@
 //! The gate on the correct model: every check passes, on values the model computed.
 
 use turnfence_checks::gate;
-use turnfence_model::turn::TurnMachine;
+use turnfence_model::prelude::*;
+use turnfence_model::turn::{Invariant, Profile, TurnMachine};
 
 #[test]
 fn gate_passes_all_24_checks() {
@@ -19,12 +20,16 @@ fn gate_passes_all_24_checks() {
     }
 }
 
-/// A model that does nothing cannot pass: every invariant is put to the test by the gate.
+/// A model that does nothing cannot pass: every invariant of the lab profile is put to the test
+/// by the gate.
 #[test]
 fn gate_reaches_every_invariant() {
     let run = gate::run(&gate::NAMES, TurnMachine::new);
     let reached = run.reached();
-    let missing = crate::unreached(&reached);
+    let missing: Vec<&str> = crate::unreached(&reached)
+        .into_iter()
+        .filter(|name| Invariant::from_name(name).is_some_and(|i| Profile::Lab.judges(i)))
+        .collect();
     assert!(missing.is_empty(), "never put to the test: {missing:?}");
 }
 

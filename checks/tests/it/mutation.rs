@@ -161,7 +161,7 @@ fn terminal_mutants(line: &Value, mut push: impl FnMut(String, Value)) {
 
 fn verdict(lines: &[Value]) -> Result<Verdict, trace::InputError> {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    trace::check_input_keeping(text.as_bytes(), None, None, Keep::Effective).verdict
+    trace::check_input_keeping(text.as_bytes(), &Default::default(), Keep::Effective).verdict
 }
 
 fn outcome(original: &Verdict, mutant: &Result<Verdict, trace::InputError>) -> Outcome {

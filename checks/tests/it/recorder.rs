@@ -24,7 +24,7 @@ fn lines(buffer: &SharedBuffer) -> Vec<String> {
 
 /// A recorded trace as `turnfence check` judges it (reading its meta line).
 fn checked(text: &str) -> Verdict {
-    let checked = trace::check_input(text.as_bytes(), None, None);
+    let checked = trace::check_input(text.as_bytes(), &Default::default());
     checked
         .verdict
         .unwrap_or_else(|e| panic!("not a trace: {e}\n{text}"))

@@ -2,6 +2,7 @@
 //! machine breaks one only as `TurnMachine<Planted<Flaw>>` (`crate::plant`).
 
 use super::invariants::Invariant;
+use super::Profile;
 
 flaws! {
     /// The delivery gate checks the generation but not whether the turn is being cancelled.
@@ -32,4 +33,32 @@ flaws! {
     DeadlineIgnored => DeadlineRespected,
     /// A turn whose last child stops at a checkpoint is never settled: it hangs in cancelling.
     DrainedTurnNeverEnds => QuiescentTurnsTerminal,
+    /// (`openai-realtime`.) A barge-in clears playback and cancels, but never truncates: the
+    /// conversation keeps audio the user never heard.
+    NoTruncateOnBargeIn => TruncatedToHeard,
+    /// (`openai-realtime`.) The truncation point is what was delivered (sent downstream, or a
+    /// wall clock), not what was played.
+    TruncateAtDelivered => TruncatedToHeard,
+    /// (`openai-realtime`.) Once a turn ended, speech no longer interrupts it: its audio still
+    /// buffered downstream plays on.
+    BargeInIgnoredAfterDone => TruncatedToHeard,
+    /// (`openai-realtime`.) A new turn is accepted as soon as the previous one's cancel was
+    /// requested, before that turn ended.
+    CreateWhileCancelling => OneActiveResponse,
+    /// (`openai-realtime`.) A stop for a turn that already ended cancels the turn active now.
+    StaleCancelHitsActive => CancelTargetsItsResponse,
+}
+
+impl Flaw {
+    /// The profile whose rule the flaw breaks: the machine it is planted in follows it.
+    pub fn profile(self) -> Profile {
+        match self {
+            Flaw::NoTruncateOnBargeIn
+            | Flaw::TruncateAtDelivered
+            | Flaw::BargeInIgnoredAfterDone
+            | Flaw::CreateWhileCancelling
+            | Flaw::StaleCancelHitsActive => Profile::OpenaiRealtime,
+            _ => Profile::Lab,
+        }
+    }
 }

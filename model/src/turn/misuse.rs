@@ -24,6 +24,9 @@ misuse! {
         "child {child:?} of turn {turn:?} is not {expected}",
     /// The speaker played from an empty playback buffer.
     PlaybackEmpty => "frame played from an empty playback buffer",
+    /// The speaker played more frames than the buffer held (or none at all).
+    PlayedBeyondBuffer { frames: u32, buffered: usize } =>
+        "{frames} frames played from a playback buffer holding {buffered}",
     /// The client acknowledged or received an event the store never persisted.
     UnknownSeq { seq: Seq, last_persisted: Seq } =>
         "seq {seq} was never persisted (last persisted {last_persisted})",

@@ -6,6 +6,7 @@ mod flaw;
 pub mod invariants;
 mod machine;
 mod misuse;
+mod profile;
 pub mod state;
 mod types;
 
@@ -13,4 +14,5 @@ pub use flaw::Flaw;
 pub use invariants::{Invariant, Monitor, Step, Violation};
 pub use machine::*;
 pub use misuse::Misuse;
+pub use profile::Profile;
 pub use types::*;

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::types::{Budget, Cause, ChildId, ChildKind, Generation, Mode, Seq, Terminal, TurnId};
+use super::Profile;
 use crate::Millis;
 
 /// The checkpoint a child refused at its spawn is `cancelled` at: it never ran.
@@ -137,6 +138,9 @@ pub struct Turn {
     pub last_delivered_seq: Seq,
     /// The model finished its response.
     pub model_done: bool,
+    /// Frames of its audio played so far: kept only by a profile that truncates to what was
+    /// heard (elsewhere always 0, so the lab's states are what they were).
+    pub played: u32,
 }
 
 impl Turn {
@@ -160,6 +164,115 @@ pub struct Frame {
     pub turn: TurnId,
     pub generation: Generation,
     pub seq: Seq,
+}
+
+/// The playback buffer: frames in the order they play, kept as runs of equal frames (a stretch
+/// of audio measured in milliseconds is one run, not thousands of entries). Runs are merged as
+/// they are pushed, so one sequence of frames has one form, and states compare as values.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+pub struct Playback {
+    runs: VecDeque<(Frame, u32)>,
+    len: usize,
+}
+
+impl Playback {
+    /// Frames waiting, in all.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The runs, head first.
+    pub fn runs(&self) -> impl DoubleEndedIterator<Item = &(Frame, u32)> {
+        self.runs.iter()
+    }
+
+    /// Each frame, head first (a run repeated).
+    pub fn iter(&self) -> impl Iterator<Item = &Frame> {
+        self.runs
+            .iter()
+            .flat_map(|(f, n)| std::iter::repeat_n(f, *n as usize))
+    }
+
+    /// The frame at the head, if any.
+    pub fn front(&self) -> Option<&Frame> {
+        self.runs.front().map(|(f, _)| f)
+    }
+
+    /// Frames of `turn` waiting.
+    pub fn frames_of(&self, turn: &str) -> u32 {
+        self.runs
+            .iter()
+            .filter(|(f, _)| f.turn == turn)
+            .map(|(_, n)| *n)
+            .sum()
+    }
+
+    pub fn holds(&self, turn: &str) -> bool {
+        self.runs.iter().any(|(f, _)| f.turn == turn)
+    }
+
+    /// `n` frames of `frame` join the tail.
+    pub fn push(&mut self, frame: Frame, n: u32) {
+        if n == 0 {
+            return;
+        }
+        self.len = self.len.saturating_add(n as usize);
+        match self.runs.back_mut() {
+            Some((last, count)) if *last == frame => *count = count.saturating_add(n),
+            _ => self.runs.push_back((frame, n)),
+        }
+    }
+
+    /// Up to `n` frames leave the head: the runs they came from, with how many of each.
+    pub fn play(&mut self, mut n: u32) -> Vec<(Frame, u32)> {
+        let mut played = Vec::new();
+        while n > 0 {
+            let Some((frame, count)) = self.runs.front_mut() else {
+                break;
+            };
+            let take = n.min(*count);
+            *count -= take;
+            n -= take;
+            self.len -= take as usize;
+            if *count == 0 {
+                if let Some((frame, _)) = self.runs.pop_front() {
+                    played.push((frame, take));
+                }
+            } else {
+                played.push((frame.clone(), take));
+            }
+        }
+        played
+    }
+
+    /// Removes every frame of `turn`; how many there were.
+    pub fn remove_turn(&mut self, turn: &str) -> u32 {
+        let before = self.len;
+        self.runs.retain(|(f, _)| f.turn != turn);
+        // Two runs of one frame that the removed turn's frames kept apart now meet.
+        let mut merged: VecDeque<(Frame, u32)> = VecDeque::with_capacity(self.runs.len());
+        for (f, n) in self.runs.drain(..) {
+            match merged.back_mut() {
+                Some((last, count)) if *last == f => *count = count.saturating_add(n),
+                _ => merged.push_back((f, n)),
+            }
+        }
+        self.runs = merged;
+        self.len = self.runs.iter().map(|(_, n)| *n as usize).sum();
+        (before - self.len) as u32
+    }
+
+    /// Removes every frame; how many there were.
+    pub fn clear(&mut self) -> u32 {
+        let n = self.len as u32;
+        self.runs.clear();
+        self.len = 0;
+        n
+    }
 }
 
 /// One event of the stream store. Seqs are the store's, 1, 2, 3… per session.
@@ -200,12 +313,15 @@ impl Client {
 /// The whole session. Compared and hashed as a value, so a state can be fingerprinted.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Session {
+    /// The rule choices this session follows.
+    #[serde(skip_serializing_if = "Profile::is_lab")]
+    pub profile: Profile,
     pub now: Millis,
     pub active_generation: Option<Generation>,
     /// The highest generation any turn of the session has used.
     pub max_generation: Option<Generation>,
     pub turns: Vec<Turn>,
-    pub playback: VecDeque<Frame>,
+    pub playback: Playback,
     /// `store[i]` has seq `i + 1`.
     pub store: Vec<Stored>,
     pub client: Client,
@@ -214,11 +330,12 @@ pub struct Session {
 impl Default for Session {
     fn default() -> Session {
         Session {
+            profile: Profile::Lab,
             now: 0,
             active_generation: None,
             max_generation: None,
             turns: Vec::new(),
-            playback: VecDeque::new(),
+            playback: Playback::default(),
             store: Vec::new(),
             client: Client {
                 connected: true,

@@ -225,7 +225,7 @@ impl Input {
             | CommitSent { turn, .. }
             | CommitAcked { turn, .. }
             | CommitFailed { turn, .. } => Some(turn),
-            FramePlayed
+            FramePlayed { .. }
             | SpeechStarted { .. }
             | Tick
             | ClientAck { .. }
@@ -283,8 +283,12 @@ pub enum InputKind {
     },
     /// The model finished its response for the turn.
     ModelDone { turn: TurnId },
-    /// The speaker consumed the head of the playback buffer.
-    FramePlayed,
+    /// The speaker consumed the head of the playback buffer: `frames` frames of it (one unless
+    /// said; a profile measuring audio in milliseconds plays a stretch at once).
+    FramePlayed {
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        frames: u32,
+    },
     /// The client asked to stop the turn (`turn.cancel`).
     Stop { turn: TurnId, request_id: String },
     /// Voice activity detection heard the user start speaking.
@@ -311,8 +315,21 @@ pub enum InputKind {
     ClientReceive { seq: Seq },
 }
 
+impl InputKind {
+    /// The speaker consumed one frame.
+    pub const FRAME_PLAYED: InputKind = InputKind::FramePlayed { frames: 1 };
+}
+
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// What the system does (SPEC §2.3). Outputs happen at the `at` of the input that caused them.
@@ -335,11 +352,20 @@ pub enum Output {
         seq: Seq,
         reason: DropReason,
     },
-    /// The speaker played a frame of `(turn, generation, seq)`.
+    /// The speaker played a frame of `(turn, generation, seq)` — `frames` of them, one unless said.
     Played {
         turn: TurnId,
         generation: Generation,
         seq: Seq,
+        #[serde(default = "one", skip_serializing_if = "is_one")]
+        frames: u32,
+    },
+    /// (`openai-realtime`.) The turn's audio was cut to what was heard: `heard` frames played of
+    /// what its generation delivered; the rest is dropped from the conversation.
+    Truncated {
+        turn: TurnId,
+        generation: Generation,
+        heard: u32,
     },
     /// Frames were removed from the playback buffer unplayed.
     PlaybackCleared { turn: TurnId, frames: u32 },
@@ -448,6 +474,7 @@ impl Output {
             | Delivered { turn, .. }
             | LateDropped { turn, .. }
             | Played { turn, .. }
+            | Truncated { turn, .. }
             | PlaybackCleared { turn, .. }
             | ChildCancelRequested { turn, .. }
             | ChildCancelled { turn, .. }

@@ -274,6 +274,7 @@ fn handler(component: &str, event: &str) -> Option<Handler> {
         ("speaker", "frame.consumed") => playback::frame_consumed,
         ("tts", "frame.played") => playback::frame_played,
         ("tts", "output_audio.clear" | "buffer.cleared") => playback::cleared,
+        ("tts", "output_audio.truncated") => playback::truncated,
         ("vad", "input_audio.speech_started") => playback::speech_started,
         // Tools and their commits.
         ("tool", "temporary_output.removed") => tools::temporary_removed,

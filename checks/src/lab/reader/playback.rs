@@ -8,10 +8,31 @@ use super::context::{Line, Memory, Out};
 use crate::trace::turn_facts::TurnFact;
 use crate::trace::InputError;
 
-/// `speaker frame.consumed`: the speaker took the head of the playback buffer.
+/// `speaker frame.consumed`: the speaker took the head of the playback buffer (`frames` of it,
+/// one unless said).
 pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    x.d.only(&[])?;
-    o.input(InputKind::FramePlayed);
+    let d = x.only(&["frames"])?;
+    let frames = frame_count(d.u64("frames")?);
+    o.input(InputKind::FramePlayed { frames });
+    Ok(())
+}
+
+/// A stated frame count, one when none is stated (a count past `u32` saturates: the model
+/// refuses it as more than the buffer holds).
+fn frame_count(stated: Option<u64>) -> u32 {
+    stated.map_or(1, |n| u32::try_from(n).unwrap_or(u32::MAX))
+}
+
+/// `tts output_audio.truncated`: the turn was truncated to the frames heard.
+pub(super) fn truncated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
+    let d = x.only(&["generation", "heard_frames"])?;
+    let (turn, generation) = (x.turn(), d.u64("generation")?.unwrap_or_default());
+    let heard = u32::try_from(d.u64("heard_frames")?.unwrap_or_default()).unwrap_or(u32::MAX);
+    o.exact(Output::Truncated {
+        turn,
+        generation,
+        heard,
+    });
     Ok(())
 }
 
@@ -20,17 +41,19 @@ pub(super) fn frame_consumed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 /// apart), is the hidden step the model supplies while the frame is still buffered. Which of its
 /// delta's frames it was (`frame`, the gate's) is not compared.
 pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
-    let d = x.only(&["seq", "generation", "frame"])?;
+    let d = x.only(&["seq", "generation", "frame", "frames"])?;
     let stated = d.u64("generation")?;
+    let frames = frame_count(d.u64("frames")?);
     let (turn, generation, seq) = x.delta(stated)?;
     if stated.is_none() {
         // The lab logs the speaker's consumption and the play as one line.
-        o.input(InputKind::FramePlayed);
+        o.input(InputKind::FramePlayed { frames });
     }
     o.exact(Output::Played {
         turn,
         generation,
         seq,
+        frames,
     });
     Ok(())
 }

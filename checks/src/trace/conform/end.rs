@@ -25,7 +25,7 @@ impl<M: Conform> SessionCheck<M> {
         // Each violation at the line of what broke the rule: an output's own line (and time) when
         // it is an output that broke it, else the step's (its first deviant output's, else its
         // input's).
-        let mut monitor = M::Monitor::default();
+        let mut monitor = self.monitor.clone();
         type Placed<V> = (usize, Option<Millis>, Violation<V>);
         let mut judged: Vec<Placed<M::Invariant>> = Vec::new();
         let mut last = 0;

@@ -135,9 +135,18 @@ pub struct FenceMachine<P = Sound> {
     plant: P,
 }
 
-machine!(FenceMachine "fence" { state: FenceState } due: expire_waits, timeout: wait_end);
+machine!(FenceMachine "fence" { state: FenceState }
+    due: expire_waits, timeout: wait_end, monitor: fresh_monitor, planted: plant_flaw);
 
 impl<P: Plant<Flaw>> FenceMachine<P> {
+    /// The fence machine has one set of rules: its monitor is the one there is.
+    fn fresh_monitor(&self) -> Monitor {
+        Monitor::default()
+    }
+
+    /// Every fence flaw runs on the one set of rules.
+    fn plant_flaw(&mut self, _: Flaw) {}
+
     /// The end of the earliest wait: there it is re-sent or ends `unknown`.
     fn wait_end(&self) -> Option<Millis> {
         self.state

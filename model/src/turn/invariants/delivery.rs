@@ -48,8 +48,15 @@ impl Monitor {
         let Some(t) = self.turns.get(turn) else {
             return;
         };
-        let late = t.cancelled || matches!(t.terminal, Some(s) if s != Terminal::Completed);
-        if late || Some(generation) != active {
+        // Where audio plays on after its turn ended, a frame of an ended turn or an older
+        // generation may still play — unless its turn was cancelled or its generation fenced.
+        let (late, stale) = if self.counts_audio() {
+            (t.cancelled, self.fenced(generation))
+        } else {
+            let ended_otherwise = matches!(t.terminal, Some(s) if s != Terminal::Completed);
+            (t.cancelled || ended_otherwise, Some(generation) != active)
+        };
+        if late || stale {
             let (g, s) = (generation.to_string(), seq.to_string());
             self.violate_after(
                 Invariant::NoLateDelivery,

@@ -51,6 +51,7 @@ impl Monitor {
             }
             InputKind::Stop { turn, request_id } => {
                 self.expect.stop = Some((turn.clone(), request_id.clone()));
+                self.on_stop_named(turn);
             }
             InputKind::CommitSent {
                 turn,
@@ -81,16 +82,15 @@ impl Monitor {
             InputKind::Disconnect => self.disconnected_at = Some(self.now),
             InputKind::Resume { after_seq } => self.expect.resume = Some(*after_seq),
             InputKind::ClientReceive { seq } => self.on_receive(*seq),
-            InputKind::Delta { .. }
-            | InputKind::FramePlayed
-            | InputKind::SpeechStarted { .. }
-            | InputKind::Tick
-            | InputKind::ClientAck { .. } => {}
+            InputKind::Delta { frames, .. } => self.expect.delta_frames = *frames,
+            InputKind::SpeechStarted { .. } => self.on_speech(),
+            InputKind::FramePlayed { .. } | InputKind::Tick | InputKind::ClientAck { .. } => {}
         }
     }
 
     /// An output of the current step happened.
     pub(super) fn on_output(&mut self, output: &Output) {
+        self.check_stop_target(output);
         match output {
             Output::TurnRefused { turn, .. } => {
                 if self.expect.accept.as_deref() == Some(turn) {
@@ -102,21 +102,30 @@ impl Monitor {
                 turn,
                 generation,
                 seq,
-            } => self.on_delivered(turn, *generation, *seq),
+            } => {
+                self.count_delivered(turn);
+                self.on_delivered(turn, *generation, *seq)
+            }
             Output::Played {
                 turn,
                 generation,
                 seq,
-            } => self.on_played(turn, *generation, *seq),
+                frames,
+            } => {
+                self.on_played(turn, *generation, *seq);
+                self.count_played(turn, *frames);
+            }
+            Output::Truncated { turn, heard, .. } => self.on_truncated(turn, *heard),
             Output::LateDropped { reason, .. } => {
                 if *reason != DropReason::OutOfOrder {
                     self.reach(Invariant::NoLateDelivery);
                 }
             }
-            Output::PlaybackCleared { frames, .. } => {
+            Output::PlaybackCleared { turn, frames } => {
                 if *frames > 0 {
                     self.reach(Invariant::NoLateDelivery);
                 }
+                self.count_cleared(turn, *frames);
             }
             Output::ChildCancelRequested { turn, child }
             | Output::CancelDeferred { turn, child, .. } => {
@@ -156,6 +165,7 @@ impl Monitor {
                 answer,
             } => self.on_stop_answered(turn, request_id, *answer),
             Output::GenerationFenced { turn, generation } => {
+                self.on_fenced(*generation);
                 self.moment(turn, super::memory::Moment::Stopped);
                 self.active_generation = Some(generation.saturating_add(1));
                 if let Some(t) = self.turns.get_mut(turn) {
@@ -185,6 +195,7 @@ impl Monitor {
 
     /// The current input's outputs are all in: check what the input demanded of them.
     pub(super) fn on_end_step(&mut self) {
+        self.check_realtime_step();
         let expect = std::mem::take(&mut self.expect);
         if let Some((turn, request_id)) = &expect.stop {
             if !expect.answered && self.turns.contains_key(turn) {

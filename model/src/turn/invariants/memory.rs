@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::Invariant;
 use crate::turn::types::*;
+use crate::turn::Profile;
 use crate::{Findings, Millis};
 
 #[derive(Clone, Debug, PartialEq, Hash)]
@@ -68,11 +69,42 @@ pub(super) struct StepExpect {
     pub(super) refused: bool,
     pub(super) duplicate_ignored: bool,
     pub(super) resume_answered: bool,
+    /// The frames a `delta` brings, for the turn's audio account when it is delivered.
+    pub(super) delta_frames: u32,
+    /// Speech started: the turns whose audio was still to play then, and how much.
+    pub(super) speech: Vec<(TurnId, u32)>,
+    /// The turns whose audio this step cleared, and those it truncated.
+    pub(super) cleared: Vec<TurnId>,
+    pub(super) truncated: Vec<TurnId>,
+    /// A turn not yet ended when this step's accept came.
+    pub(super) beside_active: Option<TurnId>,
+    /// This step's stop already acted on a turn it did not name (reported once).
+    pub(super) stop_misdirected: bool,
+}
+
+/// A turn's audio as the outputs showed it, in frames: kept only under a profile that truncates
+/// to what was heard.
+#[derive(Clone, Copy, Debug, Default, Hash)]
+pub(super) struct Audio {
+    pub(super) delivered: u32,
+    pub(super) played: u32,
+    pub(super) cleared: u32,
+}
+
+impl Audio {
+    /// Frames delivered and neither played nor cleared yet.
+    pub(super) fn waiting(&self) -> u32 {
+        self.delivered
+            .saturating_sub(self.played)
+            .saturating_sub(self.cleared)
+    }
 }
 
 /// The monitor: feed it a run, collect the violations.
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
+    /// The rule choices judged by (the invariants a profile has).
+    pub(super) profile: Profile,
     pub(super) now: Millis,
     pub(super) active_generation: Option<Generation>,
     pub(super) turns: BTreeMap<TurnId, TurnSeen>,
@@ -97,6 +129,11 @@ pub struct Monitor {
     /// explored run a refusal never decides a later step's verdict. Only a log shows a start
     /// later than its spawn, and a log is checked, not explored.
     pub(super) refusals: BTreeMap<TurnId, BTreeMap<ChildId, &'static str>>,
+    /// Each turn's audio (`openai-realtime` only; empty otherwise).
+    pub(super) audio: BTreeMap<TurnId, Audio>,
+    /// Every generation below this one was fenced off (`openai-realtime` only): its frames
+    /// still buffered may not play.
+    pub(super) fenced_below: Option<Generation>,
 }
 
 /// A turn's moment a later violation's story starts at.
@@ -112,12 +149,25 @@ pub(super) enum Moment {
 }
 
 monitor! {
-    fingerprint: now, active_generation, turns, store, client_received, client_text,
-        disconnected_at, replayed, reported;
+    fingerprint: profile, now, active_generation, turns, store, client_received, client_text,
+        disconnected_at, replayed, reported, audio, fenced_below;
     finish: on_finish;
 }
 
 impl Monitor {
+    /// A monitor judging by `profile`'s rules.
+    pub fn for_profile(profile: Profile) -> Monitor {
+        Monitor {
+            profile,
+            ..Monitor::default()
+        }
+    }
+
+    /// Whether `invariant` is judged: the profile has it, or it is the one invariant asked for.
+    pub(super) fn judges(&self, invariant: Invariant) -> bool {
+        self.profile.judges(invariant) || self.findings.kept_only() == Some(invariant)
+    }
+
     /// Like `violate`, the story starting at the turn's `moment` where it happened.
     pub(super) fn violate_after(
         &mut self,

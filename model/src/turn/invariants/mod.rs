@@ -22,6 +22,7 @@ use crate::Monitor as _;
 mod delivery;
 mod handlers;
 mod memory;
+mod realtime;
 mod terminal;
 mod turns;
 
@@ -42,6 +43,9 @@ pub enum Invariant {
     SeqMonotonic,
     SingleRunningTurn,
     QuiescentTurnsTerminal,
+    TruncatedToHeard,
+    OneActiveResponse,
+    CancelTargetsItsResponse,
 }
 
 impl crate::Invariant for Invariant {
@@ -57,6 +61,9 @@ impl crate::Invariant for Invariant {
         Invariant::SeqMonotonic,
         Invariant::SingleRunningTurn,
         Invariant::QuiescentTurnsTerminal,
+        Invariant::TruncatedToHeard,
+        Invariant::OneActiveResponse,
+        Invariant::CancelTargetsItsResponse,
     ];
 
     fn name(self) -> &'static str {
@@ -72,6 +79,9 @@ impl crate::Invariant for Invariant {
             Invariant::SeqMonotonic => "seq_monotonic",
             Invariant::SingleRunningTurn => "single_running_turn",
             Invariant::QuiescentTurnsTerminal => "quiescent_turns_terminal",
+            Invariant::TruncatedToHeard => "truncated_to_heard",
+            Invariant::OneActiveResponse => "one_active_response",
+            Invariant::CancelTargetsItsResponse => "cancel_targets_its_response",
         }
     }
 
@@ -91,6 +101,15 @@ impl crate::Invariant for Invariant {
             Invariant::SeqMonotonic => "a second delta of one generation was delivered",
             Invariant::SingleRunningTurn => "a turn was accepted or refused beside another",
             Invariant::QuiescentTurnsTerminal => "a turn past its deadline ended",
+            Invariant::TruncatedToHeard => {
+                "an interrupted turn's audio was cleared and the turn truncated to what was heard"
+            }
+            Invariant::OneActiveResponse => {
+                "a turn was accepted or refused while another had not ended"
+            }
+            Invariant::CancelTargetsItsResponse => {
+                "a stop named a turn that had ended while another was active"
+            }
         }
     }
 }
@@ -123,4 +142,14 @@ named! {
     single_running_turn => SingleRunningTurn;
     /// Once every child is resolved and the deadline has passed, the turn is terminal.
     quiescent_turns_terminal => QuiescentTurnsTerminal;
+    /// (`openai-realtime`.) When an interruption clears audio of a turn before it all played, the
+    /// turn is truncated, in the same step, to exactly what was heard — never past what was
+    /// delivered; speech while audio is still to play clears it, whether or not its turn ended.
+    truncated_to_heard => TruncatedToHeard;
+    /// (`openai-realtime`.) At most one turn is active: none is accepted before the previous one
+    /// ended — a cancel is acknowledged by the turn's own terminal, not by the request.
+    one_active_response => OneActiveResponse;
+    /// (`openai-realtime`.) A stop acts on the turn it names only: a stop for a turn that ended
+    /// never cancels its successor.
+    cancel_targets_its_response => CancelTargetsItsResponse;
 }

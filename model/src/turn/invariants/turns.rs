@@ -17,6 +17,7 @@ impl Monitor {
         if self.turns.values().any(|t| t.terminal.is_none()) {
             self.reach(Invariant::SingleRunningTurn);
         }
+        self.on_accept_beside();
         self.expect.accept = Some(turn.to_owned());
         self.turns.insert(
             turn.to_owned(),

@@ -45,13 +45,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             return;
         }
         t.last_delivered_seq = seq;
-        for _ in 0..frames {
-            self.session.playback.push_back(Frame {
-                turn: turn.clone(),
-                generation,
-                seq,
-            });
-        }
+        let frame = Frame {
+            turn: turn.clone(),
+            generation,
+            seq,
+        };
+        self.session.playback.push(frame, frames);
         self.emit(Output::Delivered {
             turn: turn.clone(),
             generation,
@@ -60,22 +59,32 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.persist(turn, text.clone(), false);
     }
 
-    pub(super) fn frame_played(&mut self) {
-        if let Some(frame) = self.session.playback.pop_front() {
+    /// The speaker consumed `frames` frames from the head of the buffer: one `played` per run.
+    pub(super) fn frame_played(&mut self, frames: u32) {
+        let counts = self.session.profile.truncates_to_heard();
+        for (frame, n) in self.session.playback.play(frames) {
             let turn = frame.turn.clone();
-            // Nothing is played for a terminal turn: it holds no frames.
+            // Nothing is played for a terminal turn (unless its audio plays on after it ended):
+            // it holds no frames.
             debug_assert!(
                 !self.sound()
+                    || self.session.profile.playback_outlives_turn()
                     || self
                         .session
                         .turn(&turn)
                         .is_none_or(|t| !t.phase.is_terminal()),
                 "a terminal turn holds nothing"
             );
+            if counts {
+                if let Some(t) = self.turn_mut(&turn) {
+                    t.played = t.played.saturating_add(n);
+                }
+            }
             self.emit(Output::Played {
                 turn: frame.turn,
                 generation: frame.generation,
                 seq: frame.seq,
+                frames: n,
             });
             self.settle(&turn);
         }
@@ -83,53 +92,121 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
 
     /// Barge-in: the user speaks over an audio turn that is speaking.
     pub(super) fn speech_started(&mut self) {
+        if self.session.profile.playback_outlives_turn() {
+            return self.speech_started_downstream();
+        }
         let s = &self.session;
         let speaking = s.turns.iter().find(|t| {
             t.phase.is_running()
                 && t.mode == Mode::Audio
                 && Some(t.generation) == s.active_generation
-                && (t.last_delivered_seq > 0 || s.playback.iter().any(|f| f.turn == t.id))
+                && (t.last_delivered_seq > 0 || s.playback.holds(&t.id))
         });
         let Some(t) = speaking else { return };
         let (turn, generation) = (t.id.clone(), t.generation);
         // Order as the real systems do it: clear playback, fence the generation, cancel it.
         if !flawed!(self, KeepPlaybackOnBargeIn) {
-            let frames = self.session.playback.len();
-            self.session.playback.clear();
+            let frames = self.session.playback.clear();
             self.emit(Output::PlaybackCleared {
                 turn: turn.clone(),
-                frames: frames as u32,
+                frames,
             });
         }
-        self.session.active_generation = Some(generation.saturating_add(1));
+        self.fence(&turn, generation);
+        // The buffer is already cleared (and reported once): the cancel must not clear it again.
+        self.cancel_with(&turn, Cause::BargeIn, false);
+    }
+
+    /// Barge-in where audio plays on downstream after its turn ended: speech clears everything
+    /// still to play, whoever's it is, truncates each turn it cut to what was heard, fences the
+    /// newest generation it cut, and cancels the running turn (which need not have spoken yet).
+    fn speech_started_downstream(&mut self) {
+        let ignore_ended = flawed!(self, BargeInIgnoredAfterDone);
+        let s = &self.session;
+        let mut cut: Vec<(TurnId, Generation)> = Vec::new();
+        for t in &s.turns {
+            let audible = s.playback.holds(&t.id) && !(ignore_ended && t.phase.is_terminal());
+            if audible || t.phase.is_running() {
+                cut.push((t.id.clone(), t.generation));
+            }
+        }
+        let Some(newest) = cut.iter().max_by_key(|(_, g)| *g).cloned() else {
+            return;
+        };
+        let truncate = !flawed!(self, NoTruncateOnBargeIn);
+        for (turn, _) in &cut {
+            self.clear_turn_audio(turn, truncate);
+        }
+        self.fence(&newest.0, newest.1);
+        let running = cut
+            .iter()
+            .find(|(t, _)| self.session.turn(t).is_some_and(|t| t.phase.is_running()));
+        if let Some((turn, _)) = running.cloned() {
+            self.cancel_with(&turn, Cause::BargeIn, false);
+        }
+    }
+
+    /// Fences `generation` of `turn` off: nothing of it reaches the user any more.
+    fn fence(&mut self, turn: &str, generation: Generation) {
+        let s = &mut self.session;
+        s.active_generation = Some(
+            generation
+                .saturating_add(1)
+                .max(s.active_generation.unwrap_or(0)),
+        );
         debug_assert!(
             self.generations_in_order(),
             "the session's generations are in order"
         );
         self.emit(Output::GenerationFenced {
-            turn: turn.clone(),
+            turn: turn.to_owned(),
             generation,
         });
-        // The buffer is already cleared (and reported once): the cancel must not clear it again.
-        self.cancel_with(&turn, Cause::BargeIn, false);
     }
 
     /// Removes a turn's frames from the playback buffer. Reported when there were frames, or
     /// when the turn has a TTS child whose buffer this is.
     pub(super) fn clear_playback_of(&mut self, turn: &str) {
-        let before = self.session.playback.len();
-        self.session.playback.retain(|f| f.turn != turn);
-        let frames = (before - self.session.playback.len()) as u32;
         let has_tts = self.session.turn(turn).is_some_and(|t| {
             t.children
                 .iter()
                 .any(|c| c.kind == ChildKind::Tts && c.state == ChildState::Running)
         });
-        if frames > 0 || has_tts {
+        let frames = self.clear_turn_audio(turn, true);
+        if frames == 0 && has_tts {
             self.emit(Output::PlaybackCleared {
                 turn: turn.to_owned(),
                 frames,
             });
         }
+    }
+
+    /// Removes a turn's frames, reporting them when there were any; under a profile that
+    /// truncates to what was heard (and when `truncate`), the turn is then truncated to the
+    /// frames it played. How many frames were removed.
+    fn clear_turn_audio(&mut self, turn: &str, truncate: bool) -> u32 {
+        let frames = self.session.playback.remove_turn(turn);
+        if frames == 0 {
+            return 0;
+        }
+        self.emit(Output::PlaybackCleared {
+            turn: turn.to_owned(),
+            frames,
+        });
+        let at_delivered = flawed!(self, TruncateAtDelivered);
+        let t = self.session.turn(turn);
+        if let Some(t) = t.filter(|_| truncate && self.session.profile.truncates_to_heard()) {
+            let heard = if at_delivered {
+                t.played.saturating_add(frames)
+            } else {
+                t.played
+            };
+            self.emit(Output::Truncated {
+                turn: turn.to_owned(),
+                generation: t.generation,
+                heard,
+            });
+        }
+        frames
     }
 }

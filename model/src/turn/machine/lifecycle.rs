@@ -65,8 +65,15 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         deadline_ms: Option<u64>,
         budget: Option<Budget>,
     ) {
-        let running = self.session.turns.iter().any(|t| t.phase.is_running());
-        if running && !flawed!(self, AcceptWhileRunning) {
+        // Under a profile where a turn is active until it ends, one still cancelling counts.
+        let until_terminal =
+            self.session.profile.active_until_terminal() && !flawed!(self, CreateWhileCancelling);
+        let active = self
+            .session
+            .turns
+            .iter()
+            .any(|t| t.phase.is_running() || (until_terminal && t.phase.is_cancel_requested()));
+        if active && !flawed!(self, AcceptWhileRunning) {
             self.emit(Output::TurnRefused {
                 turn: turn.to_owned(),
                 reason: RefuseReason::ActiveTurnExists,
@@ -87,6 +94,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             children: Vec::new(),
             last_delivered_seq: 0,
             model_done: false,
+            played: 0,
         });
         debug_assert!(
             self.generations_in_order(),
@@ -139,6 +147,13 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                     state,
                 });
             }
+            Phase::Terminal { .. } if flawed!(self, StaleCancelHitsActive) => {
+                // A bare cancel: it hits whatever turn runs now.
+                let running = self.session.turns.iter().find(|t| t.phase.is_running());
+                if let Some(other) = running.map(|t| t.id.clone()) {
+                    self.cancel(&other, Cause::Stop);
+                }
+            }
             _ => {}
         }
     }
@@ -175,8 +190,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     pub(super) fn settle(&mut self, turn: &str) {
         let early = flawed!(self, CancelledBeforeChildrenStopped);
         let blind = flawed!(self, CancelledAfterCommit);
-        // A speaking turn is not done before its audio has played out.
-        let buffered = self.session.playback.iter().any(|f| f.turn == turn);
+        // A speaking turn is not done before its audio has played out — unless its audio plays
+        // on downstream after it ended.
+        let buffered =
+            !self.session.profile.playback_outlives_turn() && self.session.playback.holds(turn);
         let Some(t) = self.turn_mut(turn) else { return };
         let waiting = t.has_pending_children();
         let uncertain = t.children.iter().any(|c| c.state.is_uncertain());
@@ -241,10 +258,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// A terminal turn holds nothing: no child pending, none of its frames in the playback
-    /// buffer. True of a machine without a planted flaw; checked by debug assertions only.
+    /// buffer (where audio plays on after its turn, only the children). True of a machine without a planted flaw; checked by debug assertions only.
     fn holds_nothing(&self, turn: &str) -> bool {
         let s = &self.session;
-        !s.playback.iter().any(|f| f.turn == turn)
+        (s.profile.playback_outlives_turn() || !s.playback.holds(turn))
             && s.turn(turn).is_none_or(|t| !t.has_pending_children())
     }
 }

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use super::misuse::Misuse;
 use super::state::{Child, ChildState, Session, Turn};
 use super::types::*;
-use super::{Flaw, Invariant, Monitor};
+use super::{Flaw, Invariant, Monitor, Profile};
 use crate::{Millis, Plant, Sound};
 
 /// At most this many turns per session.
@@ -55,9 +55,34 @@ mod delivery;
 mod lifecycle;
 mod store;
 
-machine!(TurnMachine "turn" { session: Session } due: fire_deadlines, timeout: next_deadline);
+machine!(TurnMachine "turn" { session: Session }
+    due: fire_deadlines, timeout: next_deadline, monitor: fresh_monitor, planted: plant_flaw);
+
+impl TurnMachine {
+    /// The sound machine, fresh, following `profile`'s rule choices.
+    pub fn with_profile(profile: Profile) -> TurnMachine {
+        let mut machine = TurnMachine::default();
+        machine.session.profile = profile;
+        machine
+    }
+}
 
 impl<P: Plant<Flaw>> TurnMachine<P> {
+    /// The rule choices this machine follows.
+    pub fn profile(&self) -> Profile {
+        self.session.profile
+    }
+
+    /// A monitor judging by this machine's profile.
+    fn fresh_monitor(&self) -> Monitor {
+        Monitor::for_profile(self.session.profile)
+    }
+
+    /// A planted flaw runs under the profile whose rule it breaks.
+    fn plant_flaw(&mut self, flaw: Flaw) {
+        self.session.profile = flaw.profile();
+    }
+
     /// The next deadline of a turn not yet ended: a running turn's fires there; a stopping
     /// turn's is where the invariants judge whether it ended in time
     /// (`quiescent_turns_terminal`).
@@ -154,12 +179,22 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             InputKind::ModelDone { turn } | InputKind::Stop { turn, .. } => {
                 self.index(turn).map(drop)
             }
-            InputKind::FramePlayed if s.playback.is_empty() => Err(Misuse::PlaybackEmpty),
+            InputKind::FramePlayed { .. } if s.playback.is_empty() => Err(Misuse::PlaybackEmpty),
+            InputKind::FramePlayed { frames }
+                if *frames == 0 || *frames as usize > s.playback.len() =>
+            {
+                Err(Misuse::PlayedBeyondBuffer {
+                    frames: *frames,
+                    buffered: s.playback.len(),
+                })
+            }
             InputKind::ClientAck { .. }
             | InputKind::Disconnect
             | InputKind::Resume { .. }
             | InputKind::ClientReceive { .. } => self.validate_client_input(kind),
-            InputKind::FramePlayed | InputKind::SpeechStarted { .. } | InputKind::Tick => Ok(()),
+            InputKind::FramePlayed { .. } | InputKind::SpeechStarted { .. } | InputKind::Tick => {
+                Ok(())
+            }
         }
     }
 
@@ -203,7 +238,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 frames,
             } => self.delta(turn, *generation, *seq, text, *frames),
             InputKind::ModelDone { turn } => self.model_done(turn),
-            InputKind::FramePlayed => self.frame_played(),
+            InputKind::FramePlayed { frames } => self.frame_played(*frames),
             InputKind::Stop { turn, request_id } => self.stop(turn, request_id),
             InputKind::SpeechStarted { .. } => self.speech_started(),
             InputKind::CommitSent {
