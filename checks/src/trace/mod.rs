@@ -228,6 +228,9 @@ pub enum Dialect {
     Canonical,
     /// The lab's `events.jsonl` vocabulary.
     Lab,
+    /// OpenAI Realtime API client and server events, with the app's playback events.
+    #[value(name = "openai-realtime")]
+    OpenaiRealtime,
 }
 
 impl Dialect {
@@ -235,6 +238,7 @@ impl Dialect {
         match self {
             Dialect::Canonical => "canonical",
             Dialect::Lab => "lab",
+            Dialect::OpenaiRealtime => "openai-realtime",
         }
     }
 }

@@ -9,6 +9,7 @@ use turnfence_model::turn::{self, TurnMachine};
 use super::conform::Conform;
 use super::{canonical, check_as, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
+use crate::realtime::RealtimeReader;
 
 /// Which machine a trace is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -85,6 +86,13 @@ pub fn check_dialect(
         (Dialect::Lab, Machine::Turn) => {
             check_with(input, &mut LabReader::default(), keep, profile)
         }
+        (Dialect::OpenaiRealtime, Machine::Turn) => {
+            check_with(input, &mut RealtimeReader::default(), keep, profile)
+        }
+        (Dialect::OpenaiRealtime, Machine::Fence) => Err(InputError::at(
+            0,
+            "the openai-realtime dialect has turn traces only",
+        )),
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
             "the lab dialect has turn traces only; fence traces are canonical",
@@ -139,10 +147,16 @@ pub fn reading(
     let dialect = chosen(dialect, meta.as_ref(), &mut overrides)?;
     let machine = chosen(machine, meta.as_ref(), &mut overrides)?;
     let profile = chosen(profile, meta.as_ref(), &mut overrides)?;
+    let dialect = dialect.unwrap_or(Dialect::Canonical);
+    // A dialect of a real stack implies its profile, unless a profile is named.
+    let implied = match dialect {
+        Dialect::OpenaiRealtime => Profile::OpenaiRealtime,
+        Dialect::Canonical | Dialect::Lab => Profile::Lab,
+    };
     Ok(Reading {
-        dialect: dialect.unwrap_or(Dialect::Canonical),
+        dialect,
         machine: machine.unwrap_or(Machine::Turn),
-        profile: profile.unwrap_or_default(),
+        profile: profile.unwrap_or(implied),
         overrides,
     })
 }

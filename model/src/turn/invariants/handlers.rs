@@ -51,7 +51,7 @@ impl Monitor {
             }
             InputKind::Stop { turn, request_id } => {
                 self.expect.stop = Some((turn.clone(), request_id.clone()));
-                self.on_stop_named(turn);
+                self.on_stop_named(turn, request_id);
             }
             InputKind::CommitSent {
                 turn,

@@ -134,6 +134,9 @@ pub struct Monitor {
     /// Every generation below this one was fenced off (`openai-realtime` only): its frames
     /// still buffered may not play.
     pub(super) fenced_below: Option<Generation>,
+    /// The last stop that named a turn already ended while another was active (`openai-realtime`
+    /// only): a later cancel nothing named is that stop hitting the wrong turn.
+    pub(super) stale_stop: Option<(TurnId, String)>,
 }
 
 /// A turn's moment a later violation's story starts at.
@@ -150,7 +153,7 @@ pub(super) enum Moment {
 
 monitor! {
     fingerprint: profile, now, active_generation, turns, store, client_received, client_text,
-        disconnected_at, replayed, reported, audio, fenced_below;
+        disconnected_at, replayed, reported, audio, fenced_below, stale_stop;
     finish: on_finish;
 }
 

@@ -126,8 +126,8 @@ impl Monitor {
     }
 
     /// A stop names a turn that ended while another is active: the stale cancel is put to the
-    /// test.
-    pub(super) fn on_stop_named(&mut self, turn: &str) {
+    /// test, and remembered.
+    pub(super) fn on_stop_named(&mut self, turn: &str, request_id: &str) {
         let ended = self.turns.get(turn).is_some_and(|t| t.terminal.is_some());
         let other_active = self
             .turns
@@ -135,6 +135,32 @@ impl Monitor {
             .any(|(id, t)| id != turn && t.terminal.is_none());
         if ended && other_active && self.judges(Invariant::CancelTargetsItsResponse) {
             self.reach(Invariant::CancelTargetsItsResponse);
+            self.stale_stop = Some((turn.to_owned(), request_id.to_owned()));
+        }
+    }
+
+    /// A turn ends cancelled with nothing that names it cancelling it (no stop for it, no
+    /// barge-in, no deadline) after a stale stop: the stale stop hit it — in a log, the effect
+    /// shows at the turn's end, later than the stop.
+    pub(super) fn check_uncaused_cancel(&mut self, turn: &str, state: Terminal) {
+        if state != Terminal::Cancelled || self.expect.stop_misdirected {
+            return;
+        }
+        let caused = self
+            .turns
+            .get(turn)
+            .is_none_or(|t| t.cancelled || t.terminal.is_some());
+        if caused {
+            return;
+        }
+        if let Some((named, request)) = self.stale_stop.take() {
+            self.violate(
+                Invariant::CancelTargetsItsResponse,
+                &[turn, &request],
+                format!(
+                    "turn {turn} ended cancelled though nothing named it; the last stop, {request}, named turn {named}, which had already ended"
+                ),
+            );
         }
     }
 

@@ -7,6 +7,7 @@ use crate::turn::types::*;
 
 impl Monitor {
     pub(super) fn on_terminal(&mut self, turn: &str, state: Terminal) {
+        self.check_uncaused_cancel(turn, state);
         self.reach(Invariant::OneTerminalState);
         self.moment(turn, Moment::Terminal);
         self.moment(turn, Moment::Stopped);

@@ -1,0 +1,640 @@
+//! The `openai-realtime` dialect of `check`: a log of OpenAI Realtime API client and server
+//! events, one JSON object per line, with the app's playback events where the log has them, read
+//! as the turn machine's inputs and observed outputs under the `openai-realtime` profile.
+//!
+//! A line is an envelope `{"t_ms": N, "dir": "client"|"server"|"app", "event": {"type": …}}` or a
+//! bare event with its receipt time, `{"t_ms": N, "type": …, …}`; either may name a `session`
+//! (else `realtime`). docs/MAPPING.md ("The openai-realtime dialect") gives each event's
+//! reading and the list of event types with no turn semantics, which are read and skipped; any
+//! other type is an input error at its line.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde_json::{json, Map, Value};
+use turnfence_model::turn::state::Phase;
+use turnfence_model::turn::{
+    ChildKind, Generation, InputKind, Mode, Output, RefuseReason, Terminal, TurnMachine,
+};
+use turnfence_model::Millis;
+
+use crate::trace::conform::Observed;
+use crate::trace::{Event, InputError, Reader, Sessions};
+
+/// The child each response's model stream is: it ends at the response's `response.done`, so a
+/// cancelled response stays active (cancelling) until its done.
+pub const STREAM: &str = "stream";
+
+/// The output kinds a realtime log records completely: the client's truncations.
+pub const COMPLETE: &[&str] = &["truncated"];
+
+/// Event types with no turn semantics: read and skipped.
+pub const SKIPPED: &[&str] = &[
+    "rate_limits.updated",
+    "session.update",
+    "conversation.created",
+    "conversation.item.create",
+    "conversation.item.created",
+    "conversation.item.added",
+    "conversation.item.done",
+    "conversation.item.retrieve",
+    "conversation.item.retrieved",
+    "conversation.item.delete",
+    "conversation.item.deleted",
+    "conversation.item.truncated",
+    "conversation.item.input_audio_transcription.delta",
+    "conversation.item.input_audio_transcription.completed",
+    "conversation.item.input_audio_transcription.failed",
+    "conversation.item.input_audio_transcription.segment",
+    "input_audio_buffer.append",
+    "input_audio_buffer.commit",
+    "input_audio_buffer.clear",
+    "input_audio_buffer.cleared",
+    "input_audio_buffer.committed",
+    "input_audio_buffer.speech_stopped",
+    "input_audio_buffer.timeout_triggered",
+    "input_audio_buffer.dtmf_event_received",
+    "output_audio_buffer.clear",
+    "output_audio_buffer.started",
+    "output_audio_buffer.stopped",
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.content_part.added",
+    "response.content_part.done",
+    "response.output_audio.done",
+    "response.audio.done",
+    "response.output_audio_transcript.delta",
+    "response.output_audio_transcript.done",
+    "response.audio_transcript.delta",
+    "response.audio_transcript.done",
+    "response.output_text.done",
+    "response.text.done",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.mcp_call_arguments.delta",
+    "response.mcp_call_arguments.done",
+    "response.mcp_call.in_progress",
+    "response.mcp_call.completed",
+    "response.mcp_call.failed",
+    "mcp_list_tools.in_progress",
+    "mcp_list_tools.completed",
+    "mcp_list_tools.failed",
+    "transcription_session.update",
+    "transcription_session.updated",
+];
+
+/// The default session name, when a line names none.
+pub const SESSION: &str = "realtime";
+
+/// One line read: its time, session and event.
+#[derive(Clone, Debug)]
+pub enum Record {
+    Meta(Value),
+    Line {
+        at: Millis,
+        session: String,
+        event: Map<String, Value>,
+    },
+}
+
+/// A response as the log showed it.
+#[derive(Clone, Debug, Default)]
+struct Response {
+    generation: Generation,
+    /// The last delta's seq.
+    seq: u64,
+    /// Audio bytes received, and the milliseconds they made so far.
+    bytes: u64,
+    ms: u64,
+    /// The app's played position in this response's audio (ms).
+    played_ms: u64,
+}
+
+/// What one session's log showed so far.
+#[derive(Clone, Debug)]
+struct Session {
+    /// Audio bytes per millisecond (PCM16 at 24 kHz: 48; G.711: 8).
+    bytes_per_ms: u64,
+    /// VAD cancels the response on speech (`interrupt_response`, on by default).
+    vad_interrupts: bool,
+    responses: HashMap<String, Response>,
+    /// Which response each output item is of.
+    items: HashMap<String, String>,
+    /// Creates sent and not yet answered (their event ids).
+    creates: Vec<String>,
+}
+
+impl Default for Session {
+    /// PCM16 at 24 kHz and VAD interrupting: the API's defaults, until the session says otherwise.
+    fn default() -> Session {
+        Session {
+            bytes_per_ms: 48,
+            vad_interrupts: true,
+            responses: HashMap::new(),
+            items: HashMap::new(),
+            creates: Vec::new(),
+        }
+    }
+}
+
+/// The reader: each session's log so far.
+#[derive(Default)]
+pub struct RealtimeReader {
+    sessions: BTreeMap<String, Session>,
+    /// The first line was read (a meta line the checker is given, or one it is made).
+    started: bool,
+}
+
+type Events = Vec<Event<TurnMachine>>;
+
+impl Reader<TurnMachine> for RealtimeReader {
+    type Record = Record;
+
+    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {
+        let v: Value = serde_json::from_str(text)
+            .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
+        let Value::Object(mut o) = v else {
+            return Err(InputError::at(line, "not a JSON object"));
+        };
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            // Every realtime log records its truncations completely: its meta line says so
+            // unless it says otherwise; a log without one is given one.
+            match o.remove("meta") {
+                Some(Value::Object(mut meta)) if o.is_empty() => {
+                    meta.entry("complete").or_insert(json!(COMPLETE));
+                    return Ok(vec![(line, Record::Meta(Value::Object(meta)))]);
+                }
+                Some(_) => return Err(InputError::at(line, "the meta line holds one object")),
+                None => out.push((line, Record::Meta(json!({ "complete": COMPLETE })))),
+            }
+        }
+        let at = match o.remove("t_ms") {
+            Some(t) => t.as_u64().ok_or_else(|| {
+                InputError::at(line, "`t_ms` must be a non-negative integer (milliseconds)")
+            })?,
+            None => {
+                return Err(InputError::at(
+                    line,
+                    "missing `t_ms`: the line's receipt time",
+                ))
+            }
+        };
+        let session = match o.remove("session") {
+            None => SESSION.to_owned(),
+            Some(Value::String(s)) => s,
+            Some(_) => return Err(InputError::at(line, "`session` must be a string")),
+        };
+        let event = match o.remove("event") {
+            Some(Value::Object(e)) => {
+                match o.remove("dir").as_ref().and_then(Value::as_str) {
+                    Some("client" | "server" | "app") | None => {}
+                    Some(d) => {
+                        return Err(InputError::at(
+                            line,
+                            format!("unknown `dir` {d:?}; expected client, server or app"),
+                        ))
+                    }
+                }
+                if let Some(k) = o.keys().next() {
+                    return Err(InputError::at(line, format!("unknown envelope key `{k}`")));
+                }
+                e
+            }
+            Some(_) => return Err(InputError::at(line, "`event` must be an object")),
+            None => o,
+        };
+        out.push((line, Record::Line { at, session, event }));
+        Ok(out)
+    }
+
+    fn events(
+        &mut self,
+        record: Record,
+        line: usize,
+        sessions: &Sessions<TurnMachine>,
+    ) -> Result<Events, InputError> {
+        let (at, session, event) = match record {
+            Record::Meta(v) => return Ok(vec![Event::Meta(v)]),
+            Record::Line { at, session, event } => (at, session, event),
+        };
+        let kind = match event.get("type") {
+            Some(Value::String(t)) => t.clone(),
+            _ => return Err(InputError::at(line, "the event has no `type`")),
+        };
+        let machine = sessions.peek(&session).map(|s| s.machine());
+        let state = self.sessions.entry(session.clone()).or_default();
+        let x = Line {
+            at,
+            line,
+            session: &session,
+            event: &event,
+            machine,
+        };
+        x.translate(&kind, state)
+    }
+}
+
+/// One line being read: its time, session and event, and the session's machine as it stands.
+struct Line<'a> {
+    at: Millis,
+    line: usize,
+    session: &'a str,
+    event: &'a Map<String, Value>,
+    machine: Option<&'a TurnMachine>,
+}
+
+impl Line<'_> {
+    fn translate(&self, kind: &str, s: &mut Session) -> Result<Events, InputError> {
+        match kind {
+            "session.created" | "session.updated" => {
+                self.session_config(s);
+                Ok(Vec::new())
+            }
+            "response.create" => {
+                let id = self.str_or("event_id", || format!("create@{}", self.line));
+                s.creates.push(id);
+                Ok(Vec::new())
+            }
+            "response.created" => self.created(s),
+            "error" => self.error(s),
+            "response.output_audio.delta" | "response.audio.delta" => self.audio_delta(s),
+            "response.output_text.delta" | "response.text.delta" => self.text_delta(s),
+            "response.done" => self.done(s),
+            "response.cancel" => Ok(self.cancel()),
+            "input_audio_buffer.speech_started" if s.vad_interrupts => {
+                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0 })])
+            }
+            "input_audio_buffer.speech_started" => Ok(Vec::new()),
+            "conversation.item.truncate" => self.truncate(s),
+            "playback.played" => self.played(s),
+            "playback.cleared" | "output_audio_buffer.cleared" => self.cleared(s),
+            k if SKIPPED.contains(&k) => Ok(Vec::new()),
+            k => Err(self.error_at(format!(
+                "unknown event type {k:?} (not a Realtime event this dialect reads or skips; see docs/MAPPING.md)"
+            ))),
+        }
+    }
+
+    fn error_at(&self, message: impl Into<String>) -> InputError {
+        InputError::at(self.line, message)
+    }
+
+    fn input(&self, kind: InputKind) -> Event<TurnMachine> {
+        Event::Input {
+            session: self.session.to_owned(),
+            input: turnfence_model::turn::Input::new(self.at, kind),
+        }
+    }
+
+    fn observed(&self, output: Output, wildcards: &'static [&'static str]) -> Event<TurnMachine> {
+        Event::Output {
+            session: self.session.to_owned(),
+            at: self.at,
+            observed: Observed { output, wildcards },
+        }
+    }
+
+    /// A string field of the event, at a path of keys.
+    fn str_at(&self, path: &[&str]) -> Option<&str> {
+        let (first, rest) = path.split_first()?;
+        let mut v = self.event.get(*first)?;
+        for k in rest {
+            v = v.get(*k)?;
+        }
+        v.as_str()
+    }
+
+    fn str_or(&self, key: &str, fallback: impl FnOnce() -> String) -> String {
+        self.str_at(&[key]).map_or_else(fallback, str::to_owned)
+    }
+
+    /// A required string field.
+    fn need_str(&self, path: &[&str]) -> Result<String, InputError> {
+        self.str_at(path)
+            .map(str::to_owned)
+            .ok_or_else(|| self.error_at(format!("{} needs `{}`", self.kind(), path.join("."))))
+    }
+
+    fn kind(&self) -> &str {
+        self.event.get("type").and_then(Value::as_str).unwrap_or("")
+    }
+
+    fn u64_field(&self, key: &str) -> Result<Option<u64>, InputError> {
+        match self.event.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| self.error_at(format!("`{key}` must be a non-negative integer"))),
+        }
+    }
+
+    /// The audio format (bytes per ms) and whether VAD interrupts, from a session object (GA:
+    /// `audio.output.format.type`, `audio.input.turn_detection`; beta: `output_audio_format`,
+    /// `turn_detection`).
+    fn session_config(&self, s: &mut Session) {
+        let format = self
+            .str_at(&["session", "audio", "output", "format", "type"])
+            .or_else(|| self.str_at(&["session", "output_audio_format"]));
+        if let Some(f) = format {
+            s.bytes_per_ms = match f {
+                "audio/pcmu" | "audio/pcma" | "g711_ulaw" | "g711_alaw" => 8,
+                _ => 48,
+            };
+        }
+        let session = self.event.get("session");
+        let detection = session
+            .and_then(|v| v.get("audio"))
+            .and_then(|v| v.get("input"))
+            .and_then(|v| v.get("turn_detection"))
+            .or_else(|| session.and_then(|v| v.get("turn_detection")));
+        if let Some(d) = detection {
+            s.vad_interrupts = !d.is_null()
+                && d.get("interrupt_response")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+        }
+    }
+
+    /// The generation a new turn takes: above every one the session used or fenced.
+    fn next_generation(&self) -> Generation {
+        let Some(m) = self.machine else { return 1 };
+        let s = m.session();
+        match (s.max_generation, s.active_generation) {
+            (Some(max), Some(active)) => max.max(active.saturating_sub(1)) + 1,
+            (max, active) => max.or(active).map_or(1, |g| g + 1),
+        }
+    }
+
+    /// `response.created`: a response starts (answering the oldest create, if one waits), its
+    /// model stream a child of it.
+    fn created(&self, s: &mut Session) -> Result<Events, InputError> {
+        let id = self.need_str(&["response", "id"])?;
+        if !s.creates.is_empty() {
+            s.creates.remove(0);
+        }
+        let modalities = self
+            .event
+            .get("response")
+            .and_then(|r| r.get("output_modalities").or_else(|| r.get("modalities")));
+        let text_only = modalities
+            .and_then(Value::as_array)
+            .is_some_and(|m| !m.iter().any(|x| x == "audio"));
+        let generation = self.next_generation();
+        s.responses.insert(
+            id.clone(),
+            Response {
+                generation,
+                ..Response::default()
+            },
+        );
+        Ok(vec![
+            self.input(InputKind::Accept {
+                turn: id.clone(),
+                generation,
+                mode: if text_only { Mode::Text } else { Mode::Audio },
+                deadline_ms: None,
+                budget: None,
+            }),
+            self.input(InputKind::Spawn {
+                turn: id,
+                child: STREAM.to_owned(),
+                kind: ChildKind::Model,
+                need_ms: None,
+            }),
+        ])
+    }
+
+    /// `error`: a create refused beside an active response is that create's turn refused;
+    /// other codes have no turn semantics (a cancel with nothing active; a truncation the server
+    /// refused, whose claim is judged at its own line).
+    fn error(&self, s: &mut Session) -> Result<Events, InputError> {
+        let code = self.str_at(&["error", "code"]);
+        let message = self.str_at(&["error", "message"]).unwrap_or("");
+        let refused = code == Some("conversation_already_has_active_response")
+            || (code.is_none() && message.contains("already has an active response"));
+        if !refused {
+            return Ok(Vec::new());
+        }
+        let named = self.str_at(&["error", "event_id"]).map(str::to_owned);
+        let turn = match named {
+            Some(id) => {
+                s.creates.retain(|c| *c != id);
+                id
+            }
+            None if !s.creates.is_empty() => s.creates.remove(0),
+            None => format!("create@{}", self.line),
+        };
+        Ok(vec![
+            self.input(InputKind::Accept {
+                turn: turn.clone(),
+                generation: self.next_generation(),
+                mode: Mode::Audio,
+                deadline_ms: None,
+                budget: None,
+            }),
+            self.observed(
+                Output::TurnRefused {
+                    turn,
+                    reason: RefuseReason::ActiveTurnExists,
+                },
+                &[],
+            ),
+        ])
+    }
+
+    /// The response a delta is of, with its next seq.
+    fn next_delta<'s>(&self, s: &'s mut Session) -> Result<(String, &'s mut Response), InputError> {
+        let id = self.need_str(&["response_id"])?;
+        if let Some(item) = self.str_at(&["item_id"]) {
+            s.items.insert(item.to_owned(), id.clone());
+        }
+        let r = s.responses.get_mut(&id).ok_or_else(|| {
+            self.error_at(format!(
+                "a delta of response {id:?}, which no response.created began"
+            ))
+        })?;
+        r.seq += 1;
+        Ok((id, r))
+    }
+
+    /// An audio delta: its milliseconds go to the playback buffer (from `audio_ms` where the
+    /// capture states it, else from the base64 `delta`'s length and the session's format).
+    fn audio_delta(&self, s: &mut Session) -> Result<Events, InputError> {
+        let stated = self.u64_field("audio_ms")?;
+        let bytes = self.str_at(&["delta"]).map(base64_len);
+        let bpm = s.bytes_per_ms.max(1);
+        let (turn, r) = self.next_delta(s)?;
+        let frames = match (stated, bytes) {
+            (Some(ms), _) => ms,
+            (None, Some(b)) => {
+                r.bytes += b;
+                let ms = r.bytes / bpm;
+                let new = ms - r.ms.min(ms);
+                r.ms = ms;
+                new
+            }
+            (None, None) => {
+                return Err(self.error_at(
+                    "an audio delta needs its `delta` (base64) or the capture's `audio_ms`",
+                ))
+            }
+        };
+        let frames = u32::try_from(frames).map_err(|_| self.error_at("`audio_ms` too large"))?;
+        Ok(vec![self.input(InputKind::Delta {
+            turn,
+            generation: r.generation,
+            seq: r.seq,
+            text: None,
+            frames,
+        })])
+    }
+
+    fn text_delta(&self, s: &mut Session) -> Result<Events, InputError> {
+        let text = self.need_str(&["delta"])?;
+        let (turn, r) = self.next_delta(s)?;
+        Ok(vec![self.input(InputKind::Delta {
+            turn,
+            generation: r.generation,
+            seq: r.seq,
+            text: Some(text),
+            frames: 0,
+        })])
+    }
+
+    /// `response.done`: the response's stream ended — finished (`completed`, `incomplete`,
+    /// `failed`: the model is done) or stopped (`cancelled`: its stream stops at the done, the
+    /// checkpoint that acknowledges the cancel); the terminal state the log shows is held
+    /// against the model's.
+    fn done(&self, s: &mut Session) -> Result<Events, InputError> {
+        let turn = self.need_str(&["response", "id"])?;
+        let status = self.need_str(&["response", "status"])?;
+        if !s.responses.contains_key(&turn) {
+            return Err(self.error_at(format!(
+                "response.done for {turn:?}, which no response.created began"
+            )));
+        }
+        let (input, state) = match status.as_str() {
+            "completed" | "incomplete" | "failed" => (
+                InputKind::ModelDone { turn: turn.clone() },
+                Terminal::Completed,
+            ),
+            "cancelled" => (
+                InputKind::Checkpoint {
+                    turn: turn.clone(),
+                    child: STREAM.to_owned(),
+                    phase: "response.done".to_owned(),
+                    temporary_outputs: 0,
+                },
+                Terminal::Cancelled,
+            ),
+            other => {
+                return Err(self.error_at(format!(
+                    "response.done status {other:?}; expected completed, cancelled, incomplete or failed"
+                )))
+            }
+        };
+        Ok(vec![
+            self.input(input),
+            self.observed(Output::Terminal { turn, state }, &[]),
+        ])
+    }
+
+    /// `response.cancel`: a stop of the response it names, else of the active one; with none
+    /// active and none named there is no turn to stop (the server answers
+    /// `response_cancel_not_active`).
+    fn cancel(&self) -> Events {
+        let named = self.str_at(&["response_id"]).map(str::to_owned);
+        let active = self.machine.and_then(|m| {
+            m.session()
+                .turns
+                .iter()
+                .find(|t| !matches!(t.phase, Phase::Terminal { .. }))
+                .map(|t| t.id.clone())
+        });
+        let Some(turn) = named.or(active) else {
+            return Vec::new();
+        };
+        let request_id = self.str_or("event_id", || format!("cancel@{}", self.line));
+        vec![self.input(InputKind::Stop { turn, request_id })]
+    }
+
+    /// `conversation.item.truncate`: the item's response truncated to `audio_end_ms` heard.
+    fn truncate(&self, s: &mut Session) -> Result<Events, InputError> {
+        let item = self.need_str(&["item_id"])?;
+        let heard = self
+            .u64_field("audio_end_ms")?
+            .ok_or_else(|| self.error_at("conversation.item.truncate needs `audio_end_ms`"))?;
+        let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
+        // An item no audio delta named: truncated as itself, which no response is.
+        let turn = s.items.get(&item).cloned().unwrap_or(item);
+        let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
+        Ok(vec![self.observed(
+            Output::Truncated {
+                turn,
+                generation,
+                heard,
+            },
+            &[],
+        )])
+    }
+
+    /// The app's `playback.played`: its player reached `audio_end_ms` into the response's audio
+    /// — the speaker consumed what lies between, and played it.
+    fn played(&self, s: &mut Session) -> Result<Events, InputError> {
+        let turn = self.need_str(&["response_id"])?;
+        let position = self
+            .u64_field("audio_end_ms")?
+            .ok_or_else(|| self.error_at("playback.played needs `audio_end_ms`"))?;
+        let r = s.responses.get_mut(&turn).ok_or_else(|| {
+            self.error_at(format!(
+                "playback of {turn:?}, which no response.created began"
+            ))
+        })?;
+        if position < r.played_ms {
+            return Err(self.error_at(format!(
+                "the played position went back from {} to {position} ms",
+                r.played_ms
+            )));
+        }
+        let frames = position - r.played_ms;
+        r.played_ms = position;
+        if frames == 0 {
+            return Ok(Vec::new());
+        }
+        let frames = u32::try_from(frames).map_err(|_| self.error_at("position too large"))?;
+        let generation = r.generation;
+        Ok(vec![
+            self.input(InputKind::FramePlayed { frames }),
+            self.observed(
+                Output::Played {
+                    turn,
+                    generation,
+                    seq: 0,
+                    frames,
+                },
+                &["seq", "frames"],
+            ),
+        ])
+    }
+
+    /// The app's `playback.cleared` (or WebRTC's `output_audio_buffer.cleared`): the response's
+    /// queued audio was dropped unplayed (`cleared_ms` of it, where stated).
+    fn cleared(&self, _: &mut Session) -> Result<Events, InputError> {
+        let turn = self.need_str(&["response_id"])?;
+        let stated = self.u64_field("cleared_ms")?;
+        let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
+        let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
+        Ok(vec![self.observed(
+            Output::PlaybackCleared { turn, frames },
+            wildcards,
+        )])
+    }
+}
+
+/// Decoded bytes of a base64 string, from its length.
+fn base64_len(s: &str) -> u64 {
+    let s = s.trim_end_matches('=');
+    (s.len() as u64 * 3) / 4
+}
