@@ -29,6 +29,12 @@ pub trait Explore: Machine {
     /// Larger bounds for hunting a flaw (not exhaustive: it stops at the first violation).
     fn hunt_bounds() -> Self::Bounds;
 
+    /// The machine as the bounds want it made (a turn machine's profile, where they name one);
+    /// by default as it was made.
+    fn bounded(self, _: &Self::Bounds) -> Self {
+        self
+    }
+
     /// The inputs every exploration starts with, from a fresh machine (none by default).
     fn prelude() -> Vec<Self::Input> {
         Vec::new()
@@ -105,7 +111,7 @@ pub fn explore<M: Explore>(
     target: Option<M::Invariant>,
     progress: &mut dyn FnMut(usize, usize, usize),
 ) -> ExploredBy<M> {
-    let (start, monitor) = start(make);
+    let (start, monitor) = start(&|| make().bounded(bounds));
     let mut seen: HashMap<u64, ()> = HashMap::new();
     seen.insert(fingerprint(&start, &monitor), ());
     // For each visited state: its parent and the input that led to it.

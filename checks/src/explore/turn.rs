@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::state::{Child, ChildState, Phase, Turn};
-use turnfence_model::turn::{ChildKind, Flaw, Input, InputKind, Mode, Output, TurnMachine};
+use turnfence_model::turn::{
+    ChildKind, Flaw, Input, InputKind, Mode, Output, Profile, TurnMachine,
+};
 use turnfence_model::Plant;
 
 use super::{Coverage, Explore};
@@ -20,6 +22,9 @@ pub struct TurnBounds {
     pub deadline_ms: u64,
     /// Also explore the client side: receives, acks, disconnects, resumes.
     pub client: bool,
+    /// The rule choices to explore under; by default the machine's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
 }
 
 /// The times an input may happen at: now, or the next instant something happens without one.
@@ -213,11 +218,19 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deltas_per_turn,
             deadline_ms: 100,
             client,
+            profile: None,
         };
         vec![
             ("turns", b(2, 1, 1, false)),
             ("children", b(1, 2, 1, false)),
             ("stream", b(1, 0, 2, true)),
+            (
+                "realtime",
+                TurnBounds {
+                    profile: Some(Profile::OpenaiRealtime),
+                    ..b(2, 1, 1, false)
+                },
+            ),
         ]
     }
 
@@ -229,6 +242,14 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deltas_per_turn: 2,
             deadline_ms: 100,
             client: true,
+            profile: None,
+        }
+    }
+
+    fn bounded(self, bounds: &TurnBounds) -> Self {
+        match bounds.profile {
+            Some(profile) => self.profiled(profile),
+            None => self,
         }
     }
 

@@ -88,6 +88,7 @@ fn small_exploration_is_exhaustive_and_pinned() {
         deltas_per_turn: 1,
         deadline_ms: 100,
         client: false,
+        profile: None,
     };
     let e = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b);
     check("turn/small", &e);

@@ -68,6 +68,12 @@ impl TurnMachine {
 }
 
 impl<P: Plant<Flaw>> TurnMachine<P> {
+    /// This machine, fresh, made to follow `profile` instead (before any input).
+    pub fn profiled(mut self, profile: Profile) -> Self {
+        self.session.profile = profile;
+        self
+    }
+
     /// The rule choices this machine follows.
     pub fn profile(&self) -> Profile {
         self.session.profile
