@@ -12,6 +12,8 @@ mod evidence;
 pub mod scenarios;
 pub mod synthetic;
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 use turnfence_model::prelude::*;
@@ -35,6 +37,8 @@ pub struct ScenarioRun {
     /// The input the machine refused as misuse, if any: the scenario then fails every check.
     pub misuse: Option<(usize, Misuse)>,
     pub violations: Vec<Violation>,
+    /// The invariants the run put to the test, as the machine's own monitor judged them.
+    pub reached: BTreeSet<Invariant>,
     pub checks: Vec<Check>,
 }
 
@@ -170,19 +174,28 @@ fn input_name(kind: &InputKind) -> String {
     }
 }
 
-/// Runs one scenario on the given machine.
+/// Runs one scenario on the given machine, judged by the machine's own monitor (the invariants
+/// of the profile it follows).
 pub fn run_scenario<P: Plant<turn::Flaw>>(
     scenario: &Scenario,
     mut machine: TurnMachine<P>,
 ) -> ScenarioRun {
+    let mut monitor = machine.monitor();
     let (steps, misuse) = turnfence_model::run(&mut machine, &scenario.inputs);
-    let violations = turnfence_model::check_all::<TurnMachine>(&steps);
+    let mut violations = Vec::new();
+    for step in &steps {
+        violations.extend(monitor.observe(step));
+    }
+    let reached = monitor.reached().clone();
+    monitor.finish();
+    violations.extend(monitor.take_violations());
     let mut run = ScenarioRun {
         name: scenario.name,
         turn: scenario.turn,
         steps,
         misuse,
         violations,
+        reached,
         checks: Vec::new(),
     };
     run.checks = checks::compute(&run, scenario);
@@ -322,8 +335,7 @@ impl GateRun {
                     "checks": checks,
                     "violations": s.violations,
                     "misuse": s.misuse.as_ref().map(|(i, m)| json!({ "input": i, "error": m.to_string() })),
-                    "invariants_reached": turnfence_model::reached::<TurnMachine>(&s.steps)
-                        .iter().map(|i| i.name()).collect::<Vec<_>>(),
+                    "invariants_reached": s.reached.iter().map(|i| i.name()).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -404,10 +416,10 @@ impl GateRun {
     }
 
     /// The invariants the whole run put to the test.
-    pub fn reached(&self) -> std::collections::BTreeSet<Invariant> {
+    pub fn reached(&self) -> BTreeSet<Invariant> {
         self.scenarios
             .iter()
-            .flat_map(|s| turnfence_model::reached::<TurnMachine>(&s.steps))
+            .flat_map(|s| s.reached.iter().copied())
             .collect()
     }
 }
