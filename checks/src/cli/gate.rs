@@ -4,18 +4,35 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use turnfence_checks::gate;
-use turnfence_model::turn::TurnMachine;
+use turnfence_model::turn::{Profile, TurnMachine};
 
 use super::write_stdout;
 
-/// Runs the named scenarios (or `all`) and writes the evidence.
-pub fn run(scenario: &str, output: PathBuf, clean: bool, agent: bool) -> ExitCode {
+/// Runs the profile's gate — its scenarios (or the one named) on the machine made with the
+/// profile — and writes the evidence.
+pub fn run(
+    scenario: &str,
+    profile: Profile,
+    output: PathBuf,
+    clean: bool,
+    agent: bool,
+) -> ExitCode {
     let names: Vec<&str> = if scenario == "all" {
-        gate::NAMES.to_vec()
+        gate::scenarios::names(profile).to_vec()
     } else {
-        vec![scenario]
+        match gate::scenarios::profile_of(scenario) {
+            Some(own) if own != profile => {
+                eprintln!(
+                    "turnfence gate: {scenario} is a scenario of the {} profile's gate: add --profile {}",
+                    own.name(),
+                    own.name()
+                );
+                return ExitCode::from(2);
+            }
+            _ => vec![scenario],
+        }
     };
-    let run = gate::run(&names, TurnMachine::new);
+    let run = gate::run(&names, || TurnMachine::with_profile(profile));
     if let Err(e) = gate::write_evidence(&run, &output, clean) {
         eprintln!(
             "turnfence gate: cannot write evidence to {}: {e}",

@@ -60,12 +60,16 @@ pub struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Runs the release gate: the eight scenarios through the turn machine, 24 computed checks.
+    /// Runs the release gate: the eight scenarios through the turn machine, 24 computed checks
+    /// (with `--profile openai-realtime`, the realtime profile's four scenarios and 12 checks).
     /// Exit 0 on PASS, 1 on FAIL, 2 on an input or IO error.
     Gate {
-        /// One scenario, or `all`.
+        /// One scenario of the profile's gate, or `all`.
         #[arg(long, default_value = "all", value_parser = scenario_name)]
         scenario: String,
+        /// The rule choices of the machine the scenarios run on, and so which gate runs.
+        #[arg(long, value_enum, default_value = "lab")]
+        profile: turnfence_checks::trace::Profile,
         /// Directory for the evidence files.
         #[arg(long, default_value = "lab-output")]
         output: PathBuf,
@@ -148,12 +152,17 @@ pub enum Format {
 }
 
 fn scenario_name(s: &str) -> Result<String, String> {
-    if s == "all" || suite_gate::NAMES.contains(&s) {
+    if s == "all" || suite_gate::scenarios::profile_of(s).is_some() {
         Ok(s.to_owned())
     } else {
         Err(format!(
             "expected all or one of: {}",
-            suite_gate::NAMES.join(", ")
+            suite_gate::NAMES
+                .iter()
+                .chain(&suite_gate::REALTIME_NAMES)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(", ")
         ))
     }
 }
@@ -163,10 +172,11 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Gate {
             scenario,
+            profile,
             output,
             clean,
             agent,
-        } => gate::run(&scenario, output, clean, agent),
+        } => gate::run(&scenario, profile.model(), output, clean, agent),
         Command::Check {
             paths,
             dialect,

@@ -9,14 +9,19 @@ use super::{scenarios, GateRun};
 /// The run-wide evidence files besides `acceptance.log`, in the order `acceptance.log` lists them.
 pub const RUN_FILES: [&str; 4] = ["events.jsonl", "trace.jsonl", "metrics.json", "report.json"];
 
-/// Every file name the gate may write into its output directory.
+/// Every file name a gate (the lab's or the realtime one) may write into its output directory.
 pub fn known_files() -> Vec<String> {
     let mut names: Vec<String> = RUN_FILES
         .iter()
         .chain(&["acceptance.log"])
         .map(|s| (*s).to_owned())
         .collect();
-    names.extend(scenarios::NAMES.iter().map(|n| format!("{n}.log")));
+    names.extend(
+        scenarios::NAMES
+            .iter()
+            .chain(&scenarios::REALTIME_NAMES)
+            .map(|n| format!("{n}.log")),
+    );
     names
 }
 

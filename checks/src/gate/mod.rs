@@ -1,5 +1,7 @@
-//! The release gate: the eight scenarios run through the turn machine, 24 checks computed from
-//! its outputs, the virtual clock and the invariants, and the evidence a reviewer reads.
+//! The release gate: the eight lab scenarios run through the turn machine, 24 checks computed
+//! from its outputs, the virtual clock and the invariants, and the evidence a reviewer reads; and
+//! beside it the `openai-realtime` profile's gate, four scenarios and 12 checks on the machine made
+//! with that profile ([`REALTIME_NAMES`]), judged by that machine's own monitor.
 //!
 //! Dependencies: the gate writes its log and `events.jsonl` with the lab's writer
 //! (`crate::lab::writer`) and `trace.jsonl` in the checker's canonical form
@@ -12,17 +14,19 @@ mod evidence;
 pub mod scenarios;
 pub mod synthetic;
 
+use std::collections::BTreeSet;
+
 use serde::Serialize;
 use serde_json::{json, Value};
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{
-    self, ChildKind, InputKind, Invariant, Misuse, Output, Step, TurnMachine, Violation,
+    self, ChildKind, InputKind, Invariant, Misuse, Output, Profile, Step, TurnMachine, Violation,
 };
 use turnfence_model::{Millis, Plant};
 
 pub use checks::{Check, CommitAfterCancel};
 pub use evidence::{write_atomic, write_evidence};
-pub use scenarios::{Scenario, NAMES};
+pub use scenarios::{Scenario, NAMES, REALTIME_NAMES};
 
 use crate::lab::writer::{input_line, number_frames, output_line, LabEvent};
 
@@ -30,11 +34,15 @@ use crate::lab::writer::{input_line, number_frames, output_line, LabEvent};
 #[derive(Clone, Debug)]
 pub struct ScenarioRun {
     pub name: &'static str,
+    /// The rule choices of the machine it ran on.
+    pub profile: Profile,
     pub turn: &'static str,
     pub steps: Vec<Step>,
     /// The input the machine refused as misuse, if any: the scenario then fails every check.
     pub misuse: Option<(usize, Misuse)>,
     pub violations: Vec<Violation>,
+    /// The invariants the run put to the test, as the machine's own monitor judged them.
+    pub reached: BTreeSet<Invariant>,
     pub checks: Vec<Check>,
 }
 
@@ -106,8 +114,9 @@ impl ScenarioRun {
         let mut lines = vec![
             format!("TURNFENCE GATE :: {}", self.name),
             format!(
-                "turn={} clock=virtual network=none provider=scripted outputs=turn-machine",
-                self.turn
+                "turn={} clock=virtual network=none provider=scripted outputs=turn-machine{}",
+                self.turn,
+                profile_field(self.profile)
             ),
             String::new(),
         ];
@@ -159,6 +168,16 @@ impl ScenarioRun {
     }
 }
 
+/// ` profile=NAME` for a header line, when the profile is not the lab's (whose headers name none,
+/// as they did before there were profiles).
+fn profile_field(profile: Profile) -> String {
+    if profile.is_lab() {
+        String::new()
+    } else {
+        format!(" profile={}", profile.name())
+    }
+}
+
 fn input_name(kind: &InputKind) -> String {
     match serde_json::to_value(kind) {
         Ok(Value::Object(m)) => m
@@ -170,19 +189,30 @@ fn input_name(kind: &InputKind) -> String {
     }
 }
 
-/// Runs one scenario on the given machine.
+/// Runs one scenario on the given machine, judged by the machine's own monitor (the invariants
+/// of the profile it follows).
 pub fn run_scenario<P: Plant<turn::Flaw>>(
     scenario: &Scenario,
     mut machine: TurnMachine<P>,
 ) -> ScenarioRun {
+    let profile = machine.profile();
+    let mut monitor = machine.monitor();
     let (steps, misuse) = turnfence_model::run(&mut machine, &scenario.inputs);
-    let violations = turnfence_model::check_all::<TurnMachine>(&steps);
+    let mut violations = Vec::new();
+    for step in &steps {
+        violations.extend(monitor.observe(step));
+    }
+    let reached = monitor.reached().clone();
+    monitor.finish();
+    violations.extend(monitor.take_violations());
     let mut run = ScenarioRun {
         name: scenario.name,
+        profile,
         turn: scenario.turn,
         steps,
         misuse,
         violations,
+        reached,
         checks: Vec::new(),
     };
     run.checks = checks::compute(&run, scenario);
@@ -192,6 +222,8 @@ pub fn run_scenario<P: Plant<turn::Flaw>>(
 /// A whole gate run.
 #[derive(Clone, Debug)]
 pub struct GateRun {
+    /// The rule choices of the machines it ran on.
+    pub profile: Profile,
     pub scenarios: Vec<ScenarioRun>,
 }
 
@@ -202,7 +234,10 @@ pub fn run<P: Plant<turn::Flaw>>(names: &[&str], machine: impl Fn() -> TurnMachi
         .filter_map(|n| scenarios::scenario(n))
         .map(|s| run_scenario(&s, machine()))
         .collect();
-    GateRun { scenarios }
+    GateRun {
+        profile: machine().profile(),
+        scenarios,
+    }
 }
 
 #[derive(Serialize)]
@@ -251,13 +286,22 @@ impl GateRun {
     pub fn acceptance(&self) -> String {
         let mut lines = vec![
             "TURNFENCE :: RELEASE GATE".to_owned(),
-            "clock=virtual network=none models=0 real_tools=0 secrets=0".to_owned(),
+            format!(
+                "clock=virtual network=none models=0 real_tools=0 secrets=0{}",
+                profile_field(self.profile)
+            ),
             String::new(),
         ];
+        // Names pad to 22 columns, or one past the longest.
+        let width = self
+            .scenarios
+            .iter()
+            .map(|s| s.name.len() + 1)
+            .fold(22, usize::max);
         for s in &self.scenarios {
             let status = if s.passed() { "PASS" } else { "FAIL" };
             lines.push(format!(
-                "[{status}] {:<22} checks={}",
+                "[{status}] {:<width$} checks={}",
                 s.name,
                 s.checks.len()
             ));
@@ -279,9 +323,11 @@ impl GateRun {
         lines.join("\n") + "\n"
     }
 
-    /// `events.jsonl`: every scenario's events in the lab's line format.
+    /// `events.jsonl`: every scenario's events in the lab's line format. A profile other than the
+    /// lab's is named in a meta line first (with the dialect), so the checker reads it by those
+    /// rules without flags.
     pub fn events_jsonl(&self) -> String {
-        let mut text = String::new();
+        let mut text = self.meta_line(Some("lab"));
         for s in &self.scenarios {
             for e in s.lab_events() {
                 text.push_str(&serde_json::to_string(&e).unwrap_or_default());
@@ -291,12 +337,26 @@ impl GateRun {
         text
     }
 
-    /// `trace.jsonl`: every scenario as a canonical trace, for `turnfence check`.
+    /// `trace.jsonl`: every scenario as a canonical trace, for `turnfence check`. A profile other
+    /// than the lab's is named in a meta line first, so the checker replays it by those rules.
     pub fn trace_jsonl(&self) -> String {
-        self.scenarios
-            .iter()
-            .map(ScenarioRun::canonical_trace)
-            .collect()
+        let mut text = self.meta_line(None);
+        text.extend(self.scenarios.iter().map(ScenarioRun::canonical_trace));
+        text
+    }
+
+    /// The meta line naming the run's profile (and `dialect`, when given), or nothing for the lab
+    /// profile: the lab gate's files have none, as before there were profiles.
+    fn meta_line(&self, dialect: Option<&str>) -> String {
+        if self.profile.is_lab() {
+            return String::new();
+        }
+        let mut meta = serde_json::Map::new();
+        if let Some(dialect) = dialect {
+            meta.insert("dialect".into(), dialect.into());
+        }
+        meta.insert("profile".into(), self.profile.name().into());
+        json!({ "meta": meta }).to_string() + "\n"
     }
 
     /// `report.json`: environment, per-scenario checks with expected and actual, totals, status.
@@ -322,12 +382,11 @@ impl GateRun {
                     "checks": checks,
                     "violations": s.violations,
                     "misuse": s.misuse.as_ref().map(|(i, m)| json!({ "input": i, "error": m.to_string() })),
-                    "invariants_reached": turnfence_model::reached::<TurnMachine>(&s.steps)
-                        .iter().map(|i| i.name()).collect::<Vec<_>>(),
+                    "invariants_reached": s.reached.iter().map(|i| i.name()).collect::<Vec<_>>(),
                 })
             })
             .collect();
-        json!({
+        let report = json!({
             "gate": "turnfence",
             "version": env!("CARGO_PKG_VERSION"),
             "environment": {
@@ -343,7 +402,23 @@ impl GateRun {
             "assertions": { "passed": self.passed_checks(), "total": self.total_checks() },
             "status": self.status(),
             "scenarios": scenarios,
-        })
+        });
+        // The lab gate's report names no profile, as before there were profiles; another's is
+        // named after the version.
+        match report {
+            Value::Object(fields) if !self.profile.is_lab() => {
+                let mut named = serde_json::Map::new();
+                for (key, value) in fields {
+                    let after = key == "version";
+                    named.insert(key, value);
+                    if after {
+                        named.insert("profile".into(), self.profile.name().into());
+                    }
+                }
+                Value::Object(named)
+            }
+            report => report,
+        }
     }
 
     /// `metrics.json`: the lab's counters, computed from the outputs. The commits after a cancel
@@ -404,10 +479,10 @@ impl GateRun {
     }
 
     /// The invariants the whole run put to the test.
-    pub fn reached(&self) -> std::collections::BTreeSet<Invariant> {
+    pub fn reached(&self) -> BTreeSet<Invariant> {
         self.scenarios
             .iter()
-            .flat_map(|s| turnfence_model::reached::<TurnMachine>(&s.steps))
+            .flat_map(|s| s.reached.iter().copied())
             .collect()
     }
 }

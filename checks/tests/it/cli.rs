@@ -252,6 +252,41 @@ fn the_gates_own_evidence_checks_clean() {
     assert_exit(&canonical, 0, &canonical.stdout);
 }
 
+/// `--profile openai-realtime` runs the realtime gate: its four scenarios and 12 checks, evidence
+/// the checker reads by its meta lines alone; a scenario of the other gate is an input error.
+#[test]
+fn the_realtime_gate_runs_by_its_profile_and_its_evidence_checks_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(
+        &["gate", "--profile", "openai-realtime", "--output", "ev"],
+        dir.path(),
+    );
+    assert_exit(&out, 0, &out.stderr);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("profile=openai-realtime")
+            && stdout.contains("RESULT PASS :: 12/12 assertions passed"),
+        "{stdout}"
+    );
+    let ev = dir.path().join("ev");
+    assert!(ev.join("realtime_stale_cancel.log").is_file());
+    let checked = turnfence(&["check", ev.to_str().unwrap()], dir.path());
+    assert_exit(&checked, 0, &checked.stdout);
+
+    let out = turnfence(
+        &[
+            "gate",
+            "--scenario",
+            "realtime_stale_cancel",
+            "--output",
+            "ev",
+        ],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--profile openai-realtime"));
+}
+
 /// A trace with 100 000 findings: the text report stays a few hundred lines, says how many it
 /// left out, and ends with the count of each name; JSON keeps every finding.
 #[test]

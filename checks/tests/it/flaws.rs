@@ -1,11 +1,11 @@
 //! Planted flaws: each rule broken in the model makes the gate fail, naming the check and the
-//! invariant that caught it.
+//! invariant that caught it — a lab flaw the lab gate, a realtime flaw the realtime gate.
 
 use std::fmt::Write;
 
 use turnfence_checks::gate;
 use turnfence_model::prelude::*;
-use turnfence_model::turn::{Flaw, TurnMachine};
+use turnfence_model::turn::{Flaw, Profile, TurnMachine};
 
 /// The gate check each flaw must fail (at least), by the scenario that exercises the rule.
 fn expected_check(flaw: Flaw) -> &'static str {
@@ -24,20 +24,22 @@ fn expected_check(flaw: Flaw) -> &'static str {
         Flaw::AcceptWhileRunning => "new-turn-continues",
         Flaw::DeadlineIgnored => "explicit-terminal-error",
         Flaw::DrainedTurnNeverEnds => "explicit-terminal-error",
-        // The realtime profile's flaws are the realtime scenarios' to catch.
-        Flaw::NoTruncateOnBargeIn
-        | Flaw::TruncateAtDelivered
-        | Flaw::BargeInIgnoredAfterDone
-        | Flaw::CreateWhileCancelling
-        | Flaw::StaleCancelHitsActive => unreachable!("not a lab flaw: {flaw:?}"),
+        // The realtime profile's flaws, by the realtime gate's scenarios.
+        Flaw::NoTruncateOnBargeIn => "truncated-to-heard",
+        Flaw::TruncateAtDelivered => "truncated-to-heard",
+        Flaw::BargeInIgnoredAfterDone => "cleared-after-done",
+        Flaw::CreateWhileCancelling => "create-refused-while-cancelling",
+        Flaw::StaleCancelHitsActive => "successor-untouched",
     }
 }
 
-#[test]
-fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
+/// Runs the gate of `names` on each flaw of `profile` (planted machines follow their flaw's
+/// profile), asserting it fails naming the flaw's check and invariant; the table of what each
+/// flaw failed, violated and misused.
+fn flaws_caught(profile: Profile, names: &[&str]) -> String {
     let mut table = String::new();
-    for &flaw in Flaw::ALL.iter().filter(|f| f.profile().is_lab()) {
-        let run = gate::run(&gate::NAMES, || TurnMachine::with_flaw(flaw));
+    for &flaw in Flaw::ALL.iter().filter(|f| f.profile() == profile) {
+        let run = gate::run(names, || TurnMachine::with_flaw(flaw));
         assert!(!run.passed(), "{flaw:?}: the gate passed");
         let failed = run.failed();
         assert!(
@@ -77,6 +79,21 @@ fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
         )
         .unwrap();
     }
+    table
+}
+
+#[test]
+fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
+    let table = flaws_caught(Profile::Lab, &gate::NAMES);
     // The whole table is reviewed: a flaw caught by fewer checks than before shows in the diff.
     crate::snapshot_settings().bind(|| insta::assert_snapshot!("flaws_caught_by_gate", table));
+}
+
+/// The realtime profile's flaws, by the realtime gate: each fails its check and breaks its
+/// invariant, as the realtime machine's own monitor judges.
+#[test]
+fn every_realtime_flaw_fails_the_realtime_gate_naming_its_check_and_invariant() {
+    let table = flaws_caught(Profile::OpenaiRealtime, &gate::REALTIME_NAMES);
+    crate::snapshot_settings()
+        .bind(|| insta::assert_snapshot!("flaws_caught_by_realtime_gate", table));
 }

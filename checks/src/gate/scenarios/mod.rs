@@ -1,9 +1,13 @@
-//! The gate's eight scenarios, as input scripts for the turn machine. Each one is what the real
-//! components would report, in virtual time; nothing here states an outcome — the machine's
-//! outputs do.
+//! The gate's scenarios, as input scripts for the turn machine: the lab's eight here, the
+//! `openai-realtime` profile's four in `realtime.rs`. Each one is what the real components would
+//! report, in virtual time; nothing here states an outcome — the machine's outputs do.
 
-use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, TurnId};
+mod realtime;
+
+use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, Profile, TurnId};
 use turnfence_model::Millis;
+
+pub use realtime::REALTIME_NAMES;
 
 /// A named input script for one session.
 #[derive(Clone, Debug)]
@@ -15,7 +19,7 @@ pub struct Scenario {
     pub inputs: Vec<Input>,
 }
 
-/// The scenario names, in gate order.
+/// The lab gate's scenario names, in gate order.
 pub const NAMES: [&str; 8] = [
     "baseline_stream",
     "cancel_tree",
@@ -38,12 +42,29 @@ pub fn scenario(name: &str) -> Option<Scenario> {
         "noncancellable_tool" => noncancellable_tool,
         "reconnect_replay" => reconnect_replay,
         "idempotent_stop" => idempotent_stop,
-        _ => return None,
+        _ => return realtime::scenario(name),
     };
     Some(build())
 }
 
-/// Every scenario, in gate order.
+/// The names of the gate's scenarios for a profile, in gate order: the lab's eight, or the
+/// realtime four.
+pub fn names(profile: Profile) -> &'static [&'static str] {
+    match profile {
+        Profile::Lab => &NAMES,
+        Profile::OpenaiRealtime => &REALTIME_NAMES,
+    }
+}
+
+/// The profile whose gate runs the scenario of that name.
+pub fn profile_of(name: &str) -> Option<Profile> {
+    Profile::ALL
+        .iter()
+        .copied()
+        .find(|p| names(*p).contains(&name))
+}
+
+/// Every scenario of the lab gate, in gate order.
 pub fn all() -> Vec<Scenario> {
     NAMES.iter().filter_map(|n| scenario(n)).collect()
 }
