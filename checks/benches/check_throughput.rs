@@ -2,13 +2,17 @@
 //! about a million events, streamed (never held whole). Prints events/s and the process's peak
 //! resident memory for two trace lengths, so that memory not growing with the trace shows.
 //!
+//! The same for the `openai-realtime` dialect over a synthetic realtime log (lines/s: a line is
+//! one Realtime event; skipped events count, as they must be read).
+//!
 //! Run: `cargo bench -p turnfence-checks --bench check_throughput`.
 
 use std::time::Instant;
 
 use turnfence_checks::gate::synthetic::SyntheticTrace;
-use turnfence_checks::trace::{canonical::CanonicalReader, check};
-use turnfence_model::turn::TurnMachine;
+use turnfence_checks::realtime::RealtimeReader;
+use turnfence_checks::trace::{canonical::CanonicalReader, check, check_as, Keep};
+use turnfence_model::turn::{Profile, TurnMachine};
 
 /// Peak resident set size of this process, in KiB (Linux), or 0.
 fn peak_rss_kib() -> u64 {
@@ -43,12 +47,43 @@ fn run(target_events: usize) {
     );
 }
 
+/// The realtime dialect over a synthetic realtime log of about `target_events` lines.
+fn run_realtime(target_events: usize) {
+    let per_round = SyntheticTrace::realtime(0).lines_per_round();
+    let sessions = target_events / per_round;
+    #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
+    let start = Instant::now();
+    let verdict = check_as(
+        SyntheticTrace::realtime(sessions),
+        &mut RealtimeReader::default(),
+        Keep::Findings,
+        TurnMachine::with_profile(Profile::OpenaiRealtime),
+    )
+    .expect("the synthetic realtime log is well formed");
+    let seconds = start.elapsed().as_secs_f64();
+    assert!(
+        verdict.conforms(),
+        "the synthetic realtime log must conform"
+    );
+    println!(
+        "check openai-realtime: {} lines, {} events, {} sessions in {:.3} s = {:.0} lines/s; peak RSS {} MiB",
+        sessions * per_round,
+        verdict.events,
+        verdict.sessions,
+        seconds,
+        (sessions * per_round) as f64 / seconds,
+        peak_rss_kib() / 1024
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; a plain `cargo test --benches` run passes nothing and only
     // needs to know the benchmark builds and runs, so it takes the short trace alone.
     let full = std::env::args().any(|a| a == "--bench");
     run(100_000);
+    run_realtime(100_000);
     if full {
         run(1_000_000);
+        run_realtime(1_000_000);
     }
 }

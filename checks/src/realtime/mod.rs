@@ -223,6 +223,12 @@ impl Reader<TurnMachine> for RealtimeReader {
             _ => return Err(InputError::at(line, "the event has no `type`")),
         };
         let machine = sessions.peek(&session).map(|s| s.machine());
+        if kind == "session.closed" {
+            // The app's end of the session (its connection closed): judged now, and what the
+            // reader kept of it goes too.
+            self.sessions.remove(&session);
+            return Ok(vec![Event::End { session }]);
+        }
         let state = self.sessions.entry(session.clone()).or_default();
         let x = Line {
             at,

@@ -42,3 +42,26 @@ fn interleaved_sessions_are_checked_apart() {
     assert_eq!(verdict.sessions, 2);
     assert_eq!(verdict.peak_open_sessions, 2);
 }
+
+/// A realtime log streams too: each session judged and dropped at its `session.closed`, by the
+/// checker and by the dialect's reader alike.
+#[test]
+fn a_long_realtime_log_is_checked_one_session_at_a_time() {
+    use turnfence_checks::realtime::RealtimeReader;
+    use turnfence_checks::trace::{check_as, Keep};
+    use turnfence_model::turn::Profile;
+
+    let sessions = 1_000;
+    let verdict = check_as(
+        SyntheticTrace::realtime(sessions),
+        &mut RealtimeReader::default(),
+        Keep::Findings,
+        TurnMachine::with_profile(Profile::OpenaiRealtime),
+    )
+    .unwrap();
+    assert!(verdict.conforms(), "{:?}", verdict.findings.first());
+    assert_eq!(verdict.sessions, sessions);
+    assert_eq!(verdict.peak_open_sessions, 1);
+    // Twenty-four lines a session, every one read (skipped events too) into one or more events.
+    assert!(verdict.events > 20 * sessions, "{} events", verdict.events);
+}
