@@ -10,7 +10,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::{json, Value};
 use turnfence_model::turn::state::Phase;
 use turnfence_model::turn::{
     ChildKind, Generation, InputKind, Mode, Output, RefuseReason, Terminal, TurnMachine,
@@ -85,15 +89,69 @@ pub const SKIPPED: &[&str] = &[
 /// The default session name, when a line names none.
 pub const SESSION: &str = "realtime";
 
-/// One line read: its time, session and event.
+/// One line read: the meta line, or a line's text, parsed where its events are made (borrowing
+/// from the text: no tree of values is built for a line).
 #[derive(Clone, Debug)]
 pub enum Record {
     Meta(Value),
-    Line {
-        at: Millis,
-        session: String,
-        event: Map<String, Value>,
-    },
+    Line(String),
+}
+
+/// A line as the dialect reads it: the envelope's keys and the event's, in one borrowed struct
+/// (a bare event has them side by side; an envelope's event is `event`). Keys not listed are
+/// the event's own, with no turn semantics, and are not read.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Ev<'a> {
+    t_ms: Option<u64>,
+    #[serde(borrow)]
+    dir: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event: Option<Box<Ev<'a>>>,
+    /// The envelope's session name (a string), or a `session.*` event's session (an object).
+    #[serde(borrow)]
+    session: Option<&'a RawValue>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    response_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    item_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    delta: Option<Cow<'a, str>>,
+    audio_ms: Option<u64>,
+    audio_end_ms: Option<u64>,
+    cleared_ms: Option<u64>,
+    #[serde(borrow)]
+    response: Option<Resp<'a>>,
+    #[serde(borrow)]
+    error: Option<ErrorBody<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Resp<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    output_modalities: Option<Vec<Cow<'a, str>>>,
+    #[serde(borrow)]
+    modalities: Option<Vec<Cow<'a, str>>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ErrorBody<'a> {
+    #[serde(borrow)]
+    code: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    event_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    message: Option<Cow<'a, str>>,
 }
 
 /// A response as the log showed it.
@@ -150,61 +208,25 @@ impl Reader<TurnMachine> for RealtimeReader {
     type Record = Record;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {
-        let v: Value = serde_json::from_str(text)
-            .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
-        let Value::Object(mut o) = v else {
-            return Err(InputError::at(line, "not a JSON object"));
-        };
         let mut out = Vec::new();
         if !self.started {
             self.started = true;
             // Every realtime log records its truncations completely: its meta line says so
             // unless it says otherwise; a log without one is given one.
-            match o.remove("meta") {
-                Some(Value::Object(mut meta)) if o.is_empty() => {
-                    meta.entry("complete").or_insert(json!(COMPLETE));
-                    return Ok(vec![(line, Record::Meta(Value::Object(meta)))]);
-                }
-                Some(_) => return Err(InputError::at(line, "the meta line holds one object")),
-                None => out.push((line, Record::Meta(json!({ "complete": COMPLETE })))),
+            let v: Value = serde_json::from_str(text)
+                .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
+            match v {
+                Value::Object(mut o) if o.contains_key("meta") => match o.remove("meta") {
+                    Some(Value::Object(mut meta)) if o.is_empty() => {
+                        meta.entry("complete").or_insert(json!(COMPLETE));
+                        return Ok(vec![(line, Record::Meta(Value::Object(meta)))]);
+                    }
+                    _ => return Err(InputError::at(line, "the meta line holds one object")),
+                },
+                _ => out.push((line, Record::Meta(json!({ "complete": COMPLETE })))),
             }
         }
-        let at = match o.remove("t_ms") {
-            Some(t) => t.as_u64().ok_or_else(|| {
-                InputError::at(line, "`t_ms` must be a non-negative integer (milliseconds)")
-            })?,
-            None => {
-                return Err(InputError::at(
-                    line,
-                    "missing `t_ms`: the line's receipt time",
-                ))
-            }
-        };
-        let session = match o.remove("session") {
-            None => SESSION.to_owned(),
-            Some(Value::String(s)) => s,
-            Some(_) => return Err(InputError::at(line, "`session` must be a string")),
-        };
-        let event = match o.remove("event") {
-            Some(Value::Object(e)) => {
-                match o.remove("dir").as_ref().and_then(Value::as_str) {
-                    Some("client" | "server" | "app") | None => {}
-                    Some(d) => {
-                        return Err(InputError::at(
-                            line,
-                            format!("unknown `dir` {d:?}; expected client, server or app"),
-                        ))
-                    }
-                }
-                if let Some(k) = o.keys().next() {
-                    return Err(InputError::at(line, format!("unknown envelope key `{k}`")));
-                }
-                e
-            }
-            Some(_) => return Err(InputError::at(line, "`event` must be an object")),
-            None => o,
-        };
-        out.push((line, Record::Line { at, session, event }));
+        out.push((line, Record::Line(text.to_owned())));
         Ok(out)
     }
 
@@ -214,14 +236,42 @@ impl Reader<TurnMachine> for RealtimeReader {
         line: usize,
         sessions: &Sessions<TurnMachine>,
     ) -> Result<Events, InputError> {
-        let (at, session, event) = match record {
+        let text = match record {
             Record::Meta(v) => return Ok(vec![Event::Meta(v)]),
-            Record::Line { at, session, event } => (at, session, event),
+            Record::Line(text) => text,
         };
-        let kind = match event.get("type") {
-            Some(Value::String(t)) => t.clone(),
-            _ => return Err(InputError::at(line, "the event has no `type`")),
+        let top: Ev = serde_json::from_str(&text).map_err(|e| {
+            let mut err = InputError::at(line, format!("not a realtime line: {e}"));
+            err.column = Some(e.column());
+            err
+        })?;
+        let at = top
+            .t_ms
+            .ok_or_else(|| InputError::at(line, "missing `t_ms`: the line's receipt time"))?;
+        if let Some(d) = top.dir.as_deref() {
+            if !matches!(d, "client" | "server" | "app") {
+                return Err(InputError::at(
+                    line,
+                    format!("unknown `dir` {d:?}; expected client, server or app"),
+                ));
+            }
+        }
+        let enveloped = top.event.is_some();
+        // The session a line names (a string); a bare `session.*` event's `session` is its own
+        // session object, and the line names none.
+        let session = match top.session {
+            None => SESSION.to_owned(),
+            Some(raw) => match serde_json::from_str::<String>(raw.get()) {
+                Ok(name) => name,
+                Err(_) if !enveloped => SESSION.to_owned(),
+                Err(_) => return Err(InputError::at(line, "`session` must be a string")),
+            },
         };
+        let event = top.event.as_deref().unwrap_or(&top);
+        let kind = event
+            .kind
+            .as_deref()
+            .ok_or_else(|| InputError::at(line, "the event has no `type`"))?;
         let machine = sessions.peek(&session).map(|s| s.machine());
         if kind == "session.closed" {
             // The app's end of the session (its connection closed): judged now, and what the
@@ -234,10 +284,10 @@ impl Reader<TurnMachine> for RealtimeReader {
             at,
             line,
             session: &session,
-            event: &event,
+            event,
             machine,
         };
-        x.translate(&kind, state)
+        x.translate(kind, state)
     }
 }
 
@@ -246,7 +296,7 @@ struct Line<'a> {
     at: Millis,
     line: usize,
     session: &'a str,
-    event: &'a Map<String, Value>,
+    event: &'a Ev<'a>,
     machine: Option<&'a TurnMachine>,
 }
 
@@ -303,12 +353,21 @@ impl Line<'_> {
 
     /// A string field of the event, at a path of keys.
     fn str_at(&self, path: &[&str]) -> Option<&str> {
-        let (first, rest) = path.split_first()?;
-        let mut v = self.event.get(*first)?;
-        for k in rest {
-            v = v.get(*k)?;
+        let e = self.event;
+        let r = e.response.as_ref();
+        let x = e.error.as_ref();
+        match path {
+            ["event_id"] => e.event_id.as_deref(),
+            ["response_id"] => e.response_id.as_deref(),
+            ["item_id"] => e.item_id.as_deref(),
+            ["delta"] => e.delta.as_deref(),
+            ["response", "id"] => r.and_then(|r| r.id.as_deref()),
+            ["response", "status"] => r.and_then(|r| r.status.as_deref()),
+            ["error", "code"] => x.and_then(|x| x.code.as_deref()),
+            ["error", "event_id"] => x.and_then(|x| x.event_id.as_deref()),
+            ["error", "message"] => x.and_then(|x| x.message.as_deref()),
+            _ => None,
         }
-        v.as_str()
     }
 
     fn str_or(&self, key: &str, fallback: impl FnOnce() -> String) -> String {
@@ -323,33 +382,42 @@ impl Line<'_> {
     }
 
     fn kind(&self) -> &str {
-        self.event.get("type").and_then(Value::as_str).unwrap_or("")
+        self.event.kind.as_deref().unwrap_or("")
     }
 
     fn u64_field(&self, key: &str) -> Result<Option<u64>, InputError> {
-        match self.event.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => v
-                .as_u64()
-                .map(Some)
-                .ok_or_else(|| self.error_at(format!("`{key}` must be a non-negative integer"))),
-        }
+        Ok(match key {
+            "audio_ms" => self.event.audio_ms,
+            "audio_end_ms" => self.event.audio_end_ms,
+            "cleared_ms" => self.event.cleared_ms,
+            _ => None,
+        })
     }
 
     /// The audio format (bytes per ms) and whether VAD interrupts, from a session object (GA:
     /// `audio.output.format.type`, `audio.input.turn_detection`; beta: `output_audio_format`,
     /// `turn_detection`).
     fn session_config(&self, s: &mut Session) {
-        let format = self
-            .str_at(&["session", "audio", "output", "format", "type"])
-            .or_else(|| self.str_at(&["session", "output_audio_format"]));
+        let session: Option<Value> = self
+            .event
+            .session
+            .and_then(|raw| serde_json::from_str(raw.get()).ok());
+        let at = |path: &[&str]| -> Option<String> {
+            let mut v = session.as_ref()?;
+            for k in path {
+                v = v.get(*k)?;
+            }
+            v.as_str().map(str::to_owned)
+        };
+        let format =
+            at(&["audio", "output", "format", "type"]).or_else(|| at(&["output_audio_format"]));
         if let Some(f) = format {
-            s.bytes_per_ms = match f {
+            s.bytes_per_ms = match f.as_str() {
                 "audio/pcmu" | "audio/pcma" | "g711_ulaw" | "g711_alaw" => 8,
                 _ => 48,
             };
         }
-        let session = self.event.get("session");
+        let session = session.as_ref();
         let detection = session
             .and_then(|v| v.get("audio"))
             .and_then(|v| v.get("input"))
@@ -382,11 +450,10 @@ impl Line<'_> {
         }
         let modalities = self
             .event
-            .get("response")
-            .and_then(|r| r.get("output_modalities").or_else(|| r.get("modalities")));
-        let text_only = modalities
-            .and_then(Value::as_array)
-            .is_some_and(|m| !m.iter().any(|x| x == "audio"));
+            .response
+            .as_ref()
+            .and_then(|r| r.output_modalities.as_ref().or(r.modalities.as_ref()));
+        let text_only = modalities.is_some_and(|m| !m.iter().any(|x| x == "audio"));
         let generation = self.next_generation();
         s.responses.insert(
             id.clone(),
