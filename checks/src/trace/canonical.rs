@@ -11,6 +11,12 @@
 //! An input line is the model's `Input` (tag `input`), an output line its `Output` (tag `output`)
 //! with `at`; `session` is optional (default `main`). Every field of the variant is required
 //! unless the schema marks it optional; an unknown field is an input error.
+//!
+//! A line is read in one pass first (`canonical/one_pass.rs`): the machine's type reads the
+//! object straight from the line, `at` and `session` taken out as they stream past. Only a line
+//! that pass leaves — a meta line, any error, the rare line it cannot vouch for — is read by the
+//! typed structs below, whose `#[serde(flatten)]` buffers the whole object before the machine's
+//! type sees it; every error is theirs, worded and placed as before.
 
 use std::marker::PhantomData;
 use std::sync::LazyLock;
@@ -22,10 +28,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use turnfence_model::fence;
 use turnfence_model::turn::Step;
-use turnfence_model::Millis;
+use turnfence_model::{Millis, Timed};
 
 use super::conform::{Conform, Observed};
 use super::{Event, InputError, Reader, Sessions};
+
+mod one_pass;
 
 /// The session a line without `session` belongs to.
 pub const DEFAULT_SESSION: &str = "main";
@@ -137,19 +145,37 @@ static KIND_KEYS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
 });
 
 /// One canonical line as an event.
-pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError> {
+pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError>
+where
+    S::Input: LineInput,
+{
     super::limits::long_id(text, line)?;
-    // The line's kind, from its keys. A key's `"name":` cannot occur inside a JSON string (its
-    // quotes would be escaped), so when exactly one of the four shows, it is the line's key, or
-    // the line is malformed and the typed parse says so. Otherwise the keys are read properly.
+    match one_pass::read(text) {
+        Some(event) => Ok(event),
+        None => read_typed(text, line),
+    }
+}
+
+/// The line's kind, from its keys, when exactly one of the four shows. A key's `"name":` cannot
+/// occur inside a JSON string (its quotes would be escaped), so the one that shows is the line's
+/// key, or the line is malformed and the typed parse says so. Otherwise (`None`) the keys are
+/// read properly.
+fn shown_kind(text: &str) -> Option<(bool, bool, bool, bool)> {
     let shows = |key: usize| KIND_KEYS[key].find(text.as_bytes()).is_some();
-    let kind = (shows(0), shows(1), shows(2), shows(3));
-    let kind = match kind {
-        (true, false, false, false)
+    match (shows(0), shows(1), shows(2), shows(3)) {
+        kind @ ((true, false, false, false)
         | (false, true, false, false)
         | (false, false, true, false)
-        | (false, false, false, true) => kind,
-        _ => {
+        | (false, false, false, true)) => Some(kind),
+        _ => None,
+    }
+}
+
+/// One canonical line as the typed structs read it: every line the one pass leaves.
+fn read_typed<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError> {
+    let kind = match shown_kind(text) {
+        Some(kind) => kind,
+        None => {
             let head: Head = serde_json::from_str(text).map_err(|e| syntax(e, line, text))?;
             (
                 head.input.is_some(),
@@ -195,6 +221,22 @@ pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputE
     }
 }
 
+/// An input as a canonical line holds it: its kind's fields beside its time `at`. Every
+/// [`Timed`] input is one; the one pass reads the kind straight from the line.
+pub trait LineInput {
+    type Kind: DeserializeOwned;
+
+    fn at(at: Millis, kind: Self::Kind) -> Self;
+}
+
+impl<K: DeserializeOwned> LineInput for Timed<K> {
+    type Kind = K;
+
+    fn at(at: Millis, kind: K) -> Timed<K> {
+        Timed::new(at, kind)
+    }
+}
+
 /// The canonical dialect's reader, for a machine.
 pub struct CanonicalReader<S>(PhantomData<S>);
 
@@ -204,7 +246,10 @@ impl<S> Default for CanonicalReader<S> {
     }
 }
 
-impl<S: Conform> Reader<S> for CanonicalReader<S> {
+impl<S: Conform> Reader<S> for CanonicalReader<S>
+where
+    S::Input: LineInput,
+{
     type Record = Event<S>;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Event<S>)>, InputError> {

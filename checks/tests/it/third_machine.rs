@@ -286,6 +286,15 @@ fn check_judges_the_counters_traces() {
 }
 
 #[test]
+fn a_fieldless_output_takes_no_second_kind() {
+    // serde lets a fieldless variant ignore keys beside its tag; a key of a second kind still
+    // makes the line unreadable, as on every line.
+    let line = "{\"at\":0,\"output\":\"refused\",\"input\":\"inc\"}\n";
+    let e = trace::check(line.as_bytes(), &mut CanonicalReader::<Counter>::default()).unwrap_err();
+    assert!(e.message.starts_with("expected exactly one of"), "{e}");
+}
+
+#[test]
 fn fuzzing_finds_and_shrinks_the_counters_flaw() {
     let correct = (0..200)
         .map(|i| fuzz::run_case::<Counter>(fuzz::case_seed(1, i), 50, None, &Counter::default));
