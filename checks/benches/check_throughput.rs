@@ -5,7 +5,8 @@
 //! The same for the `openai-realtime` dialect over a synthetic realtime log (lines/s: a line is
 //! one Realtime event; skipped events count, as they must be read).
 //!
-//! Run: `cargo bench -p turnfence-checks --bench check_throughput`.
+//! Run: `cargo bench -p turnfence-checks --bench check_throughput` (with `RT_ONLY=1`, the
+//! realtime dialect's million lines alone: for a profile).
 
 use std::time::Instant;
 
@@ -80,6 +81,10 @@ fn main() {
     // `cargo bench` passes `--bench`; a plain `cargo test --benches` run passes nothing and only
     // needs to know the benchmark builds and runs, so it takes the short trace alone.
     let full = std::env::args().any(|a| a == "--bench");
+    if std::env::var_os("RT_ONLY").is_some() {
+        run_realtime(1_000_000);
+        return;
+    }
     run(100_000);
     run_realtime(100_000);
     if full {

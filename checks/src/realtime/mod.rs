@@ -261,8 +261,8 @@ impl Reader<TurnMachine> for RealtimeReader {
         // session object, and the line names none.
         let session = match top.session {
             None => SESSION.to_owned(),
-            Some(raw) => match serde_json::from_str::<String>(raw.get()) {
-                Ok(name) => name,
+            Some(raw) => match serde_json::from_str::<Cow<str>>(raw.get()) {
+                Ok(name) => name.into_owned(),
                 Err(_) if !enveloped => SESSION.to_owned(),
                 Err(_) => return Err(InputError::at(line, "`session` must be a string")),
             },
@@ -279,7 +279,13 @@ impl Reader<TurnMachine> for RealtimeReader {
             self.sessions.remove(&session);
             return Ok(vec![Event::End { session }]);
         }
-        let state = self.sessions.entry(session.clone()).or_default();
+        if !self.sessions.contains_key(&session) {
+            self.sessions.insert(session.clone(), Session::default());
+        }
+        let state = self
+            .sessions
+            .get_mut(&session)
+            .ok_or_else(|| InputError::at(line, "the session's state was lost"))?;
         let x = Line {
             at,
             line,
