@@ -207,10 +207,12 @@ fn client_kinds(m: &TurnMachine<impl Plant<Flaw>>, out: &mut Vec<InputKind>) {
 impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     type Bounds = TurnBounds;
 
-    /// The bounds CI explores exhaustively — three of them, each exhaustive, coverage and
+    /// The bounds CI explores exhaustively — four of them, each exhaustive, coverage and
     /// reached invariants their union: two turns (successors, barge-in, refusal, deadlines) with
     /// one child and one delta each; one turn with two children (every kind of child, commits,
-    /// temporaries); one turn streaming two deltas to a client that acks, drops and resumes.
+    /// temporaries); one turn streaming two deltas to a client that acks, drops and resumes; and
+    /// the first again under the `openai-realtime` profile (truncation, audio outliving its
+    /// turn, refusal while cancelling, stale stops).
     fn ci_bounds() -> Vec<(&'static str, TurnBounds)> {
         let b = |turns, children_per_turn, deltas_per_turn, client| TurnBounds {
             turns,
@@ -267,7 +269,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
         out
     }
 
-    fn covered(&self, input: &Input, _: &[Output]) -> Vec<String> {
+    fn covered(&self, input: &Input, outputs: &[Output]) -> Vec<String> {
         let kind = input_kind(input);
         let point = match input.turn() {
             Some(t) => match self.session().turn(t) {
@@ -276,12 +278,58 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             },
             None => format!("session/{kind}"),
         };
-        vec![point]
+        let mut points = vec![point];
+        points.extend(realtime_points(self, input, outputs));
+        points
     }
 
     fn coverage() -> Coverage {
         coverage()
     }
+}
+
+/// The realtime profile's moments, from the state before the input and its outputs: a turn
+/// truncated to what was heard, speech over a turn that had ended while its audio still played,
+/// a create refused while the active turn was only cancelling, a stop naming a turn that had
+/// ended while another ran.
+fn realtime_points(
+    m: &TurnMachine<impl Plant<Flaw>>,
+    input: &Input,
+    outputs: &[Output],
+) -> Vec<String> {
+    let s = m.session();
+    let mut points = Vec::new();
+    if outputs
+        .iter()
+        .any(|o| matches!(o, Output::Truncated { .. }))
+    {
+        points.push("realtime/truncated".to_owned());
+    }
+    let ended_audible = s
+        .turns
+        .iter()
+        .any(|t| t.phase.is_terminal() && s.playback.holds(&t.id));
+    match &input.kind {
+        InputKind::SpeechStarted { .. } if ended_audible => {
+            points.push("realtime/speech_over_an_ended_turn".to_owned());
+        }
+        InputKind::Accept { .. }
+            if outputs
+                .iter()
+                .any(|o| matches!(o, Output::TurnRefused { .. }))
+                && !s.turns.iter().any(|t| t.phase.is_running()) =>
+        {
+            points.push("realtime/refused_while_cancelling".to_owned());
+        }
+        InputKind::Stop { turn, .. }
+            if s.turn(turn).is_some_and(|t| t.phase.is_terminal())
+                && s.turns.iter().any(|t| !t.phase.is_terminal()) =>
+        {
+            points.push("realtime/stale_stop".to_owned());
+        }
+        _ => {}
+    }
+    points
 }
 
 fn input_kind(input: &Input) -> String {
@@ -310,6 +358,15 @@ pub fn coverage() -> Coverage {
         for k in turn_kinds {
             required.push(format!("{phase}/{k}"));
         }
+    }
+    // The realtime profile's moments (reached by the `realtime` bounds).
+    for k in [
+        "truncated",
+        "speech_over_an_ended_turn",
+        "refused_while_cancelling",
+        "stale_stop",
+    ] {
+        required.push(format!("realtime/{k}"));
     }
     for k in [
         "frame_played",
