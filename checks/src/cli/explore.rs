@@ -24,6 +24,7 @@ pub fn run<M: Named>(
     let walks = bound_sets::<M>(custom).and_then(|_| {
         on_machine::<M, _>(
             flaw,
+            None,
             Walks {
                 depth,
                 flaw,

@@ -30,6 +30,10 @@ pub struct Plan {
     /// Run with a planted flaw switched on (builds with `--features flaws` only).
     #[arg(long)]
     pub flaw: Option<String>,
+    /// The rule choices the machine follows (a turn machine's: `lab`, the default, or
+    /// `openai-realtime`); a flaw runs under its own.
+    #[arg(long, value_enum)]
+    pub profile: Option<turnfence_checks::trace::Profile>,
     /// Also write the outcome as JUnit XML to this file.
     #[arg(long)]
     pub junit: Option<PathBuf>,
@@ -37,7 +41,7 @@ pub struct Plan {
 
 /// Runs the plan on machine `M` (with the plan's flaw planted, if it names one).
 pub fn run<M: Named>(plan: &Plan) -> ExitCode {
-    match on_machine::<M, _>(plan.flaw.as_deref(), Cases(plan)) {
+    match on_machine::<M, _>(plan.flaw.as_deref(), plan.profile, Cases(plan)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("turnfence fuzz: {e}");

@@ -9,7 +9,8 @@ use clap::{Parser, Subcommand};
 use turnfence_checks::explore::Explore;
 use turnfence_checks::fuzz::Fuzz;
 use turnfence_checks::gate as suite_gate;
-use turnfence_checks::trace::{Dialect, Machine};
+use turnfence_checks::trace::conform::Conform;
+use turnfence_checks::trace::{Dialect, Machine, Profile};
 use turnfence_model::Plantable;
 
 mod check;
@@ -23,11 +24,11 @@ pub trait Driven: Fuzz + Explore {}
 
 impl<M: Fuzz + Explore> Driven for M {}
 
-/// A machine the command line names: driven sound, or with a flaw planted (a build with the
-/// `flaws` feature only).
-pub trait Named: Driven + Plantable<Planted: Driven> {}
+/// A machine the command line names: driven sound (under a profile it has), or with a flaw
+/// planted (a build with the `flaws` feature only).
+pub trait Named: Driven + Conform + Plantable<Planted: Driven> {}
 
-impl<M: Driven + Plantable<Planted: Driven>> Named for M {}
+impl<M: Driven + Conform + Plantable<Planted: Driven>> Named for M {}
 
 /// What a generic command does once its machine's type is chosen (sound or planted).
 pub trait Task {
@@ -210,18 +211,33 @@ pub fn run(cli: Cli) -> ExitCode {
     }
 }
 
-/// Runs `task` on the sound machine `M`, or on `M` with the flaw `flaw` planted if one is given.
-pub fn on_machine<M: Named, T: Task>(flaw: Option<&str>, task: T) -> Result<T::Out, String> {
+/// Runs `task` on the sound machine `M` (made with `profile`, if one is given), or on `M` with
+/// the flaw `flaw` planted if one is given (under the flaw's own profile: a different `profile`
+/// is an error).
+pub fn on_machine<M: Named, T: Task>(
+    flaw: Option<&str>,
+    profile: Option<Profile>,
+    task: T,
+) -> Result<T::Out, String> {
     match flaw {
-        None => Ok(task.on::<M>(&M::default)),
-        Some(name) => planted::<M, T>(name, task),
+        None => {
+            let p = profile.unwrap_or_default();
+            let fresh = M::for_profile(p.model())
+                .ok_or_else(|| format!("the {} machine has no profile {:?}", M::NAME, p.name()))?;
+            Ok(task.on::<M>(&move || fresh.clone()))
+        }
+        Some(name) => planted::<M, T>(name, profile, task),
     }
 }
 
 /// `task` on the machine `M` with the flaw `name` planted: the only place the CLI names a
 /// planted machine, compiled with this crate's `flaws` feature alone.
 #[cfg(feature = "flaws")]
-fn planted<M: Named, T: Task>(name: &str, task: T) -> Result<T::Out, String> {
+fn planted<M: Named, T: Task>(
+    name: &str,
+    profile: Option<Profile>,
+    task: T,
+) -> Result<T::Out, String> {
     let flaw: M::Flaw =
         serde_json::from_value(serde_json::Value::String(name.into())).map_err(|_| {
             let names: Vec<String> = <M::Flaw as turnfence_model::Flaw>::ALL
@@ -236,12 +252,20 @@ fn planted<M: Named, T: Task>(name: &str, task: T) -> Result<T::Out, String> {
                 names.join(", ")
             )
         })?;
-    Ok(task.on::<M::Planted>(&move || M::with_flaw(flaw)))
+    let planted = M::with_flaw(flaw);
+    let runs_under = planted.profile_name().unwrap_or("lab");
+    if let Some(p) = profile.filter(|p| p.name() != runs_under) {
+        return Err(format!(
+            "flaw {name:?} runs under the profile {runs_under:?}, not {:?}",
+            p.name()
+        ));
+    }
+    Ok(task.on::<M::Planted>(&move || planted.clone()))
 }
 
 /// Without the `flaws` feature there is no planted machine to run.
 #[cfg(not(feature = "flaws"))]
-fn planted<M: Named, T: Task>(name: &str, _: T) -> Result<T::Out, String> {
+fn planted<M: Named, T: Task>(name: &str, _: Option<Profile>, _: T) -> Result<T::Out, String> {
     Err(format!("flaw {name:?} needs the flaw switch: rebuild with `cargo run -p turnfence-checks --features flaws -- …`"))
 }
 

@@ -40,10 +40,24 @@ pub fn replay(path: &Path) -> ExitCode {
 /// names one.
 fn replay_as<M: Named>(v: Value) -> Result<bool, String> {
     let flaw = v.get("flaw").and_then(Value::as_str).map(str::to_owned);
-    match on_machine::<M, _>(flaw.as_deref(), Rerun(&v)) {
+    let profile = match v.get("profile").and_then(Value::as_str) {
+        None => None,
+        Some(name) => Some(
+            <turnfence_checks::trace::Profile as clap::ValueEnum>::from_str(name, false)
+                .map_err(|_| format!("the report names an unknown profile {name:?}"))?,
+        ),
+    };
+    match on_machine::<M, _>(flaw.as_deref(), profile, Rerun(&v)) {
         Ok(replayed) => replayed,
-        // Without the flaw switch the recorded run is still judged; only the re-run is skipped.
-        Err(e) => judge::<M>(&v, Err(e)),
+        // Without the flaw switch the recorded run is still judged, by the rules it ran under;
+        // only the re-run is skipped.
+        Err(e) => {
+            let rules = profile.unwrap_or_default().model();
+            let monitor = M::for_profile(rules)
+                .map(|m| m.monitor())
+                .ok_or_else(|| format!("the {} machine has no profile {rules:?}", M::NAME))?;
+            judge::<M>(&v, monitor, Err(e))
+        }
     }
 }
 
@@ -54,16 +68,20 @@ impl Task for Rerun<'_> {
     type Out = Result<bool, String>;
 
     fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Result<bool, String> {
-        judge::<M>(self.0, Ok(make))
+        judge::<M>(self.0, make().monitor(), Ok(make))
     }
 }
 
 /// Judges the report's recorded run again and, given a maker, re-runs its inputs; prints both.
 /// `true` if the recorded run still breaks its invariant.
-fn judge<M: Machine>(v: &Value, make: Result<&dyn Fn() -> M, String>) -> Result<bool, String> {
+fn judge<M: Machine>(
+    v: &Value,
+    monitor: M::Monitor,
+    make: Result<&dyn Fn() -> M, String>,
+) -> Result<bool, String> {
     let report: Report<M> =
         serde_json::from_value(v.clone()).map_err(|e| format!("not a {} report: {e}", M::NAME))?;
-    let replayed = fuzz::replay_report::<M>(&report, make.as_ref().ok().copied());
+    let replayed = fuzz::replay_report::<M>(&report, monitor, make.as_ref().ok().copied());
     let target = &report.violated;
     let again = replayed
         .broken

@@ -126,6 +126,12 @@ pub trait Fuzz: Machine {
 
     /// The faults of a mix this machine's generator draws on, as a report says them.
     fn faults(mix: &FaultMix) -> String;
+
+    /// The rule choices this machine follows, by name, where they are not the lab's (a report
+    /// records them, and its replay makes the machine with them).
+    fn profile_name(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 /// A broken invariant of machine `M`.
@@ -380,14 +386,14 @@ pub struct Replayed<V> {
     pub rerun: Option<Option<usize>>,
 }
 
-/// Re-runs a report's inputs on a machine made by `make` and judges its recorded run (by the
-/// rules of the machine `make` makes; without one, by the machine's default rules).
+/// Judges a report's recorded run with `monitor` (fresh, of the machine the report ran on: its
+/// rules) and re-runs its inputs on a machine made by `make`, if given.
 pub fn replay_report<M: Machine>(
     report: &report::Report<M>,
+    monitor: M::Monitor,
     make: Option<&dyn Fn() -> M>,
 ) -> Replayed<M::Invariant> {
     let recorded: Vec<&StepOf<M>> = report.steps.iter().map(|r| &r.step).collect();
-    let monitor = make.map_or_else(|| M::default().monitor(), |make| make().monitor());
     let broken = judge::<M>(monitor, recorded.iter().copied()).0;
     let Some(make) = make else {
         return Replayed {

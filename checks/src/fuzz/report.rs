@@ -19,6 +19,9 @@ pub struct Report<M: Machine> {
     /// The planted flaw the run had switched on, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flaw: Option<String>,
+    /// The rule choices the machine followed, where not the lab's (a flaw's own, or `--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
     pub mix: FaultMix,
     pub violated: Broken<M>,
     pub generated_inputs: usize,
@@ -32,6 +35,7 @@ impl<M: Machine> PartialEq for Report<M> {
             &self.machine,
             self.seed,
             &self.flaw,
+            &self.profile,
             &self.mix,
             &self.violated,
             self.generated_inputs,
@@ -41,6 +45,7 @@ impl<M: Machine> PartialEq for Report<M> {
             &other.machine,
             other.seed,
             &other.flaw,
+            &other.profile,
             &other.mix,
             &other.violated,
             other.generated_inputs,
@@ -69,6 +74,7 @@ pub fn build<M: Fuzz>(found: &Found<M>, flaw: Option<&str>, make: &dyn Fn() -> M
         machine: M::NAME.to_owned(),
         seed: found.case.seed,
         flaw: flaw.map(str::to_owned),
+        profile: make().profile_name().map(str::to_owned),
         mix: found.case.mix.clone(),
         violated: found.broken.clone(),
         generated_inputs: found.case.generated,
@@ -172,6 +178,9 @@ pub fn markdown<M: Fuzz>(r: &Report<M>, json: &Path) -> String {
     out.push_str(&format!("| seed | `{}` |\n", r.seed));
     if let Some(f) = &r.flaw {
         out.push_str(&format!("| planted flaw | `{f}` |\n"));
+    }
+    if let Some(p) = &r.profile {
+        out.push_str(&format!("| profile | `{p}` |\n"));
     }
     out.push_str(&format!("| fault mix | {} |\n", M::faults(&r.mix)));
     out.push_str(&format!(

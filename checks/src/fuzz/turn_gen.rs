@@ -64,6 +64,12 @@ fn weights(m: &TurnMachine<impl Plant<Flaw>>, mix: &FaultMix) -> [u32; 12] {
 }
 
 impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
+    fn profile_name(&self) -> Option<&'static str> {
+        Some(self.profile())
+            .filter(|p| !p.is_lab())
+            .map(|p| p.name())
+    }
+
     fn next_input(&self, g: &mut Gen, mix: &FaultMix, at: &mut Millis) -> Input {
         let m = self;
         *at += if g.chance(mix.stall_pct) {

@@ -618,3 +618,33 @@ fn check_limits_what_a_trace_can_make_it_hold() {
         assert!(err.contains(said), "{name}: {err}");
     }
 }
+
+/// `fuzz --profile` runs the sound turn machine under a profile's rules (and its invariants);
+/// the fence machine has the lab's rules only, and says so.
+#[test]
+fn fuzz_takes_a_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "fuzz",
+        "--machine",
+        "turn",
+        "--profile",
+        "openai-realtime",
+        "--cases",
+        "20",
+    ];
+    let out = turnfence(&args, dir.path());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("truncated_to_heard"), "{stdout}");
+    let args = ["fuzz", "--machine", "fence", "--profile", "openai-realtime"];
+    let out = turnfence(&args, dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no profile"), "{stderr}");
+}

@@ -190,7 +190,7 @@ fn catch<M: Fuzz + Explore + 'static>(
     let path = report::write(&report, &report_dir()).unwrap();
     // The report replays: its recorded run breaks the same invariant at the same step, and the
     // flawed machine gives the same outputs again.
-    let replayed = fuzz::replay_report::<M>(&report, Some(make.as_ref()));
+    let replayed = fuzz::replay_report::<M>(&report, make().monitor(), Some(make.as_ref()));
     assert!(
         replayed
             .broken
