@@ -35,7 +35,7 @@
 //!
 //! let at = |ms, kind| Input::new(ms, kind);
 //! let inputs = [
-//!     at(0, InputKind::Accept { turn: "t1".into(), generation: 1, mode: Mode::Text, deadline_ms: None, budget: None }),
+//!     at(0, InputKind::Accept { turn: "t1".into(), generation: 1, mode: Mode::Text, deadline_ms: None, budget: None, interruptible: true }),
 //!     at(9, InputKind::Stop { turn: "t1".into(), request_id: "r1".into() }),
 //! ];
 //! let (steps, misuse) = run(&mut TurnMachine::new(), &inputs);

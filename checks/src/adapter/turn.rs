@@ -76,6 +76,7 @@ impl TurnAdapter {
             mode: Mode::Audio,
             deadline_ms: None,
             budget: None,
+            interruptible: true,
         });
         adapter
     }

@@ -77,6 +77,15 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
         } else {
             g.range(0, 15)
         };
+        // A profile's own inputs, drawn only under it: the lab's draws stay as they were.
+        if m.profile().pauses_on_speech() && g.chance(20) {
+            // Or the silence after a pause, long enough for its resume to fall due.
+            if let Some((_, resume_at)) = m.session().paused.as_ref().filter(|_| g.chance(30)) {
+                *at = (*at).max(*resume_at);
+                return Input::new(*at, InputKind::Tick);
+            }
+            return Input::new(*at, livekit_input(m, g).unwrap_or(InputKind::Tick));
+        }
         let kind = match PICKS[g.weighted(&weights(m, mix))] {
             Pick::Accept => accept(m, g),
             Pick::Spawn => spawn(m, g),
@@ -185,7 +194,46 @@ fn accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
         },
         deadline_ms,
         budget,
+        interruptible: true,
     })
+}
+
+/// Under `livekit-agents`: a transcript confirming a pause, a tool's error, an uninterruptible
+/// turn, or more speech.
+fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
+    match g.range(0, 4) {
+        0 => Some(InputKind::Transcribed),
+        1 => {
+            let turn = live_turn(m, g)?;
+            let t = m.session().turn(&turn)?;
+            let tools: Vec<&str> = t
+                .children
+                .iter()
+                .filter(|c| c.kind.is_tool())
+                .map(|c| c.id.as_str())
+                .collect();
+            let child = g.pick(&tools)?.to_string();
+            Some(InputKind::ChildFailed { turn, child })
+        }
+        2 => match accept(m, g)? {
+            InputKind::Accept {
+                turn,
+                generation,
+                deadline_ms,
+                budget,
+                ..
+            } => Some(InputKind::Accept {
+                turn,
+                generation,
+                mode: Mode::Audio,
+                deadline_ms,
+                budget,
+                interruptible: false,
+            }),
+            other => Some(other),
+        },
+        _ => Some(InputKind::SpeechStarted { confidence: 0.9 }),
+    }
 }
 
 fn spawn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {

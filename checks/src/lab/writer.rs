@@ -112,11 +112,16 @@ pub fn input_line(
             mode,
             deadline_ms,
             budget,
+            interruptible,
         } => {
             let refused = outputs
                 .iter()
                 .any(|o| matches!(o, Output::TurnRefused { turn: t, .. } if t == turn));
-            accept(*generation, mode, *deadline_ms, budget.as_ref(), refused)
+            let mut part = accept(*generation, mode, *deadline_ms, budget.as_ref(), refused);
+            if !interruptible {
+                part.2["interruptible"] = json!(false);
+            }
+            part
         }
         InputKind::Spawn {
             turn,
@@ -132,6 +137,11 @@ pub fn input_line(
         InputKind::ChildCompleted { turn, child } => (
             child_component(kinds, turn, child),
             "completed",
+            json!({ "child": child }),
+        ),
+        InputKind::ChildFailed { turn, child } => (
+            child_component(kinds, turn, child),
+            "failed",
             json!({ "child": child }),
         ),
         InputKind::Checkpoint {
@@ -166,6 +176,7 @@ pub fn input_line(
             "input_audio.speech_started",
             json!({ "confidence": confidence }),
         ),
+        InputKind::Transcribed => ("stt", "transcript.final", json!({})),
         InputKind::CommitSent {
             child,
             idempotency_key,
@@ -291,6 +302,13 @@ pub fn output_line(
             }
             ("tts", "frame.played", d)
         }
+        Output::PlaybackPaused { .. } => ("tts", "output_audio.paused", json!({})),
+        Output::PlaybackResumed { .. } => ("tts", "output_audio.resumed", json!({})),
+        Output::ToolAnswered { child, answer, .. } => (
+            "tool",
+            "call.answered",
+            json!({ "child": child, "answer": answer }),
+        ),
         Output::Truncated {
             generation, heard, ..
         } => (

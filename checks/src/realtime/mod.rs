@@ -475,6 +475,7 @@ impl Line<'_> {
                 mode: if text_only { Mode::Text } else { Mode::Audio },
                 deadline_ms: None,
                 budget: None,
+                interruptible: true,
             }),
             self.input(InputKind::Spawn {
                 turn: id,
@@ -512,6 +513,7 @@ impl Line<'_> {
                 mode: Mode::Audio,
                 deadline_ms: None,
                 budget: None,
+                interruptible: true,
             }),
             self.observed(
                 Output::TurnRefused {

@@ -25,6 +25,8 @@ pub enum Profile {
     Lab,
     #[value(name = "openai-realtime")]
     OpenaiRealtime,
+    #[value(name = "livekit-agents")]
+    LivekitAgents,
 }
 
 impl Profile {
@@ -33,6 +35,7 @@ impl Profile {
         match self {
             Profile::Lab => turn::Profile::Lab,
             Profile::OpenaiRealtime => turn::Profile::OpenaiRealtime,
+            Profile::LivekitAgents => turn::Profile::LivekitAgents,
         }
     }
 

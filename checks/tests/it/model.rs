@@ -54,6 +54,7 @@ fn input_kind() -> impl Strategy<Value = InputKind> {
                     model_ms: d / 2,
                     reserve_ms: split.min(d / 4),
                 }),
+                interruptible: true,
             },
         );
     let spawn = (turn(), child(), kind(), prop::option::of(0u64..80)).prop_map(
@@ -214,6 +215,7 @@ fn a_deadline_due_at_accept_fires_at_once() {
             mode: Mode::Text,
             deadline_ms: Some(0),
             budget: None,
+            interruptible: true,
         },
     );
     m.handle(&accept).unwrap();
@@ -246,6 +248,7 @@ fn a_barge_in_reports_one_playback_clear() {
             mode: Mode::Audio,
             deadline_ms: None,
             budget: None,
+            interruptible: true,
         },
         InputKind::Spawn {
             turn: "t".into(),
@@ -318,6 +321,7 @@ fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
             mode: Mode::Text,
             deadline_ms: None,
             budget: None,
+            interruptible: true,
         };
         m.handle(&Input::new(0, accept)).unwrap();
         let spawn = InputKind::Spawn {

@@ -47,6 +47,21 @@ flaws! {
     CreateWhileCancelling => OneActiveResponse,
     /// (`openai-realtime`.) A stop for a turn that already ended cancels the turn active now.
     StaleCancelHitsActive => CancelTargetsItsResponse,
+    /// (`livekit-agents`.) A tool that finishes after its turn was interrupted is never answered:
+    /// its result is lost, and the next inference runs it again.
+    ToolResultDroppedOnInterruption => ToolCallSettled,
+    /// (`livekit-agents`.) A result reported after its call was cancelled is answered too.
+    ToolAnsweredAfterCancel => ToolCallSettled,
+    /// (`livekit-agents`.) A pause whose speech brings no transcript is never resumed: the
+    /// session is wedged.
+    PauseNeverDecided => InterruptionDecidedOnce,
+    /// (`livekit-agents`.) A confirmed interruption leaves the pause's timer armed: the output
+    /// resumes after it was interrupted.
+    ResumeAfterInterruption => InterruptionDecidedOnce,
+    /// (`livekit-agents`.) A resume drops the output queued while paused.
+    ResumeDropsBuffered => InterruptionDecidedOnce,
+    /// (`livekit-agents`.) Speech pauses an uninterruptible turn like any other.
+    UninterruptibleIsPaused => UninterruptibleOutputSurvives,
 }
 
 impl Flaw {
@@ -58,6 +73,12 @@ impl Flaw {
             | Flaw::BargeInIgnoredAfterDone
             | Flaw::CreateWhileCancelling
             | Flaw::StaleCancelHitsActive => Profile::OpenaiRealtime,
+            Flaw::ToolResultDroppedOnInterruption
+            | Flaw::ToolAnsweredAfterCancel
+            | Flaw::PauseNeverDecided
+            | Flaw::ResumeAfterInterruption
+            | Flaw::ResumeDropsBuffered
+            | Flaw::UninterruptibleIsPaused => Profile::LivekitAgents,
             _ => Profile::Lab,
         }
     }

@@ -27,6 +27,11 @@ misuse! {
     /// The speaker played more frames than the buffer held (or none at all).
     PlayedBeyondBuffer { frames: u32, buffered: usize } =>
         "{frames} frames played from a playback buffer holding {buffered}",
+    /// The speaker played while the output was paused.
+    PlaybackPaused => "frame played while the output is paused",
+    /// The input needs a rule choice the machine's profile does not make.
+    ProfileLacks { what: &'static str, profile: &'static str } =>
+        "{what} need a profile that has them; this machine follows {profile}",
     /// The client acknowledged or received an event the store never persisted.
     UnknownSeq { seq: Seq, last_persisted: Seq } =>
         "seq {seq} was never persisted (last persisted {last_persisted})",

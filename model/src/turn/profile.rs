@@ -8,6 +8,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::Invariant;
+use crate::Millis;
+
+/// Under `livekit-agents`, a paused output resumes when no transcript confirmed the interruption
+/// this long after the speech began (LiveKit's `false_interruption_timeout`, 2.0 s by default).
+pub const FALSE_INTERRUPTION_TIMEOUT_MS: Millis = 2_000;
 
 /// Which semantics the turn machine and its monitor follow.
 #[derive(
@@ -25,17 +30,27 @@ pub enum Profile {
     /// still to play and truncates the response to what was heard.
     #[serde(rename = "openai-realtime")]
     OpenaiRealtime,
+    /// LiveKit Agents': a tool call runs through an interruption and is answered exactly once;
+    /// speech over the agent pauses its output until the interruption is decided — confirmed by
+    /// a transcript, or undone (resumed) when none comes in time; a turn may be uninterruptible.
+    #[serde(rename = "livekit-agents")]
+    LivekitAgents,
 }
 
 impl Profile {
     /// Every profile, in the order the CLI lists them.
-    pub const ALL: &'static [Profile] = &[Profile::Lab, Profile::OpenaiRealtime];
+    pub const ALL: &'static [Profile] = &[
+        Profile::Lab,
+        Profile::OpenaiRealtime,
+        Profile::LivekitAgents,
+    ];
 
     /// The profile's name, as the meta line and `--profile` give it.
     pub fn name(self) -> &'static str {
         match self {
             Profile::Lab => "lab",
             Profile::OpenaiRealtime => "openai-realtime",
+            Profile::LivekitAgents => "livekit-agents",
         }
     }
 
@@ -73,13 +88,39 @@ impl Profile {
         self == Profile::OpenaiRealtime
     }
 
+    /// Every tool call is answered exactly once (`tool_answered`): a result, an error or its
+    /// cancellation.
+    pub fn answers_tool_calls(self) -> bool {
+        self == Profile::LivekitAgents
+    }
+
+    /// A stop or a barge-in does not cancel a running tool: it runs to completion, its result
+    /// kept (answered) though its turn was interrupted.
+    pub fn tools_run_through_interruption(self) -> bool {
+        self == Profile::LivekitAgents
+    }
+
+    /// Speech over a speaking turn pauses its output; a final transcript confirms the
+    /// interruption, and without one in [`FALSE_INTERRUPTION_TIMEOUT_MS`] the output resumes.
+    pub fn pauses_on_speech(self) -> bool {
+        self == Profile::LivekitAgents
+    }
+
+    /// A turn may be accepted uninterruptible: speech neither pauses nor interrupts it.
+    pub fn has_uninterruptible_turns(self) -> bool {
+        self == Profile::LivekitAgents
+    }
+
     /// Whether the monitor judges `invariant` under this profile: the lab's eleven everywhere,
-    /// the realtime concepts' three only where the profile has them.
+    /// each real stack's concepts only where the profile has them.
     pub fn judges(self, invariant: Invariant) -> bool {
         match invariant {
             Invariant::TruncatedToHeard
             | Invariant::OneActiveResponse
             | Invariant::CancelTargetsItsResponse => self == Profile::OpenaiRealtime,
+            Invariant::ToolCallSettled
+            | Invariant::InterruptionDecidedOnce
+            | Invariant::UninterruptibleOutputSurvives => self == Profile::LivekitAgents,
             _ => true,
         }
     }

@@ -122,6 +122,8 @@ pub struct Child {
     pub cancel_requested: bool,
     /// Its side effect has been handed to reconciliation.
     pub reconcile_enqueued: bool,
+    /// (`livekit-agents`.) The tool call was answered; elsewhere always `false`.
+    pub answered: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -141,6 +143,8 @@ pub struct Turn {
     /// Frames of its audio played so far: kept only by a profile that truncates to what was
     /// heard (elsewhere always 0, so the lab's states are what they were).
     pub played: u32,
+    /// Speech may interrupt it (`false` only under a profile that has uninterruptible turns).
+    pub interruptible: bool,
 }
 
 impl Turn {
@@ -322,6 +326,9 @@ pub struct Session {
     pub max_generation: Option<Generation>,
     pub turns: Vec<Turn>,
     pub playback: Playback,
+    /// (`livekit-agents`.) The turn whose output speech paused, and when it resumes unless a
+    /// transcript confirms the interruption first.
+    pub paused: Option<(TurnId, Millis)>,
     /// `store[i]` has seq `i + 1`.
     pub store: Vec<Stored>,
     pub client: Client,
@@ -336,6 +343,7 @@ impl Default for Session {
             max_generation: None,
             turns: Vec::new(),
             playback: Playback::default(),
+            paused: None,
             store: Vec::new(),
             client: Client {
                 connected: true,

@@ -218,6 +218,7 @@ impl Input {
             Accept { turn, .. }
             | Spawn { turn, .. }
             | ChildCompleted { turn, .. }
+            | ChildFailed { turn, .. }
             | Checkpoint { turn, .. }
             | Delta { turn, .. }
             | ModelDone { turn }
@@ -227,6 +228,7 @@ impl Input {
             | CommitFailed { turn, .. } => Some(turn),
             FramePlayed { .. }
             | SpeechStarted { .. }
+            | Transcribed
             | Tick
             | ClientAck { .. }
             | Disconnect
@@ -251,6 +253,9 @@ pub enum InputKind {
         deadline_ms: Option<u64>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         budget: Option<Budget>,
+        /// (`livekit-agents`.) Speech does not interrupt it.
+        #[serde(default = "yes", skip_serializing_if = "is_true")]
+        interruptible: bool,
     },
     /// A child of the turn asks to start. `need_ms` is the time it needs; by default the budget's
     /// share for its kind (retrieval, model), else nothing.
@@ -263,6 +268,8 @@ pub enum InputKind {
     },
     /// A child finished its work.
     ChildCompleted { turn: TurnId, child: ChildId },
+    /// A child ended in an error, without a result.
+    ChildFailed { turn: TurnId, child: ChildId },
     /// A child reached a cooperative checkpoint; a cancellable tool may create temporary outputs.
     Checkpoint {
         turn: TurnId,
@@ -293,6 +300,8 @@ pub enum InputKind {
     Stop { turn: TurnId, request_id: String },
     /// Voice activity detection heard the user start speaking.
     SpeechStarted { confidence: f64 },
+    /// A final transcript of the user's speech came: it was words, not noise.
+    Transcribed,
     /// A non-cancellable tool sent its commit, keyed for idempotency.
     CommitSent {
         turn: TurnId,
@@ -322,6 +331,14 @@ impl InputKind {
 
 fn is_zero(n: &u32) -> bool {
     *n == 0
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn one() -> u32 {
@@ -359,6 +376,18 @@ pub enum Output {
         seq: Seq,
         #[serde(default = "one", skip_serializing_if = "is_one")]
         frames: u32,
+    },
+    /// (`livekit-agents`.) The turn's output was paused: speech may be an interruption.
+    PlaybackPaused { turn: TurnId },
+    /// (`livekit-agents`.) The paused output goes on where it stopped: the speech was not an
+    /// interruption.
+    PlaybackResumed { turn: TurnId },
+    /// (`livekit-agents`.) A tool call was answered (once): its result, its error, or its
+    /// cancellation.
+    ToolAnswered {
+        turn: TurnId,
+        child: ChildId,
+        answer: ToolAnswer,
     },
     /// (`openai-realtime`.) The turn's audio was cut to what was heard: `heard` frames played of
     /// what its generation delivered; the rest is dropped from the conversation.
@@ -448,6 +477,16 @@ pub enum Output {
     Terminal { turn: TurnId, state: Terminal },
 }
 
+/// How a tool call was answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ToolAnswer {
+    Result,
+    Error,
+    Cancelled,
+}
+
 /// What a stopped child reported late.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -475,6 +514,9 @@ impl Output {
             | LateDropped { turn, .. }
             | Played { turn, .. }
             | Truncated { turn, .. }
+            | PlaybackPaused { turn }
+            | PlaybackResumed { turn }
+            | ToolAnswered { turn, .. }
             | PlaybackCleared { turn, .. }
             | ChildCancelRequested { turn, .. }
             | ChildCancelled { turn, .. }

@@ -60,6 +60,7 @@ impl Script {
                 mode: Mode::Audio,
                 deadline_ms: None,
                 budget: None,
+                interruptible: true,
             },
         )
     }

@@ -42,6 +42,7 @@ pub(super) fn accepted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         mode,
         deadline_ms: d.u64("deadline_ms")?,
         budget,
+        interruptible: true,
     });
     if let Some(s) = d.u64("resume_ttl_s")? {
         o.fact(Fact::ResumeTtlMs {
@@ -157,6 +158,7 @@ pub(super) fn created_from_barge_in(
         mode,
         deadline_ms: None,
         budget: None,
+        interruptible: true,
     });
     Ok(())
 }

@@ -16,15 +16,22 @@ impl Monitor {
                 generation,
                 deadline_ms,
                 budget,
+                interruptible,
                 ..
-            } => self.on_accept(turn, *generation, *deadline_ms, *budget),
+            } => {
+                self.on_accept(turn, *generation, *deadline_ms, *budget);
+                self.uninterruptible.remove(turn);
+                if !interruptible && self.judges(Invariant::UninterruptibleOutputSurvives) {
+                    self.uninterruptible.insert(turn.clone());
+                }
+            }
             InputKind::Spawn {
                 turn,
                 child,
                 kind,
                 need_ms,
             } => self.on_spawn(turn, child, kind, *need_ms),
-            InputKind::ChildCompleted { turn, child } => {
+            InputKind::ChildCompleted { turn, child } | InputKind::ChildFailed { turn, child } => {
                 self.set_child(turn, child, |c| c.state = ChildObs::Resolved)
             }
             InputKind::Checkpoint {
@@ -83,7 +90,11 @@ impl Monitor {
             InputKind::Resume { after_seq } => self.expect.resume = Some(*after_seq),
             InputKind::ClientReceive { seq } => self.on_receive(*seq),
             InputKind::Delta { frames, .. } => self.expect.delta_frames = *frames,
-            InputKind::SpeechStarted { .. } => self.on_speech(),
+            InputKind::SpeechStarted { .. } => {
+                self.on_speech();
+                self.on_speech_step(false);
+            }
+            InputKind::Transcribed => self.on_speech_step(true),
             InputKind::FramePlayed { .. } | InputKind::Tick | InputKind::ClientAck { .. } => {}
         }
     }
@@ -96,6 +107,7 @@ impl Monitor {
                 if self.expect.accept.as_deref() == Some(turn) {
                     self.expect.refused = true;
                     self.turns.remove(turn);
+                    self.uninterruptible.remove(turn);
                 }
             }
             Output::Delivered {
@@ -113,8 +125,16 @@ impl Monitor {
                 frames,
             } => {
                 self.on_played(turn, *generation, *seq);
+                self.check_played_in_pause(turn);
                 self.count_played(turn, *frames);
             }
+            Output::PlaybackPaused { turn } => self.on_paused(turn),
+            Output::PlaybackResumed { turn } => self.on_resumed(turn),
+            Output::ToolAnswered {
+                turn,
+                child,
+                answer,
+            } => self.on_tool_answered(turn, child, *answer),
             Output::Truncated { turn, heard, .. } => self.on_truncated(turn, *heard),
             Output::LateDropped { reason, .. } => {
                 if *reason != DropReason::OutOfOrder {
@@ -124,6 +144,10 @@ impl Monitor {
             Output::PlaybackCleared { turn, frames } => {
                 if *frames > 0 {
                     self.reach(Invariant::NoLateDelivery);
+                }
+                self.check_uninterruptible(turn, "cleared the output of");
+                if *frames > 0 {
+                    self.expect.dropped = Some(turn.clone());
                 }
                 self.count_cleared(turn, *frames);
             }
@@ -141,7 +165,10 @@ impl Monitor {
                     c.temporaries = c.temporaries.saturating_sub(*count)
                 })
             }
-            Output::ChildStarted { turn, child } => self.on_child_started(turn, child),
+            Output::ChildStarted { turn, child } => {
+                self.on_child_started(turn, child);
+                self.on_call_started(turn, child);
+            }
             Output::ToolNotStarted { turn, child, .. } => {
                 if let Some((t, c, _)) = &self.expect.spawn {
                     if t == turn && c == child {
@@ -163,8 +190,15 @@ impl Monitor {
                 turn,
                 request_id,
                 answer,
-            } => self.on_stop_answered(turn, request_id, *answer),
+            } => {
+                if *answer == StopAnswer::Requested {
+                    self.pause_decided(turn);
+                }
+                self.on_stop_answered(turn, request_id, *answer)
+            }
             Output::GenerationFenced { turn, generation } => {
+                self.check_uninterruptible(turn, "fenced");
+                self.pause_decided(turn);
                 self.on_fenced(*generation);
                 self.moment(turn, super::memory::Moment::Stopped);
                 self.active_generation = Some(generation.saturating_add(1));
@@ -172,7 +206,10 @@ impl Monitor {
                     t.cancelled = true;
                 }
             }
-            Output::DeadlineExceeded { turn } => self.on_deadline(turn),
+            Output::DeadlineExceeded { turn } => {
+                self.pause_decided(turn);
+                self.on_deadline(turn)
+            }
             Output::Persisted {
                 turn,
                 text,
@@ -189,13 +226,18 @@ impl Monitor {
                 }
             }
             Output::Rendered { turn, text } => self.on_rendered(turn, text),
-            Output::Terminal { turn, state } => self.on_terminal(turn, *state),
+            Output::Terminal { turn, state } => {
+                self.pause_decided(turn);
+                self.check_calls_answered(turn);
+                self.on_terminal(turn, *state)
+            }
         }
     }
 
     /// The current input's outputs are all in: check what the input demanded of them.
     pub(super) fn on_end_step(&mut self) {
         self.check_realtime_step();
+        self.check_pause_step();
         let expect = std::mem::take(&mut self.expect);
         if let Some((turn, request_id)) = &expect.stop {
             if !expect.answered && self.turns.contains_key(turn) {
@@ -246,6 +288,7 @@ impl Monitor {
 
     /// The run is over.
     pub(super) fn on_finish(&mut self) {
+        self.check_pause_in_time();
         let now = self.now;
         let mut stuck = Vec::new();
         for (id, t) in &self.turns {

@@ -80,6 +80,12 @@ pub(super) struct StepExpect {
     pub(super) beside_active: Option<TurnId>,
     /// This step's stop already acted on a turn it did not name (reported once).
     pub(super) stop_misdirected: bool,
+    /// Speech started or a transcript came in this step (`livekit-agents`).
+    pub(super) speech_step: bool,
+    /// A paused output resumed in this step.
+    pub(super) resumed: bool,
+    /// A turn whose queued audio this step cleared (any profile).
+    pub(super) dropped: Option<TurnId>,
 }
 
 /// A turn's audio as the outputs showed it, in frames: kept only under a profile that truncates
@@ -137,6 +143,12 @@ pub struct Monitor {
     /// The last stop that named a turn already ended while another was active (`openai-realtime`
     /// only): a later cancel nothing named is that stop hitting the wrong turn.
     pub(super) stale_stop: Option<(TurnId, String)>,
+    /// Each tool call started and its answer, once it has one (`livekit-agents` only).
+    pub(super) calls: BTreeMap<(TurnId, ChildId), Option<ToolAnswer>>,
+    /// The turn whose output is paused, and since when (re-armed by more speech).
+    pub(super) pause: Option<(TurnId, Millis)>,
+    /// The turns accepted uninterruptible.
+    pub(super) uninterruptible: BTreeSet<TurnId>,
 }
 
 /// A turn's moment a later violation's story starts at.
@@ -153,7 +165,8 @@ pub(super) enum Moment {
 
 monitor! {
     fingerprint: profile, now, active_generation, turns, store, client_received, client_text,
-        disconnected_at, replayed, reported, audio, fenced_below, stale_stop;
+        disconnected_at, replayed, reported, audio, fenced_below, stale_stop, calls, pause,
+        uninterruptible;
     finish: on_finish;
 }
 

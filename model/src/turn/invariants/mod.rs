@@ -21,6 +21,7 @@ use crate::Monitor as _;
 
 mod delivery;
 mod handlers;
+mod livekit;
 mod memory;
 mod realtime;
 mod terminal;
@@ -46,6 +47,9 @@ pub enum Invariant {
     TruncatedToHeard,
     OneActiveResponse,
     CancelTargetsItsResponse,
+    ToolCallSettled,
+    InterruptionDecidedOnce,
+    UninterruptibleOutputSurvives,
 }
 
 impl crate::Invariant for Invariant {
@@ -64,6 +68,9 @@ impl crate::Invariant for Invariant {
         Invariant::TruncatedToHeard,
         Invariant::OneActiveResponse,
         Invariant::CancelTargetsItsResponse,
+        Invariant::ToolCallSettled,
+        Invariant::InterruptionDecidedOnce,
+        Invariant::UninterruptibleOutputSurvives,
     ];
 
     fn name(self) -> &'static str {
@@ -82,6 +89,9 @@ impl crate::Invariant for Invariant {
             Invariant::TruncatedToHeard => "truncated_to_heard",
             Invariant::OneActiveResponse => "one_active_response",
             Invariant::CancelTargetsItsResponse => "cancel_targets_its_response",
+            Invariant::ToolCallSettled => "tool_call_settled",
+            Invariant::InterruptionDecidedOnce => "interruption_decided_once",
+            Invariant::UninterruptibleOutputSurvives => "uninterruptible_output_survives",
         }
     }
 
@@ -109,6 +119,11 @@ impl crate::Invariant for Invariant {
             }
             Invariant::CancelTargetsItsResponse => {
                 "a stop named a turn that had ended while another was active"
+            }
+            Invariant::ToolCallSettled => "a tool call of an interrupted turn was answered",
+            Invariant::InterruptionDecidedOnce => "a paused output was resumed",
+            Invariant::UninterruptibleOutputSurvives => {
+                "speech started while an uninterruptible turn was speaking"
             }
         }
     }
@@ -152,4 +167,13 @@ named! {
     /// (`openai-realtime`.) A stop acts on the turn it names only: a stop for a turn that ended
     /// never cancels its successor.
     cancel_targets_its_response => CancelTargetsItsResponse;
+    /// (`livekit-agents`.) Every tool call that started is answered exactly once — a result, an
+    /// error or its cancellation — before its turn ends, never for a call that did not start and
+    /// never again after its cancellation.
+    tool_call_settled => ToolCallSettled;
+    /// (`livekit-agents`.) A pause ends in exactly one decision — resumed, or interrupted — and
+    /// in time: nothing plays while paused, a resume drops nothing and plays nothing twice.
+    interruption_decided_once => InterruptionDecidedOnce;
+    /// (`livekit-agents`.) Speech neither pauses, clears nor fences an uninterruptible turn.
+    uninterruptible_output_survives => UninterruptibleOutputSurvives;
 }

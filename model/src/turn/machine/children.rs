@@ -26,11 +26,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 limit("children per turn", turn.children.len(), MAX_CHILDREN)
             }
             // A stopped child's late report is taken (and ignored): see `late_report`.
-            InputKind::ChildCompleted { turn, child } => self
-                .expect_child(turn, child, "running or stopped", |s| {
+            InputKind::ChildCompleted { turn, child } | InputKind::ChildFailed { turn, child } => {
+                self.expect_child(turn, child, "running or stopped", |s| {
                     *s == ChildState::Running || s.is_stopped()
                 })
-                .map(drop),
+                .map(drop)
+            }
             InputKind::Checkpoint {
                 turn,
                 child,
@@ -118,6 +119,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             temporary_outputs: 0,
             cancel_requested: false,
             reconcile_enqueued: false,
+            answered: false,
         });
         let (turn, child) = (turn.to_owned(), child.to_owned());
         self.emit(match refused {
@@ -144,8 +146,47 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 child: child.to_owned(),
                 report,
             });
+            if report == IgnoredReport::ChildCompleted && flawed!(self, ToolAnsweredAfterCancel) {
+                self.emit(Output::ToolAnswered {
+                    turn: turn.to_owned(),
+                    child: child.to_owned(),
+                    answer: ToolAnswer::Result,
+                });
+            }
         }
         stopped
+    }
+
+    /// Under a profile that answers tool calls: the tool call `child` is answered, once.
+    pub(super) fn answer(&mut self, turn: &str, child: &str, answer: ToolAnswer) {
+        if !self.session.profile.answers_tool_calls() {
+            return;
+        }
+        let interrupted = self
+            .session
+            .turn(turn)
+            .is_some_and(|t| !t.phase.is_running());
+        if interrupted
+            && answer != ToolAnswer::Cancelled
+            && flawed!(self, ToolResultDroppedOnInterruption)
+        {
+            return;
+        }
+        let Some(c) = self
+            .turn_mut(turn)
+            .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+        else {
+            return;
+        };
+        if !c.kind.is_tool() || c.answered {
+            return;
+        }
+        c.answered = true;
+        self.emit(Output::ToolAnswered {
+            turn: turn.to_owned(),
+            child: child.to_owned(),
+            answer,
+        });
     }
 
     pub(super) fn checkpoint(
@@ -185,6 +226,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             child: child.to_owned(),
             checkpoint: phase.to_owned(),
         });
+        self.answer(turn, child, ToolAnswer::Cancelled);
         if !flawed!(self, DrainedTurnNeverEnds) {
             self.settle(turn);
         }
@@ -201,12 +243,22 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         if clear_playback && !keep_frames {
             self.clear_playback_of(turn);
         }
+        // An interruption is the pause's decision (unless the flaw leaves its timer armed).
+        if self.session.paused.as_ref().is_some_and(|(p, _)| p == turn)
+            && !flawed!(self, ResumeAfterInterruption)
+        {
+            self.session.paused = None;
+        }
+        let tools_run_on = self.session.profile.tools_run_through_interruption()
+            && matches!(cause, Cause::Stop | Cause::BargeIn);
         let Some(t) = self.turn_mut(turn) else { return };
         t.phase = Phase::CancelRequested { cause };
         let mut outputs = Vec::new();
         for c in &mut t.children {
             let (turn, child) = (turn.to_owned(), c.id.clone());
             match (&c.state, &c.kind) {
+                // The tool runs to completion; its result is kept, though no reply follows.
+                (ChildState::Running, ChildKind::Tool { .. }) if tools_run_on => {}
                 (ChildState::Running, ChildKind::Tts) => {
                     let checkpoint = TTS_CHECKPOINT.to_owned();
                     c.state = ChildState::Cancelled {
@@ -260,6 +312,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 idempotency_key: key,
             }
         };
+        let answer = if acked {
+            ToolAnswer::Result
+        } else {
+            ToolAnswer::Error
+        };
+        self.answer(turn, child, answer);
         self.settle(turn);
     }
 }

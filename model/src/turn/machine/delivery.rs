@@ -4,7 +4,7 @@
 use super::TurnMachine;
 use crate::turn::state::{ChildState, Frame, Phase};
 use crate::turn::types::*;
-use crate::turn::Flaw;
+use crate::turn::{Flaw, FALSE_INTERRUPTION_TIMEOUT_MS};
 use crate::Plant;
 
 impl<P: Plant<Flaw>> TurnMachine<P> {
@@ -90,31 +90,111 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
     }
 
-    /// Barge-in: the user speaks over an audio turn that is speaking.
+    /// Barge-in: the user speaks over an audio turn that is speaking (under a profile that
+    /// pauses on speech, its output pauses until the interruption is decided).
     pub(super) fn speech_started(&mut self) {
         if self.session.profile.playback_outlives_turn() {
             return self.speech_started_downstream();
         }
+        let Some((turn, generation)) = self.speaking() else {
+            return;
+        };
+        if self.session.profile.pauses_on_speech() {
+            return self.pause(&turn);
+        }
+        self.barge_in(&turn, generation);
+    }
+
+    /// The audio turn speaking now (of the active generation, with output delivered or queued).
+    fn speaking(&self) -> Option<(TurnId, Generation)> {
         let s = &self.session;
-        let speaking = s.turns.iter().find(|t| {
-            t.phase.is_running()
-                && t.mode == Mode::Audio
-                && Some(t.generation) == s.active_generation
-                && (t.last_delivered_seq > 0 || s.playback.holds(&t.id))
-        });
-        let Some(t) = speaking else { return };
-        let (turn, generation) = (t.id.clone(), t.generation);
-        // Order as the real systems do it: clear playback, fence the generation, cancel it.
+        s.turns
+            .iter()
+            .find(|t| {
+                t.phase.is_running()
+                    && t.mode == Mode::Audio
+                    && Some(t.generation) == s.active_generation
+                    && (t.last_delivered_seq > 0 || s.playback.holds(&t.id))
+            })
+            .map(|t| (t.id.clone(), t.generation))
+    }
+
+    /// The interruption, decided: clear playback, fence the generation, cancel the turn — in
+    /// that order, as the real systems do it.
+    fn barge_in(&mut self, turn: &str, generation: Generation) {
         if !flawed!(self, KeepPlaybackOnBargeIn) {
             let frames = self.session.playback.clear();
             self.emit(Output::PlaybackCleared {
-                turn: turn.clone(),
+                turn: turn.to_owned(),
                 frames,
             });
         }
-        self.fence(&turn, generation);
+        self.fence(turn, generation);
         // The buffer is already cleared (and reported once): the cancel must not clear it again.
-        self.cancel_with(&turn, Cause::BargeIn, false);
+        self.cancel_with(turn, Cause::BargeIn, false);
+    }
+
+    /// Speech over a speaking turn: its output pauses (once; more speech re-arms the resume),
+    /// unless the turn is uninterruptible.
+    fn pause(&mut self, turn: &str) {
+        let uninterruptible = self.session.turn(turn).is_some_and(|t| !t.interruptible);
+        if uninterruptible && !flawed!(self, UninterruptibleIsPaused) {
+            return;
+        }
+        let resume_at = self
+            .session
+            .now
+            .saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS);
+        let again = self.session.paused.as_ref().is_some_and(|(p, _)| p == turn);
+        self.session.paused = Some((turn.to_owned(), resume_at));
+        if !again {
+            self.emit(Output::PlaybackPaused {
+                turn: turn.to_owned(),
+            });
+        }
+    }
+
+    /// A final transcript: the paused output's interruption is confirmed.
+    pub(super) fn transcribed(&mut self) {
+        let Some((turn, _)) = self.session.paused.clone() else {
+            return;
+        };
+        let Some(generation) = self
+            .session
+            .turn(&turn)
+            .filter(|t| t.phase.is_running())
+            .map(|t| t.generation)
+        else {
+            return;
+        };
+        self.barge_in(&turn, generation);
+    }
+
+    /// No transcript came in time: the pause was a false interruption, and the output resumes
+    /// where it stopped.
+    pub(super) fn resume_if_due(&mut self) {
+        let now = self.session.now;
+        let due = self
+            .session
+            .paused
+            .as_ref()
+            .is_some_and(|(_, at)| *at <= now);
+        if !due || flawed!(self, PauseNeverDecided) {
+            return;
+        }
+        let Some((turn, _)) = self.session.paused.take() else {
+            return;
+        };
+        if flawed!(self, ResumeDropsBuffered) {
+            let frames = self.session.playback.remove_turn(&turn);
+            if frames > 0 {
+                self.emit(Output::PlaybackCleared {
+                    turn: turn.clone(),
+                    frames,
+                });
+            }
+        }
+        self.emit(Output::PlaybackResumed { turn });
     }
 
     /// Barge-in where audio plays on downstream after its turn ended: speech clears everything

@@ -95,6 +95,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             last_delivered_seq: 0,
             model_done: false,
             played: 0,
+            interruptible: true,
         });
         debug_assert!(
             self.generations_in_order(),
@@ -160,6 +161,31 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
 
     /// Deadlines due by now fire: the running turn fails, its in-flight commits become unknown.
     pub(super) fn fire_deadlines(&mut self) {
+        // Timers fire in the order of their times: a pause whose resume fell due before any
+        // deadline now due resumes first; otherwise the deadlines fire first (a turn they end
+        // has nothing left to resume).
+        let now = self.session.now;
+        let first_deadline = self
+            .session
+            .turns
+            .iter()
+            .filter(|t| t.phase.is_running())
+            .filter_map(|t| t.deadline_at)
+            .filter(|d| *d <= now)
+            .min();
+        let resume_first = match (&self.session.paused, first_deadline) {
+            (Some((_, at)), Some(d)) => *at < d,
+            _ => true,
+        };
+        if resume_first {
+            self.resume_if_due();
+        }
+        self.fire_due_deadlines();
+        self.resume_if_due();
+    }
+
+    /// The deadlines due by now fire.
+    fn fire_due_deadlines(&mut self) {
         if flawed!(self, DeadlineIgnored) {
             return;
         }
@@ -220,6 +246,11 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             _ => return,
         };
         t.phase = Phase::Terminal { state };
+        // An ended turn has nothing to resume: its pause ends with it.
+        if self.session.paused.as_ref().is_some_and(|(p, _)| p == turn) {
+            self.session.paused = None;
+        }
+        let Some(t) = self.turn_mut(turn) else { return };
         let mut outputs = Vec::new();
         if state == Terminal::ReconcileRequired {
             for c in t.children.iter_mut().filter(|c| !c.reconcile_enqueued) {
@@ -233,7 +264,18 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 }
             }
         }
+        // Under a profile that answers tool calls, a call whose outcome is unknown at the end is
+        // answered with an error: reconciliation, not the model, will learn what happened.
+        let unknown: Vec<String> = t
+            .children
+            .iter()
+            .filter(|c| c.kind.is_tool() && !c.answered && c.state.is_uncertain())
+            .map(|c| c.id.clone())
+            .collect();
         self.outputs.extend(outputs);
+        for child in unknown {
+            self.answer(turn, &child, ToolAnswer::Error);
+        }
         self.emit(Output::Terminal {
             turn: turn.to_owned(),
             state,

@@ -94,11 +94,17 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     /// (`quiescent_turns_terminal`).
     fn next_deadline(&self) -> Option<Millis> {
         let s = &self.session;
+        let resume = s
+            .paused
+            .as_ref()
+            .map(|(_, at)| *at)
+            .filter(|at| *at > s.now);
         s.turns
             .iter()
             .filter(|t| !t.phase.is_terminal())
             .filter_map(|t| t.deadline_at)
             .filter(|d| *d > s.now)
+            .chain(resume)
             .min()
     }
 
@@ -161,6 +167,13 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         let s = &self.session;
         match kind {
             InputKind::Accept {
+                interruptible: false,
+                ..
+            } if !s.profile.has_uninterruptible_turns() => Err(Misuse::ProfileLacks {
+                what: "uninterruptible turns",
+                profile: s.profile.name(),
+            }),
+            InputKind::Accept {
                 turn,
                 generation,
                 deadline_ms,
@@ -169,6 +182,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             } => self.validate_accept(turn, *generation, *deadline_ms, *budget),
             InputKind::Spawn { .. }
             | InputKind::ChildCompleted { .. }
+            | InputKind::ChildFailed { .. }
             | InputKind::Checkpoint { .. }
             | InputKind::CommitSent { .. }
             | InputKind::CommitAcked { .. }
@@ -186,6 +200,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 self.index(turn).map(drop)
             }
             InputKind::FramePlayed { .. } if s.playback.is_empty() => Err(Misuse::PlaybackEmpty),
+            InputKind::FramePlayed { .. } if s.paused.is_some() => Err(Misuse::PlaybackPaused),
             InputKind::FramePlayed { frames }
                 if *frames == 0 || *frames as usize > s.playback.len() =>
             {
@@ -198,9 +213,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             | InputKind::Disconnect
             | InputKind::Resume { .. }
             | InputKind::ClientReceive { .. } => self.validate_client_input(kind),
-            InputKind::FramePlayed { .. } | InputKind::SpeechStarted { .. } | InputKind::Tick => {
-                Ok(())
-            }
+            InputKind::FramePlayed { .. }
+            | InputKind::SpeechStarted { .. }
+            | InputKind::Transcribed
+            | InputKind::Tick => Ok(()),
         }
     }
 
@@ -213,16 +229,28 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 mode,
                 deadline_ms,
                 budget,
-            } => self.accept(turn, *generation, *mode, *deadline_ms, *budget),
+                interruptible,
+            } => {
+                self.accept(turn, *generation, *mode, *deadline_ms, *budget);
+                if let Some(t) = self.turn_mut(turn).filter(|t| t.phase.is_running()) {
+                    t.interruptible = *interruptible;
+                }
+            }
             InputKind::Spawn {
                 turn,
                 child,
                 kind,
                 need_ms,
             } => self.spawn(turn, child, kind, *need_ms),
-            InputKind::ChildCompleted { turn, child } => {
+            InputKind::ChildCompleted { turn, child } | InputKind::ChildFailed { turn, child } => {
                 if !self.late_report(turn, child, IgnoredReport::ChildCompleted) {
                     self.set_child(turn, child, ChildState::Completed);
+                    let answer = if matches!(kind, InputKind::ChildFailed { .. }) {
+                        ToolAnswer::Error
+                    } else {
+                        ToolAnswer::Result
+                    };
+                    self.answer(turn, child, answer);
                     self.settle(turn);
                 }
             }
@@ -247,6 +275,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             InputKind::FramePlayed { frames } => self.frame_played(*frames),
             InputKind::Stop { turn, request_id } => self.stop(turn, request_id),
             InputKind::SpeechStarted { .. } => self.speech_started(),
+            InputKind::Transcribed => self.transcribed(),
             InputKind::CommitSent {
                 turn,
                 child,
