@@ -60,6 +60,7 @@ pub mod fuzz;
 pub mod gate;
 pub mod junit;
 pub mod lab;
+pub mod livekit;
 pub mod realtime;
 pub mod recorder;
 pub mod sync;

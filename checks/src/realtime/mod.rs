@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 use turnfence_model::turn::state::Phase;
 use turnfence_model::turn::{
     ChildKind, Generation, InputKind, Mode, Output, RefuseReason, Terminal, TurnMachine,
@@ -22,7 +22,9 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
-use crate::trace::{Event, InputError, Reader, Sessions};
+use crate::trace::{
+    parse_stack_line, Event, InputError, Reader, Sessions, StackLines, StackRecord,
+};
 
 /// The child each response's model stream is: it ends at the response's `response.done`, so a
 /// cancelled response stays active (cancelling) until its done.
@@ -89,13 +91,7 @@ pub const SKIPPED: &[&str] = &[
 /// The default session name, when a line names none.
 pub const SESSION: &str = "realtime";
 
-/// One line read: the meta line, or a line's text, parsed where its events are made (borrowing
-/// from the text: no tree of values is built for a line).
-#[derive(Clone, Debug)]
-pub enum Record {
-    Meta(Value),
-    Line(String),
-}
+type Record = StackRecord;
 
 /// A line as the dialect reads it: the envelope's keys and the event's, in one borrowed struct
 /// (a bare event has them side by side; an envelope's event is `event`). Keys not listed are
@@ -198,8 +194,7 @@ impl Default for Session {
 #[derive(Default)]
 pub struct RealtimeReader {
     sessions: BTreeMap<String, Session>,
-    /// The first line was read (a meta line the checker is given, or one it is made).
-    started: bool,
+    lines: StackLines,
 }
 
 type Events = Vec<Event<TurnMachine>>;
@@ -208,26 +203,7 @@ impl Reader<TurnMachine> for RealtimeReader {
     type Record = Record;
 
     fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {
-        let mut out = Vec::new();
-        if !self.started {
-            self.started = true;
-            // Every realtime log records its truncations completely: its meta line says so
-            // unless it says otherwise; a log without one is given one.
-            let v: Value = serde_json::from_str(text)
-                .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
-            match v {
-                Value::Object(mut o) if o.contains_key("meta") => match o.remove("meta") {
-                    Some(Value::Object(mut meta)) if o.is_empty() => {
-                        meta.entry("complete").or_insert(json!(COMPLETE));
-                        return Ok(vec![(line, Record::Meta(Value::Object(meta)))]);
-                    }
-                    _ => return Err(InputError::at(line, "the meta line holds one object")),
-                },
-                _ => out.push((line, Record::Meta(json!({ "complete": COMPLETE })))),
-            }
-        }
-        out.push((line, Record::Line(text.to_owned())));
-        Ok(out)
+        self.lines.read(text, line, COMPLETE)
     }
 
     fn events(
@@ -237,14 +213,10 @@ impl Reader<TurnMachine> for RealtimeReader {
         sessions: &Sessions<TurnMachine>,
     ) -> Result<Events, InputError> {
         let text = match record {
-            Record::Meta(v) => return Ok(vec![Event::Meta(v)]),
-            Record::Line(text) => text,
+            StackRecord::Meta(v) => return Ok(vec![Event::Meta(v)]),
+            StackRecord::Line(text) => text,
         };
-        let top: Ev = serde_json::from_str(&text).map_err(|e| {
-            let mut err = InputError::at(line, format!("not a realtime line: {e}"));
-            err.column = Some(e.column());
-            err
-        })?;
+        let top: Ev = parse_stack_line(&text, line, "a realtime line")?;
         let at = top
             .t_ms
             .ok_or_else(|| InputError::at(line, "missing `t_ms`: the line's receipt time"))?;

@@ -231,6 +231,9 @@ pub enum Dialect {
     /// OpenAI Realtime API client and server events, with the app's playback events.
     #[value(name = "openai-realtime")]
     OpenaiRealtime,
+    /// LiveKit Agents session events.
+    #[value(name = "livekit-agents")]
+    LivekitAgents,
 }
 
 impl Dialect {
@@ -239,8 +242,74 @@ impl Dialect {
             Dialect::Canonical => "canonical",
             Dialect::Lab => "lab",
             Dialect::OpenaiRealtime => "openai-realtime",
+            Dialect::LivekitAgents => "livekit-agents",
         }
     }
+}
+
+/// A line of a real stack's log, as its dialect holds it until its events are made: the meta
+/// line, or the line's text (parsed where its events are made, borrowing from it).
+#[derive(Clone, Debug)]
+pub enum StackRecord {
+    Meta(serde_json::Value),
+    Line(String),
+}
+
+/// The lines of a real stack's log: its first line is its meta line (given `complete`, the output
+/// kinds the dialect's logs record completely, unless it names its own) or — a log without one —
+/// an event, before which the dialect's meta is put.
+#[derive(Default)]
+pub struct StackLines {
+    started: bool,
+}
+
+impl StackLines {
+    pub fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        complete: &[&str],
+    ) -> Result<Vec<(usize, StackRecord)>, InputError> {
+        let mut out = Vec::new();
+        if !self.started {
+            self.started = true;
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
+            match v {
+                serde_json::Value::Object(mut o) if o.contains_key("meta") => {
+                    return match o.remove("meta") {
+                        Some(serde_json::Value::Object(mut meta)) if o.is_empty() => {
+                            meta.entry("complete")
+                                .or_insert(serde_json::json!(complete));
+                            let meta = serde_json::Value::Object(meta);
+                            Ok(vec![(line, StackRecord::Meta(meta))])
+                        }
+                        _ => Err(InputError::at(line, "the meta line holds one object")),
+                    };
+                }
+                _ => {
+                    let meta = serde_json::json!({ "complete": complete });
+                    out.push((line, StackRecord::Meta(meta)));
+                }
+            }
+        }
+        out.push((line, StackRecord::Line(text.to_owned())));
+        Ok(out)
+    }
+}
+
+/// A line of a real stack's log parsed as `T`, or an input error at its line and column naming
+/// what it is not (`what`: "a realtime line", "a LiveKit event").
+pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
+    text: &'a str,
+    line: usize,
+    what: &str,
+) -> Result<T, InputError> {
+    serde_json::from_str(text).map_err(|e| {
+        let mut err = InputError::at(line, format!("not {what}: {e}"));
+        err.column = Some(e.column());
+        err
+    })
 }
 
 /// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and

@@ -9,6 +9,7 @@ use turnfence_model::turn::{self, TurnMachine};
 use super::conform::Conform;
 use super::{canonical, check_as, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
+use crate::livekit::LivekitReader;
 use crate::realtime::RealtimeReader;
 
 /// Which machine a trace is of.
@@ -92,9 +93,12 @@ pub fn check_dialect(
         (Dialect::OpenaiRealtime, Machine::Turn) => {
             check_with(input, &mut RealtimeReader::default(), keep, profile)
         }
-        (Dialect::OpenaiRealtime, Machine::Fence) => Err(InputError::at(
+        (Dialect::LivekitAgents, Machine::Turn) => {
+            check_with(input, &mut LivekitReader::default(), keep, profile)
+        }
+        (Dialect::OpenaiRealtime | Dialect::LivekitAgents, Machine::Fence) => Err(InputError::at(
             0,
-            "the openai-realtime dialect has turn traces only",
+            format!("the {} dialect has turn traces only", read.dialect.name()),
         )),
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
@@ -154,6 +158,7 @@ pub fn reading(
     // A dialect of a real stack implies its profile, unless a profile is named.
     let implied = match dialect {
         Dialect::OpenaiRealtime => Profile::OpenaiRealtime,
+        Dialect::LivekitAgents => Profile::LivekitAgents,
         Dialect::Canonical | Dialect::Lab => Profile::Lab,
     };
     Ok(Reading {

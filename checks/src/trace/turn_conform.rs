@@ -186,6 +186,10 @@ pub fn kind_from_name(name: &str) -> ChildKind {
 /// What must have happened, unlogged, for the session to produce `output` now.
 fn hidden_before(s: &Session, output: &Output) -> Vec<InputKind> {
     match output {
+        // A resume the log shows: time passed to it, unlogged (the pause's timer fired).
+        Output::PlaybackResumed { turn } if s.paused.as_ref().is_some_and(|(p, _)| p == turn) => {
+            vec![InputKind::Tick]
+        }
         // A child stopped at a checkpoint the log names only in the stop.
         Output::ChildCancelled {
             turn,
