@@ -234,6 +234,7 @@ fn json_one(outcome: &Outcome) -> serde_json::Value {
                 "status": status,
                 "dialect": reading.dialect.name(),
                 "machine": reading.machine.name(),
+                "profile": reading.profile.name(),
                 "overrides": reading.overrides,
                 "verdict": v,
             })
