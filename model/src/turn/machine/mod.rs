@@ -22,8 +22,10 @@ use crate::{Millis, Plant, Sound};
 pub const MAX_TURNS: usize = 1 << 16;
 /// At most this many children per turn.
 pub const MAX_CHILDREN: usize = 256;
-/// At most this many frames wait in the playback buffer.
-pub const MAX_BUFFERED_FRAMES: usize = 1 << 16;
+/// At most this many frames wait in the playback buffer: 16 777 216, over four hours of audio
+/// where a frame is a millisecond (`openai-realtime`: a reply generated faster than it plays
+/// queues minutes). The buffer keeps runs, so what it holds grows with the deltas, not the frames.
+pub const MAX_BUFFERED_FRAMES: usize = 1 << 24;
 /// At most this many events in the stream store.
 pub const MAX_STORED_EVENTS: usize = 1 << 20;
 /// A disconnected client may resume within this window; later its cursor has expired.
