@@ -18,9 +18,7 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
-use crate::trace::{
-    parse_stack_line, Event, InputError, Reader, Sessions, StackLines, StackRecord,
-};
+use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
 
 /// The output kinds a LiveKit log records completely: each tool call's answer
 /// (`function_tools_executed`), and each resume (`agent_false_interruption`).
@@ -39,8 +37,6 @@ pub const SKIPPED: &[&str] = &[
 
 /// The default session name, when a line names none.
 pub const SESSION: &str = "livekit";
-
-type Record = StackRecord;
 
 /// The keys of a LiveKit event this dialect reads.
 #[derive(Debug, Default, Deserialize)]
@@ -108,33 +104,27 @@ struct Session {
     ended: BTreeMap<String, ToolAnswer>,
 }
 
-/// The reader: each session's log so far.
+/// The dialect: each session's log so far.
 #[derive(Default)]
-pub struct LivekitReader {
+pub struct Livekit {
     sessions: BTreeMap<String, Session>,
-    lines: StackLines,
 }
+
+/// The reader of the dialect's logs.
+pub type LivekitReader = StackReader<Livekit>;
 
 type Events = Vec<Event<TurnMachine>>;
 
-impl Reader<TurnMachine> for LivekitReader {
-    type Record = Record;
+impl StackDialect<TurnMachine> for Livekit {
+    const COMPLETE: &'static [&'static str] = COMPLETE;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {
-        self.lines.read(text, line, COMPLETE)
-    }
-
-    fn events(
+    fn line(
         &mut self,
-        record: Record,
+        text: &str,
         line: usize,
         _: &Sessions<TurnMachine>,
     ) -> Result<Events, InputError> {
-        let text = match record {
-            StackRecord::Meta(v) => return Ok(vec![Event::Meta(v)]),
-            StackRecord::Line(text) => text,
-        };
-        let ev: Ev = parse_stack_line(&text, line, "a LiveKit event")?;
+        let ev: Ev = parse_stack_line(text, line, "a LiveKit event")?;
         let kind = ev
             .kind
             .clone()

@@ -22,9 +22,7 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
-use crate::trace::{
-    parse_stack_line, Event, InputError, Reader, Sessions, StackLines, StackRecord,
-};
+use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
 
 /// The child each response's model stream is: it ends at the response's `response.done`, so a
 /// cancelled response stays active (cancelling) until its done.
@@ -90,8 +88,6 @@ pub const SKIPPED: &[&str] = &[
 
 /// The default session name, when a line names none.
 pub const SESSION: &str = "realtime";
-
-type Record = StackRecord;
 
 /// A line as the dialect reads it: the envelope's keys and the event's, in one borrowed struct
 /// (a bare event has them side by side; an envelope's event is `event`). Keys not listed are
@@ -190,33 +186,27 @@ impl Default for Session {
     }
 }
 
-/// The reader: each session's log so far.
+/// The dialect: each session's log so far.
 #[derive(Default)]
-pub struct RealtimeReader {
+pub struct Realtime {
     sessions: BTreeMap<String, Session>,
-    lines: StackLines,
 }
+
+/// The reader of the dialect's logs.
+pub type RealtimeReader = StackReader<Realtime>;
 
 type Events = Vec<Event<TurnMachine>>;
 
-impl Reader<TurnMachine> for RealtimeReader {
-    type Record = Record;
+impl StackDialect<TurnMachine> for Realtime {
+    const COMPLETE: &'static [&'static str] = COMPLETE;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {
-        self.lines.read(text, line, COMPLETE)
-    }
-
-    fn events(
+    fn line(
         &mut self,
-        record: Record,
+        text: &str,
         line: usize,
         sessions: &Sessions<TurnMachine>,
     ) -> Result<Events, InputError> {
-        let text = match record {
-            StackRecord::Meta(v) => return Ok(vec![Event::Meta(v)]),
-            StackRecord::Line(text) => text,
-        };
-        let top: Ev = parse_stack_line(&text, line, "a realtime line")?;
+        let top: Ev = parse_stack_line(text, line, "a realtime line")?;
         let at = top
             .t_ms
             .ok_or_else(|| InputError::at(line, "missing `t_ms`: the line's receipt time"))?;

@@ -298,6 +298,47 @@ impl StackLines {
     }
 }
 
+/// A real stack's dialect: what it makes of one line of its log (the meta line is [`StackLines`]'
+/// work), and the output kinds its logs record completely.
+pub trait StackDialect<S: Conform>: Default {
+    const COMPLETE: &'static [&'static str];
+
+    fn line(
+        &mut self,
+        text: &str,
+        line: usize,
+        sessions: &Sessions<S>,
+    ) -> Result<Vec<Event<S>>, InputError>;
+}
+
+/// The reader of a real stack's log: its lines held as text, each made into events by the
+/// dialect `D`.
+#[derive(Default)]
+pub struct StackReader<D> {
+    dialect: D,
+    lines: StackLines,
+}
+
+impl<S: Conform, D: StackDialect<S>> Reader<S> for StackReader<D> {
+    type Record = StackRecord;
+
+    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, StackRecord)>, InputError> {
+        self.lines.read(text, line, D::COMPLETE)
+    }
+
+    fn events(
+        &mut self,
+        record: StackRecord,
+        line: usize,
+        sessions: &Sessions<S>,
+    ) -> Result<Vec<Event<S>>, InputError> {
+        match record {
+            StackRecord::Meta(v) => Ok(vec![Event::Meta(v)]),
+            StackRecord::Line(text) => self.dialect.line(&text, line, sessions),
+        }
+    }
+}
+
 /// A line of a real stack's log parsed as `T`, or an input error at its line and column naming
 /// what it is not (`what`: "a realtime line", "a LiveKit event").
 pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
