@@ -350,7 +350,11 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             None => format!("session/{kind}"),
         };
         let mut points = vec![point];
-        points.extend(realtime_points(self, input, outputs));
+        // The realtime moments are looked for under that profile only (the explorer's hot
+        // path: every transition).
+        if self.profile() == Profile::OpenaiRealtime {
+            points.extend(realtime_points(self, input, outputs));
+        }
         points
     }
 

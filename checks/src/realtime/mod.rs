@@ -353,15 +353,6 @@ impl Line<'_> {
         self.event.kind.as_deref().unwrap_or("")
     }
 
-    fn u64_field(&self, key: &str) -> Result<Option<u64>, InputError> {
-        Ok(match key {
-            "audio_ms" => self.event.audio_ms,
-            "audio_end_ms" => self.event.audio_end_ms,
-            "cleared_ms" => self.event.cleared_ms,
-            _ => None,
-        })
-    }
-
     /// The audio format (bytes per ms) and whether VAD interrupts, from a session object (GA:
     /// `audio.output.format.type`, `audio.input.turn_detection`; beta: `output_audio_format`,
     /// `turn_detection`).
@@ -401,12 +392,7 @@ impl Line<'_> {
 
     /// The generation a new turn takes: above every one the session used or fenced.
     fn next_generation(&self) -> Generation {
-        let Some(m) = self.machine else { return 1 };
-        let s = m.session();
-        match (s.max_generation, s.active_generation) {
-            (Some(max), Some(active)) => max.max(active.saturating_sub(1)) + 1,
-            (max, active) => max.or(active).map_or(1, |g| g + 1),
-        }
+        self.machine.map_or(1, |m| m.session().next_generation())
     }
 
     /// `response.created`: a response starts (answering the oldest create, if one waits), its
@@ -505,7 +491,7 @@ impl Line<'_> {
     /// An audio delta: its milliseconds go to the playback buffer (from `audio_ms` where the
     /// capture states it, else from the base64 `delta`'s length and the session's format).
     fn audio_delta(&self, s: &mut Session) -> Result<Events, InputError> {
-        let stated = self.u64_field("audio_ms")?;
+        let stated = self.event.audio_ms;
         let bytes = self.str_at(&["delta"]).map(base64_len);
         let bpm = s.bytes_per_ms.max(1);
         let (turn, r) = self.next_delta(s)?;
@@ -607,7 +593,8 @@ impl Line<'_> {
     fn truncate(&self, s: &mut Session) -> Result<Events, InputError> {
         let item = self.need_str(&["item_id"])?;
         let heard = self
-            .u64_field("audio_end_ms")?
+            .event
+            .audio_end_ms
             .ok_or_else(|| self.error_at("conversation.item.truncate needs `audio_end_ms`"))?;
         let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
         // An item no audio delta named: truncated as itself, which no response is.
@@ -628,7 +615,8 @@ impl Line<'_> {
     fn played(&self, s: &mut Session) -> Result<Events, InputError> {
         let turn = self.need_str(&["response_id"])?;
         let position = self
-            .u64_field("audio_end_ms")?
+            .event
+            .audio_end_ms
             .ok_or_else(|| self.error_at("playback.played needs `audio_end_ms`"))?;
         let r = s.responses.get_mut(&turn).ok_or_else(|| {
             self.error_at(format!(
@@ -666,7 +654,7 @@ impl Line<'_> {
     /// queued audio was dropped unplayed (`cleared_ms` of it, where stated).
     fn cleared(&self, _: &mut Session) -> Result<Events, InputError> {
         let turn = self.need_str(&["response_id"])?;
-        let stated = self.u64_field("cleared_ms")?;
+        let stated = self.event.cleared_ms;
         let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
         let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
         Ok(vec![self.observed(

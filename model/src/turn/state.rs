@@ -358,6 +358,20 @@ impl Session {
         self.turns.iter().find(|t| t.id == id)
     }
 
+    /// The highest generation a new turn may not take: every generation the session used, and
+    /// the one below the generation a barge-in made active. `None` before the first turn.
+    pub fn generation_floor(&self) -> Option<Generation> {
+        match (self.max_generation, self.active_generation) {
+            (Some(max), Some(active)) => Some(max.max(active.saturating_sub(1))),
+            (max, active) => max.or(active.map(|a| a.saturating_sub(1))),
+        }
+    }
+
+    /// The lowest generation a new turn may take.
+    pub fn next_generation(&self) -> Generation {
+        self.generation_floor().map_or(1, |f| f.saturating_add(1))
+    }
+
     pub fn last_persisted(&self) -> Seq {
         self.store.len() as Seq
     }

@@ -30,11 +30,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             "the session's generations are in order"
         );
         // Above every used generation, and not below the one a barge-in made active.
-        let floor = match (s.max_generation, s.active_generation) {
-            (Some(max), Some(active)) => Some(max.max(active.saturating_sub(1))),
-            (max, active) => max.or(active.map(|a| a.saturating_sub(1))),
-        };
-        if let Some(floor) = floor {
+        if let Some(floor) = s.generation_floor() {
             if generation <= floor {
                 return Err(Misuse::StaleGeneration {
                     expected_above: floor,
@@ -160,25 +156,27 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// Deadlines due by now fire: the running turn fails, its in-flight commits become unknown.
+    /// A paused output's resume is a timer too, and timers fire in the order of their times: a
+    /// resume due before every deadline now due comes first; otherwise the deadlines do (a turn
+    /// they end has nothing left to resume).
     pub(super) fn fire_deadlines(&mut self) {
-        // Timers fire in the order of their times: a pause whose resume fell due before any
-        // deadline now due resumes first; otherwise the deadlines fire first (a turn they end
-        // has nothing left to resume).
         let now = self.session.now;
-        let first_deadline = self
+        if let Some(at) = self
             .session
-            .turns
-            .iter()
-            .filter(|t| t.phase.is_running())
-            .filter_map(|t| t.deadline_at)
-            .filter(|d| *d <= now)
-            .min();
-        let resume_first = match (&self.session.paused, first_deadline) {
-            (Some((_, at)), Some(d)) => *at < d,
-            _ => true,
-        };
-        if resume_first {
-            self.resume_if_due();
+            .paused
+            .as_ref()
+            .map(|(_, at)| *at)
+            .filter(|at| *at <= now)
+        {
+            let deadline_first = self
+                .session
+                .turns
+                .iter()
+                .filter(|t| t.phase.is_running())
+                .any(|t| t.deadline_at.is_some_and(|d| d <= at));
+            if !deadline_first {
+                self.resume_if_due();
+            }
         }
         self.fire_due_deadlines();
         self.resume_if_due();
@@ -220,6 +218,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         // on downstream after it ended.
         let buffered =
             !self.session.profile.playback_outlives_turn() && self.session.playback.holds(turn);
+        let answers = self.session.profile.answers_tool_calls();
         let Some(t) = self.turn_mut(turn) else { return };
         let waiting = t.has_pending_children();
         let uncertain = t.children.iter().any(|c| c.state.is_uncertain());
@@ -246,11 +245,6 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             _ => return,
         };
         t.phase = Phase::Terminal { state };
-        // An ended turn has nothing to resume: its pause ends with it.
-        if self.session.paused.as_ref().is_some_and(|(p, _)| p == turn) {
-            self.session.paused = None;
-        }
-        let Some(t) = self.turn_mut(turn) else { return };
         let mut outputs = Vec::new();
         if state == Terminal::ReconcileRequired {
             for c in t.children.iter_mut().filter(|c| !c.reconcile_enqueued) {
@@ -266,13 +260,20 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
         // Under a profile that answers tool calls, a call whose outcome is unknown at the end is
         // answered with an error: reconciliation, not the model, will learn what happened.
-        let unknown: Vec<String> = t
-            .children
-            .iter()
-            .filter(|c| c.kind.is_tool() && !c.answered && c.state.is_uncertain())
-            .map(|c| c.id.clone())
-            .collect();
+        let unknown: Vec<String> = if answers {
+            t.children
+                .iter()
+                .filter(|c| c.kind.is_tool() && !c.answered && c.state.is_uncertain())
+                .map(|c| c.id.clone())
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.outputs.extend(outputs);
+        // An ended turn has nothing to resume: its pause ends with it.
+        if self.session.paused.as_ref().is_some_and(|(p, _)| p == turn) {
+            self.session.paused = None;
+        }
         for child in unknown {
             self.answer(turn, &child, ToolAnswer::Error);
         }
