@@ -68,6 +68,16 @@ impl<M: Conform> Record<M> {
 
 /// Observations held against the model, as [`Record::verdict`] does.
 pub fn verdict<M: Conform>(observations: &[Observation<M>]) -> Verdict {
+    verdict_as(observations, M::default(), &[])
+}
+
+/// Observations held against `fresh` (a machine made with the record's profile), the outputs of
+/// each kind in `complete` told in full: one the model gives that the record lacks is a finding.
+pub fn verdict_as<M: Conform>(
+    observations: &[Observation<M>],
+    fresh: M,
+    complete: &[&str],
+) -> Verdict {
     let mut events: Vec<(usize, Event<M>)> = Vec::new();
     for (i, o) in observations.iter().enumerate() {
         events.push((
@@ -88,5 +98,5 @@ pub fn verdict<M: Conform>(observations: &[Observation<M>]) -> Verdict {
             ));
         }
     }
-    trace::check_events(events)
+    trace::check_events_as(events, fresh, complete)
 }

@@ -628,10 +628,22 @@ pub fn check_as<S: Conform, R: Reader<S>>(
 /// (its position in the record), as a partial capture. An input error here is a bug of the
 /// recorder, reported as one.
 pub fn check_events<S: Conform>(events: Vec<(usize, Event<S>)>) -> Verdict {
+    check_events_as(events, S::default(), &[])
+}
+
+/// [`check_events`], each session starting as `fresh` (a machine made with the record's
+/// profile), the output kinds in `complete` recorded completely.
+pub fn check_events_as<S: Conform>(
+    events: Vec<(usize, Event<S>)>,
+    fresh: S,
+    complete: &[&str],
+) -> Verdict {
     let mut c = Checker::<S> {
         sessions: Sessions::default(),
         verdict: Verdict::default(),
     };
+    c.sessions.fresh = fresh;
+    c.sessions.complete = complete.iter().map(|k| (*k).to_owned()).collect();
     // A record is a window of a system's activity: it may end with turns unfinished.
     c.sessions.partial = true;
     for (line, event) in events {

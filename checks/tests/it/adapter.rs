@@ -4,9 +4,9 @@
 //! only assertions); each planted variant is caught by loom.
 
 use turnfence_checks::adapter::fence::{Fault, FenceAdapter, FenceVariant};
-use turnfence_checks::adapter::turn::{conformance, TurnAdapter, Variant};
+use turnfence_checks::adapter::turn::{TurnAdapter, Variant};
 use turnfence_checks::sync::thread;
-use turnfence_model::turn::StopAnswer;
+use turnfence_model::turn::{Output, Profile, StopAnswer};
 
 /// Runs a scenario under loom's model checker, or 200 times on std threads.
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -53,7 +53,7 @@ fn loom_bound() -> usize {
 }
 
 fn conforms(adapter: &TurnAdapter) {
-    let verdict = conformance(&adapter.record());
+    let verdict = adapter.conformance();
     assert!(
         verdict.conforms(),
         "{:#?}\n{:#?}",
@@ -98,7 +98,7 @@ fn two_stops(variant: Variant) {
     let answers = [t1.join().unwrap(), t2.join().unwrap()];
     let effects = answers
         .iter()
-        .filter(|x| **x == Some(StopAnswer::Requested))
+        .filter(|x| **x == StopAnswer::Requested)
         .count();
     assert_eq!(effects, 1, "{answers:?}");
     conforms(&a);
@@ -117,6 +117,72 @@ fn spawn_vs_cancel(variant: Variant) {
     conforms(&a);
 }
 
+/// Scenario 5 (`livekit-agents`): a tool call's result racing its cancellation. The call awaits
+/// its result when the turn's deadline fires, which cancels it where it waits; the result comes in
+/// on the tool's own thread. Either the result is answered and the deadline finds nothing to
+/// cancel, or the cancellation is answered and the result dropped: one answer, never a result
+/// after the cancellation.
+fn tool_result_vs_cancellation(variant: Variant) {
+    let a = TurnAdapter::open(variant, Profile::LivekitAgents, Some(1_000));
+    assert!(a.spawn_tool("c1"));
+    a.park("c1");
+    let (timer, tool) = (a.clone(), a.clone());
+    let t1 = thread::spawn(move || {
+        timer.fire_timer();
+    });
+    let t2 = thread::spawn(move || tool.result("c1", true));
+    t1.join().unwrap();
+    t2.join().unwrap();
+    let answers = a.told(|o| matches!(o, Output::ToolAnswered { .. }));
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    conforms(&a);
+}
+
+/// Scenario 6 (`livekit-agents`): a paused output's resume racing the transcript that confirms
+/// the interruption. Exactly one decides the pause: resumed (the transcript then finds nothing
+/// paused) or interrupted (the timer then finds nothing to resume).
+fn resume_vs_confirmed_interruption(variant: Variant) {
+    let a = TurnAdapter::open(variant, Profile::LivekitAgents, None);
+    a.delta(1);
+    a.delta(2);
+    a.play();
+    a.speech();
+    let (timer, vad) = (a.clone(), a.clone());
+    let t1 = thread::spawn(move || {
+        timer.fire_timer();
+    });
+    let t2 = thread::spawn(move || vad.transcribed());
+    t1.join().unwrap();
+    t2.join().unwrap();
+    let decided = a.told(|o| {
+        matches!(
+            o,
+            Output::PlaybackResumed { .. } | Output::GenerationFenced { .. }
+        )
+    });
+    assert_eq!(decided.len(), 1, "{decided:?}");
+    conforms(&a);
+}
+
+/// Scenario 7 (`openai-realtime`): a truncation racing the last played frame. The response is done
+/// and one of its two frames played; the speaker plays the last while the user speaks. Either the
+/// speech cuts the last frame and truncates to the one heard, or the last frame plays and the
+/// speech finds nothing left to cut.
+fn truncation_vs_last_frame(variant: Variant) {
+    let a = TurnAdapter::open(variant, Profile::OpenaiRealtime, None);
+    a.delta_frames(1, 2);
+    a.model_done();
+    a.play();
+    let (speaker, vad) = (a.clone(), a.clone());
+    let t1 = thread::spawn(move || {
+        speaker.play();
+    });
+    let t2 = thread::spawn(move || vad.speech());
+    t1.join().unwrap();
+    t2.join().unwrap();
+    conforms(&a);
+}
+
 fn fence_conforms(a: &FenceAdapter) {
     let verdict = a.conformance();
     assert!(
@@ -130,7 +196,7 @@ fn fence_conforms(a: &FenceAdapter) {
 const TOKEN_A: &str = "aa";
 const TOKEN_B: &str = "bb";
 
-/// Scenario 5: A worker's begin, inspect and end against a supervisor that meets `fault` on its first
+/// Scenario 8: A worker's begin, inspect and end against a supervisor that meets `fault` on its first
 /// event and stalls past the wait on its second: ack identity, one re-send of a transition and
 /// none of a read, `unknown` on silence, late acks read by nobody, the row where the model says.
 fn worker_vs_faulty_supervisor(fault: Fault, variant: FenceVariant) {
@@ -157,7 +223,7 @@ fn worker_vs_faulty_supervisor(fault: Fault, variant: FenceVariant) {
     fence_conforms(&a);
 }
 
-/// Scenario 6: A re-begin racing the late end of the dead token on two supervisor handlers: the live
+/// Scenario 9: A re-begin racing the late end of the dead token on two supervisor handlers: the live
 /// fence is never released by the dead token.
 fn rebind_vs_dead_end(variant: FenceVariant) {
     use turnfence_model::fence::{Action, EndOutcome, Path};
@@ -178,7 +244,7 @@ fn rebind_vs_dead_end(variant: FenceVariant) {
     fence_conforms(&a);
 }
 
-/// Scenario 7: A direct turn and a pooled worker on one supervisor: the direct path produces no event
+/// Scenario 10: A direct turn and a pooled worker on one supervisor: the direct path produces no event
 /// and no ack.
 fn direct_and_pooled(variant: FenceVariant) {
     use turnfence_model::fence::{Action, EndOutcome, Path};
@@ -224,6 +290,9 @@ scenarios! {
     adapter_barge_in_vs_playback => barge_in_vs_playback(Variant::Correct);
     adapter_two_stops => two_stops(Variant::Correct);
     adapter_spawn_vs_cancel => spawn_vs_cancel(Variant::Correct);
+    adapter_tool_result_vs_cancellation => tool_result_vs_cancellation(Variant::Correct);
+    adapter_resume_vs_confirmed_interruption => resume_vs_confirmed_interruption(Variant::Correct);
+    adapter_truncation_vs_last_frame => truncation_vs_last_frame(Variant::Correct);
 }
 
 /// Each planted variant is caught: some interleaving breaks conformance or the scenario's
@@ -248,6 +317,9 @@ mod planted {
         adapter_planted_play_peeked_frame => barge_in_vs_playback(Variant::PlayPeekedFrame);
         adapter_planted_stop_flag_check_then_set => two_stops(Variant::StopFlagCheckThenSet);
         adapter_planted_cancel_flag_read_before_registering => spawn_vs_cancel(Variant::CancelFlagReadBeforeRegistering);
+        adapter_planted_result_after_stale_cancel_check => tool_result_vs_cancellation(Variant::ResultAfterStaleCancelCheck);
+        adapter_planted_resume_from_stale_read => resume_vs_confirmed_interruption(Variant::ResumeFromStaleRead);
+        adapter_planted_truncate_from_stale_count => truncation_vs_last_frame(Variant::TruncateFromStaleCount);
         adapter_planted_waiter_reads_any_ack_of_its_token => worker_vs_faulty_supervisor(Fault::None, FenceVariant::WaiterReadsAnyAckOfToken);
         adapter_planted_resend_read => worker_vs_faulty_supervisor(Fault::None, FenceVariant::ResendRead);
         adapter_planted_rebind_from_stale_read => rebind_vs_dead_end(FenceVariant::RebindFromStaleRead);
@@ -255,45 +327,69 @@ mod planted {
     }
 }
 
-/// Sequentially, the adapter is the model: the same inputs give the same outputs.
+/// Sequentially, the adapter is the model: its own state and rules tell, for every action, exactly
+/// what the model's do — under each profile, over random actions of every thread — and it never
+/// does what the model refuses as misuse.
 #[cfg(not(loom))]
 #[test]
 fn adapter_sequential_runs_match_the_model() {
     use proptest::prelude::*;
     use turnfence_model::turn::TurnMachine;
 
-    let ops = prop::collection::vec(0u8..6, 1..40);
+    let profile = prop::sample::select(Profile::ALL.to_vec());
+    // Deadlines on the resume timer's grid too, where a resume and a deadline fall due together.
+    let deadline = prop::option::of(prop::sample::select(vec![700, 2_000, 3_000, 4_000]));
+    let ops = prop::collection::vec((0u8..12, 1u32..4), 1..40);
     let seed = crate::seed();
-    let result = crate::runner(seed).run(&ops, |ops| {
-        let a = TurnAdapter::new(Variant::Correct);
+    let config = proptest::test_runner::Config {
+        cases: 2_048,
+        failure_persistence: None,
+        ..Default::default()
+    };
+    let mut runner = crate::runner_with(seed, config);
+    let result = runner.run(&(profile, deadline, ops), |(profile, deadline, ops)| {
+        let a = TurnAdapter::open(Variant::Correct, profile, deadline);
         let (mut seq, mut tools) = (0, 0);
-        for op in ops {
+        let tool = |n: u32, tools: u32| format!("c{}", 1 + n % tools.max(1));
+        for (op, n) in ops {
             match op {
                 1 => {
                     a.stop("r");
                 }
                 2 => a.speech(),
-                3 => a.play(),
+                3 => {
+                    a.play();
+                }
                 4 => {
                     tools += 1;
-                    a.tool(&format!("c{tools}"))
+                    a.spawn_tool(&format!("c{tools}"));
+                }
+                5 => a.checkpoint(&tool(n, tools)),
+                6 => a.result(&tool(n, tools), n != 3),
+                7 => a.park(&tool(n, tools)),
+                8 => a.model_done(),
+                9 => a.transcribed(),
+                10 => {
+                    a.fire_timer();
                 }
                 _ => {
-                    seq += 1;
-                    a.delta(seq)
+                    // Now and then a delta out of order.
+                    seq += u64::from(n != 3);
+                    a.delta_frames(seq, n)
                 }
             }
         }
         let record = a.record();
-        let mut m = TurnMachine::new();
+        let mut m = TurnMachine::with_profile(profile);
         for o in &record {
             let mut steps = Vec::new();
-            let taken = turnfence_model::step(&mut m, &o.input, &mut steps).is_ok();
+            let taken = turnfence_model::step(&mut m, &o.input, &mut steps);
+            prop_assert!(taken.is_ok(), "{:?} refused: {:?}", o.input, taken);
             let outputs: Vec<_> = steps.into_iter().flat_map(|s| s.outputs).collect();
-            let told: Vec<_> = if taken { outputs } else { Vec::new() };
-            prop_assert_eq!(&told, &o.told);
+            prop_assert_eq!(&outputs, &o.told, "after {:?}", o.input);
         }
-        prop_assert!(conformance(&record).conforms());
+        let verdict = a.conformance();
+        prop_assert!(verdict.conforms(), "{:#?}", verdict.findings);
         Ok(())
     });
     if let Err(e) = result {
