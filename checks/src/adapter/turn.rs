@@ -21,7 +21,7 @@ use crate::trace::Verdict;
 mod manager;
 
 use manager::{CallState, Manager, Phase};
-pub use manager::{AWAITING_RESULT, RESUME_AFTER_MS, TURN};
+pub use manager::{AWAITING_RESULT, INTERRUPTION_AFTER_MS, RESUME_AFTER_MS, TURN};
 
 /// How the adapter decides: correctly (each decision and its action under one acquisition of the
 /// lock), or with one decision taken on an earlier reading.
@@ -153,6 +153,11 @@ impl TurnAdapter {
         m.cancel_parked();
     }
 
+    /// The VAD hears the user stop speaking.
+    pub fn speech_stopped(&self) {
+        self.lock().speech_stopped();
+    }
+
     /// The VAD's transcript of the speech: a paused output's interruption is confirmed.
     pub fn transcribed(&self) {
         let mut m = self.lock();
@@ -184,7 +189,7 @@ impl TurnAdapter {
     /// deadline), time passing to it. Whether one was due.
     pub fn fire_timer(&self) -> bool {
         if self.variant == Variant::ResumeFromStaleRead {
-            let Some(at) = self.lock().paused_until else {
+            let Some(at) = self.lock().resume_at else {
                 return false;
             };
             let mut m = self.lock();

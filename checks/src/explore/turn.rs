@@ -31,11 +31,15 @@ pub struct TurnBounds {
 fn times(m: &TurnMachine<impl Plant<Flaw>>) -> Vec<u64> {
     let mut at = vec![m.session().now];
     at.extend(m.poll_timeout());
-    // Under a profile that pauses: also the pause's resume when another timer comes first, so
-    // one step may pass both (the lab's times are unchanged).
-    let resume = m.session().paused.as_ref().map(|(_, r)| *r);
-    if let Some(r) = resume.filter(|r| !at.contains(r)) {
-        at.push(r);
+    // Under a profile that pauses: also the pause's resume, or the moment speech counts as an
+    // interruption, when another timer comes first, so one step may pass both (the lab's times
+    // are unchanged).
+    let s = m.session();
+    let resume = s.paused.as_ref().and_then(|(_, r)| *r);
+    for r in resume.into_iter().chain(s.interruption_due) {
+        if !at.contains(&r) {
+            at.push(r);
+        }
     }
     at
 }
@@ -88,7 +92,8 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
 /// A deadline long enough for a pause to be resumed before it (`livekit-agents`).
 const LONG_DEADLINE_MS: u64 = 3 * turnfence_model::turn::FALSE_INTERRUPTION_TIMEOUT_MS;
 
-/// Under `livekit-agents`: an uninterruptible turn, a transcript, a tool's error.
+/// Under `livekit-agents`: an uninterruptible turn, a transcript, the end of speech, a tool's
+/// error.
 fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
@@ -96,33 +101,29 @@ fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Ve
             turn,
             generation,
             mode,
-            deadline_ms,
-            budget,
             ..
         }) = out.first().cloned()
         {
-            out.push(InputKind::Accept {
-                turn: turn.clone(),
-                generation,
-                mode,
-                deadline_ms,
-                budget,
-                interruptible: false,
-            });
-            // And one whose deadline lets a pause outlast its resume time (a deadline still
-            // bounds the time explored: each pause and resume moves the clock on).
-            out.push(InputKind::Accept {
-                turn,
-                generation,
-                mode,
-                deadline_ms: Some(LONG_DEADLINE_MS),
-                budget: None,
-                interruptible: true,
-            });
+            // Turns whose deadline lets speech count as an interruption and a pause outlast its
+            // resume time (a deadline still bounds the time explored: each pause and resume
+            // moves the clock on): one uninterruptible, one not.
+            for interruptible in [false, true] {
+                out.push(InputKind::Accept {
+                    turn: turn.clone(),
+                    generation,
+                    mode,
+                    deadline_ms: Some(LONG_DEADLINE_MS),
+                    budget: None,
+                    interruptible,
+                });
+            }
         }
     }
     if s.paused.is_some() {
         out.push(InputKind::Transcribed);
+    }
+    if s.user_speaking {
+        out.push(InputKind::SpeechStopped);
     }
     for t in &s.turns {
         for c in t.children.iter().filter(|c| c.kind.is_tool()) {

@@ -80,8 +80,14 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
         // A profile's own inputs, drawn only under it: the lab's draws stay as they were.
         if m.profile().pauses_on_speech() && g.chance(20) {
             // Or the silence after a pause, long enough for its resume to fall due.
-            if let Some((_, resume_at)) = m.session().paused.as_ref().filter(|_| g.chance(30)) {
-                *at = (*at).max(*resume_at);
+            let s = m.session();
+            let due = s
+                .paused
+                .as_ref()
+                .and_then(|(_, r)| *r)
+                .or(s.interruption_due);
+            if let Some(due) = due.filter(|_| g.chance(30)) {
+                *at = (*at).max(due);
                 return Input::new(*at, InputKind::Tick);
             }
             return Input::new(*at, livekit_input(m, g).unwrap_or(InputKind::Tick));
@@ -199,9 +205,10 @@ fn accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
 }
 
 /// Under `livekit-agents`: a transcript confirming a pause, a tool's error, an uninterruptible
-/// turn, or more speech.
+/// turn, the end of speech, or more speech.
 fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
-    match g.range(0, 4) {
+    match g.range(0, 5) {
+        3 => Some(InputKind::SpeechStopped),
         0 => Some(InputKind::Transcribed),
         1 => {
             let turn = live_turn(m, g)?;

@@ -176,6 +176,7 @@ pub fn input_line(
             "input_audio.speech_started",
             json!({ "confidence": confidence }),
         ),
+        InputKind::SpeechStopped => ("vad", "input_audio.speech_stopped", json!({})),
         InputKind::Transcribed => ("stt", "transcript.final", json!({})),
         InputKind::CommitSent {
             child,

@@ -186,6 +186,9 @@ impl Line<'_> {
             "user_state_changed" if e.new_state.as_deref() == Some("speaking") => {
                 Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0 })])
             }
+            "user_state_changed" if e.old_state.as_deref() == Some("speaking") => {
+                Ok(vec![self.input(InputKind::SpeechStopped)])
+            }
             "user_state_changed" => Ok(Vec::new()),
             "user_input_transcribed" if e.is_final == Some(true) => {
                 Ok(vec![self.input(InputKind::Transcribed)])

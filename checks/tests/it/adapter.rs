@@ -146,7 +146,10 @@ fn resume_vs_confirmed_interruption(variant: Variant) {
     a.delta(1);
     a.delta(2);
     a.play();
+    // Speech long enough to count: the output pauses; the user stops, which arms the resume.
     a.speech();
+    assert!(a.fire_timer());
+    a.speech_stopped();
     let (timer, vad) = (a.clone(), a.clone());
     let t1 = thread::spawn(move || {
         timer.fire_timer();
@@ -334,12 +337,12 @@ mod planted {
 #[test]
 fn adapter_sequential_runs_match_the_model() {
     use proptest::prelude::*;
-    use turnfence_model::turn::TurnMachine;
 
     let profile = prop::sample::select(Profile::ALL.to_vec());
-    // Deadlines on the resume timer's grid too, where a resume and a deadline fall due together.
-    let deadline = prop::option::of(prop::sample::select(vec![700, 2_000, 3_000, 4_000]));
-    let ops = prop::collection::vec((0u8..12, 1u32..4), 1..40);
+    // Deadlines on the timers' grid too, where a pause or a resume and a deadline fall due
+    // together.
+    let deadline = prop::option::of(prop::sample::select(vec![500, 700, 2_500, 3_000, 5_000]));
+    let ops = prop::collection::vec((0u8..13, 1u32..4), 1..40);
     let seed = crate::seed();
     let config = proptest::test_runner::Config {
         cases: 2_048,
@@ -369,6 +372,7 @@ fn adapter_sequential_runs_match_the_model() {
                 7 => a.park(&tool(n, tools)),
                 8 => a.model_done(),
                 9 => a.transcribed(),
+                12 => a.speech_stopped(),
                 10 => {
                     a.fire_timer();
                 }
@@ -379,22 +383,93 @@ fn adapter_sequential_runs_match_the_model() {
                 }
             }
         }
-        let record = a.record();
-        let mut m = TurnMachine::with_profile(profile);
-        for o in &record {
-            let mut steps = Vec::new();
-            let taken = turnfence_model::step(&mut m, &o.input, &mut steps);
-            prop_assert!(taken.is_ok(), "{:?} refused: {:?}", o.input, taken);
-            let outputs: Vec<_> = steps.into_iter().flat_map(|s| s.outputs).collect();
-            prop_assert_eq!(&outputs, &o.told, "after {:?}", o.input);
+        if let Err(e) = is_the_model(&a, profile) {
+            return Err(TestCaseError::fail(e));
         }
-        let verdict = a.conformance();
-        prop_assert!(verdict.conforms(), "{:#?}", verdict.findings);
         Ok(())
     });
     if let Err(e) = result {
         panic!("reproduce: TURNFENCE_SEED={seed}\n{e}");
     }
+}
+
+/// The adapter told, for every action it recorded, exactly what the model following `profile`
+/// gives for it, never did what the model refuses, and its record conforms.
+#[cfg(not(loom))]
+fn is_the_model(a: &TurnAdapter, profile: Profile) -> Result<(), String> {
+    let mut m = turnfence_model::turn::TurnMachine::with_profile(profile);
+    for o in &a.record() {
+        let mut steps = Vec::new();
+        let taken = turnfence_model::step(&mut m, &o.input, &mut steps);
+        if let Err(e) = taken {
+            return Err(format!("{:?} refused: {e:?}", o.input));
+        }
+        let outputs: Vec<_> = steps.into_iter().flat_map(|s| s.outputs).collect();
+        if outputs != o.told {
+            return Err(format!(
+                "after {:?}: the model gives {outputs:?}, the adapter told {:?}",
+                o.input, o.told
+            ));
+        }
+    }
+    let verdict = a.conformance();
+    match verdict.conforms() {
+        true => Ok(()),
+        false => Err(format!("{:#?}", verdict.findings)),
+    }
+}
+
+/// The stories of LiveKit's timed interruptions, step by step, told as the model tells them:
+/// speech too short to count pauses nothing; speech that counts pauses, and its resume waits for
+/// the user to stop; speech again disarms it; a resume then comes the timeout after the last
+/// stop; a deadline due with the interruption comes first.
+#[cfg(not(loom))]
+#[test]
+fn adapter_timed_interruptions_are_the_model() {
+    let livekit = |deadline| TurnAdapter::open(Variant::Correct, Profile::LivekitAgents, deadline);
+    let paused = |a: &TurnAdapter| {
+        !a.told(|o| matches!(o, Output::PlaybackPaused { .. }))
+            .is_empty()
+    };
+    let resumed = |a: &TurnAdapter| {
+        !a.told(|o| matches!(o, Output::PlaybackResumed { .. }))
+            .is_empty()
+    };
+
+    // A cough: stopped before it counts; the timer it armed then fires with nothing to do.
+    let a = livekit(None);
+    a.delta(1);
+    a.speech();
+    a.speech_stopped();
+    assert!(!a.fire_timer());
+    assert!(!paused(&a));
+    is_the_model(&a, Profile::LivekitAgents).unwrap();
+
+    // Speech that counts, stopped, resumed the timeout after the stop.
+    let a = livekit(None);
+    a.delta(1);
+    a.speech();
+    assert!(a.fire_timer());
+    assert!(paused(&a) && !a.play());
+    a.speech_stopped();
+    a.speech();
+    // Speaking again: the resume is disarmed; the new speech counts, and says nothing new; while
+    // the user speaks, no timer is left.
+    assert!(a.fire_timer());
+    assert!(!a.fire_timer());
+    assert!(!resumed(&a));
+    a.speech_stopped();
+    assert!(a.fire_timer());
+    assert!(resumed(&a) && a.play());
+    is_the_model(&a, Profile::LivekitAgents).unwrap();
+
+    // A deadline due as the speech counts: the deadline first, nothing paused.
+    let a = livekit(Some(turnfence_checks::adapter::turn::INTERRUPTION_AFTER_MS));
+    a.delta(1);
+    a.speech();
+    assert!(a.fire_timer());
+    assert!(!paused(&a));
+    is_the_model(&a, Profile::LivekitAgents).unwrap();
 }
 
 /// Sequentially, the fence adapter is the model too: random requests, supervisor steps and

@@ -11,8 +11,13 @@ use super::Invariant;
 use crate::Millis;
 
 /// Under `livekit-agents`, a paused output resumes when no transcript confirmed the interruption
-/// this long after the speech began (LiveKit's `false_interruption_timeout`, 2.0 s by default).
+/// this long after the user stopped speaking (LiveKit's `false_interruption_timeout`, 2.0 s by
+/// default, armed at the end of speech).
 pub const FALSE_INTERRUPTION_TIMEOUT_MS: Millis = 2_000;
+
+/// Under `livekit-agents`, speech counts as an interruption once it has lasted this long
+/// (LiveKit's `min_interruption_duration`, 0.5 s by default): shorter speech pauses nothing.
+pub const MIN_INTERRUPTION_MS: Millis = 500;
 
 /// Which semantics the turn machine and its monitor follow.
 #[derive(
@@ -100,8 +105,9 @@ impl Profile {
         self == Profile::LivekitAgents
     }
 
-    /// Speech over a speaking turn pauses its output; a final transcript confirms the
-    /// interruption, and without one in [`FALSE_INTERRUPTION_TIMEOUT_MS`] the output resumes.
+    /// Speech over a speaking turn that lasts [`MIN_INTERRUPTION_MS`] pauses its output; a final
+    /// transcript confirms the interruption, and without one in [`FALSE_INTERRUPTION_TIMEOUT_MS`]
+    /// after the speech ended the output resumes.
     pub fn pauses_on_speech(self) -> bool {
         self == Profile::LivekitAgents
     }

@@ -327,8 +327,14 @@ pub struct Session {
     pub turns: Vec<Turn>,
     pub playback: Playback,
     /// (`livekit-agents`.) The turn whose output speech paused, and when it resumes unless a
-    /// transcript confirms the interruption first.
-    pub paused: Option<(TurnId, Millis)>,
+    /// transcript confirms the interruption first: armed when the user stops speaking, `None`
+    /// while they speak.
+    pub paused: Option<(TurnId, Option<Millis>)>,
+    /// (`livekit-agents`.) The user is speaking.
+    pub user_speaking: bool,
+    /// (`livekit-agents`.) When the speech going on counts as an interruption, if it lasts till
+    /// then; `None` once counted, or when the user is silent.
+    pub interruption_due: Option<Millis>,
     /// `store[i]` has seq `i + 1`.
     pub store: Vec<Stored>,
     pub client: Client,
@@ -344,6 +350,8 @@ impl Default for Session {
             turns: Vec::new(),
             playback: Playback::default(),
             paused: None,
+            user_speaking: false,
+            interruption_due: None,
             store: Vec::new(),
             client: Client {
                 connected: true,

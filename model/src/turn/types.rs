@@ -228,6 +228,7 @@ impl Input {
             | CommitFailed { turn, .. } => Some(turn),
             FramePlayed { .. }
             | SpeechStarted { .. }
+            | SpeechStopped
             | Transcribed
             | Tick
             | ClientAck { .. }
@@ -300,6 +301,8 @@ pub enum InputKind {
     Stop { turn: TurnId, request_id: String },
     /// Voice activity detection heard the user start speaking.
     SpeechStarted { confidence: f64 },
+    /// Voice activity detection heard the user stop speaking.
+    SpeechStopped,
     /// A final transcript of the user's speech came: it was words, not noise.
     Transcribed,
     /// A non-cancellable tool sent its commit, keyed for idempotency.

@@ -18,8 +18,11 @@ mod calls;
 pub const TURN: &str = "t";
 /// Its generation.
 pub const GENERATION: u64 = 1;
-/// How long a paused output waits for a transcript before it resumes (the stack's default).
+/// How long a paused output waits, after the user stopped speaking, for a transcript before it
+/// resumes (the stack's default).
 pub const RESUME_AFTER_MS: u64 = 2_000;
+/// How long speech lasts before it counts as an interruption (the stack's default).
+pub const INTERRUPTION_AFTER_MS: u64 = 500;
 /// The checkpoint a tool awaiting its result is cancelled at.
 pub const AWAITING_RESULT: &str = "awaiting_result";
 
@@ -94,8 +97,15 @@ pub(super) struct Manager {
     active_generation: u64,
     /// Frames waiting for the speaker: (delta seq, frames left).
     playback: VecDeque<(u64, u32)>,
-    /// The output is paused until then, unless a transcript confirms the interruption.
-    pub(super) paused_until: Option<u64>,
+    /// The output is paused.
+    pub(super) paused: bool,
+    /// When the paused output resumes, unless a transcript confirms the interruption first:
+    /// armed once the user stopped speaking.
+    pub(super) resume_at: Option<u64>,
+    /// The user is speaking.
+    user_speaking: bool,
+    /// When the speech going on counts as an interruption.
+    interruption_at: Option<u64>,
     calls: Vec<Call>,
     /// Events persisted for the client so far.
     persisted: u64,
@@ -115,7 +125,10 @@ impl Manager {
             deadline_at: deadline_ms,
             active_generation: GENERATION,
             playback: VecDeque::new(),
-            paused_until: None,
+            paused: false,
+            resume_at: None,
+            user_speaking: false,
+            interruption_at: None,
             calls: Vec::new(),
             persisted: 0,
             record: Record::default(),
@@ -235,7 +248,7 @@ impl Manager {
 
     /// The speaker may take a frame: there is one, and the output is not paused.
     pub(super) fn may_play(&self) -> bool {
-        !self.playback.is_empty() && self.paused_until.is_none()
+        !self.playback.is_empty() && !self.paused
     }
 
     /// What a stop is answered now.
@@ -269,7 +282,7 @@ impl Manager {
         if clear_audio {
             self.clear_audio();
         }
-        self.paused_until = None;
+        self.unpause();
         let tools_run_on = self.rules.tools_run_on && cause != Cause::Deadline;
         self.phase = Phase::Stopping(cause);
         if !tools_run_on {
@@ -323,21 +336,61 @@ impl Manager {
             self.clear_audio();
             return self.interrupt_cleared();
         }
-        let speaking = self.phase == Phase::Running
-            && self.active_generation == GENERATION
-            && (self.last_seq > 0 || !self.playback.is_empty());
-        if !speaking {
-            return;
-        }
         if self.rules.pauses_on_speech {
-            let again = self.paused_until.is_some();
-            self.paused_until = Some(self.clock + RESUME_AFTER_MS);
-            if !again {
-                self.tell(Output::PlaybackPaused { turn: TURN.into() });
+            // Timed first: it interrupts once it has lasted long enough; meanwhile nothing
+            // resumes.
+            if !self.user_speaking {
+                self.user_speaking = true;
+                // Timed only while a reply is in progress.
+                if self.phase == Phase::Running {
+                    self.interruption_at = Some(self.clock + INTERRUPTION_AFTER_MS);
+                }
             }
+            self.resume_at = None;
             return;
         }
-        self.barge_in();
+        if self.speaking() {
+            self.barge_in();
+        }
+    }
+
+    /// The turn is speaking: running, its generation active, with output out or queued.
+    fn speaking(&self) -> bool {
+        self.phase == Phase::Running
+            && self.active_generation == GENERATION
+            && (self.last_seq > 0 || !self.playback.is_empty())
+    }
+
+    /// The VAD hears the user stop: speech too short to count interrupts nothing; a paused
+    /// output's resume is armed.
+    pub(super) fn speech_stopped(&mut self) {
+        self.input(InputKind::SpeechStopped);
+        if !self.rules.pauses_on_speech {
+            return;
+        }
+        self.user_speaking = false;
+        self.interruption_at = None;
+        if self.paused {
+            self.resume_at = Some(self.clock + RESUME_AFTER_MS);
+        }
+    }
+
+    /// The speech has lasted long enough to count: the speaking turn's output pauses (said once).
+    fn interruption_counted(&mut self) {
+        self.interruption_at = None;
+        if !self.speaking() {
+            return;
+        }
+        // Counted while the user speaks: the resume waits for them to stop.
+        if !self.paused {
+            self.paused = true;
+            self.tell(Output::PlaybackPaused { turn: TURN.into() });
+        }
+    }
+
+    fn unpause(&mut self) {
+        self.paused = false;
+        self.resume_at = None;
     }
 
     /// The VAD's speech under a stack where audio outlives its turn, with the frames to play
@@ -390,32 +443,39 @@ impl Manager {
     /// A final transcript: a paused output's interruption is confirmed.
     pub(super) fn transcribed(&mut self) {
         self.input(InputKind::Transcribed);
-        if self.paused_until.is_some() && self.phase == Phase::Running {
+        if self.paused && self.phase == Phase::Running {
             self.barge_in();
         }
     }
 
-    /// The next timer: a paused output's resume or the running turn's deadline.
+    /// The next timer: speech counting as an interruption, a paused output's resume, the
+    /// running turn's deadline.
     pub(super) fn next_timer(&self) -> Option<u64> {
         let deadline = self.deadline_at.filter(|_| self.phase == Phase::Running);
-        [self.paused_until, deadline].into_iter().flatten().min()
+        [self.interruption_at, self.resume_at, deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
-    /// Time passes to `at`, and the timers due by then fire in the order of their times.
+    /// Time passes to `at`, the next timer (never further), and the timers due then fire.
     pub(super) fn tick(&mut self, at: u64) {
         self.clock = self.clock.max(at);
         self.input(InputKind::Tick);
         let now = self.clock;
         let deadline = self.deadline_at.filter(|_| self.phase == Phase::Running);
-        if let Some(resume) = self.paused_until.filter(|r| *r <= now) {
-            if deadline.is_none_or(|d| d > resume) {
-                self.resume();
-            }
-        }
-        // A deadline due first ends the turn, and its pause with it: nothing is left to resume.
+        // Time only ever passes to the next timer, so what is due now is due at once: the
+        // deadline first (it ends the turn, and its pause with it: nothing is left to pause or
+        // resume), then speech counting as an interruption, then a resume.
         if deadline.is_some_and(|d| d <= now) {
             self.tell(Output::DeadlineExceeded { turn: TURN.into() });
             self.cancel(Cause::Deadline, true);
+        }
+        if self.interruption_at.is_some_and(|at| at <= now) {
+            self.interruption_counted();
+        }
+        if self.resume_at.is_some_and(|at| at <= now) {
+            self.resume();
         }
     }
 
@@ -429,7 +489,7 @@ impl Manager {
 
     /// The paused output resumes where it stopped.
     pub(super) fn resume(&mut self) {
-        self.paused_until = None;
+        self.unpause();
         self.tell(Output::PlaybackResumed { turn: TURN.into() });
     }
 
@@ -447,7 +507,7 @@ impl Manager {
             _ => return,
         };
         self.phase = Phase::Ended(state);
-        self.paused_until = None;
+        self.unpause();
         self.tell(Output::Terminal {
             turn: TURN.into(),
             state,

@@ -94,6 +94,7 @@ impl Monitor {
                 self.on_speech();
                 self.on_speech_step(false);
             }
+            InputKind::SpeechStopped => self.on_speech_stopped(),
             InputKind::Transcribed => self.on_speech_step(true),
             InputKind::FramePlayed { .. } | InputKind::Tick | InputKind::ClientAck { .. } => {}
         }

@@ -79,16 +79,18 @@ impl Monitor {
     }
 
     /// Speech started (or a transcript came): a step in which uninterruptible turns must be left
-    /// alone, and an open pause is re-armed.
+    /// alone; while the user speaks, an open pause is not due.
     pub(super) fn on_speech_step(&mut self, transcript: bool) {
         if !self.decides_pauses() && !self.judges(Invariant::UninterruptibleOutputSurvives) {
             return;
         }
         self.expect.speech_step = true;
         if !transcript {
-            let now = self.now;
-            if let Some((_, since)) = self.pause.as_mut() {
-                *since = now;
+            if self.decides_pauses() {
+                self.user_speaking = true;
+                if let Some((_, since)) = self.pause.as_mut() {
+                    *since = None;
+                }
             }
             let speaking_uninterruptible = self
                 .uninterruptible
@@ -100,10 +102,22 @@ impl Monitor {
         }
     }
 
-    /// An output about `turn` in a speech step: one that pauses, clears or fences an
-    /// uninterruptible turn breaks it.
+    /// The user stopped speaking: an open pause is due to be decided from now.
+    pub(super) fn on_speech_stopped(&mut self) {
+        if !self.decides_pauses() {
+            return;
+        }
+        self.user_speaking = false;
+        let now = self.now;
+        if let Some((_, since)) = self.pause.as_mut() {
+            *since = Some(now);
+        }
+    }
+
+    /// An output about `turn` in a speech step: one that clears or fences an uninterruptible
+    /// turn breaks it (a pause breaks it in any step: only speech pauses).
     pub(super) fn check_uninterruptible(&mut self, turn: &str, what: &str) {
-        if self.expect.speech_step
+        if (self.expect.speech_step || what == PAUSED)
             && self.uninterruptible.contains(turn)
             && self.judges(Invariant::UninterruptibleOutputSurvives)
         {
@@ -116,7 +130,7 @@ impl Monitor {
     }
 
     pub(super) fn on_paused(&mut self, turn: &str) {
-        self.check_uninterruptible(turn, "paused");
+        self.check_uninterruptible(turn, PAUSED);
         if !self.decides_pauses() {
             return;
         }
@@ -130,7 +144,8 @@ impl Monitor {
                 );
             }
         }
-        self.pause = Some((turn.to_owned(), self.now));
+        let since = (!self.user_speaking).then_some(self.now);
+        self.pause = Some((turn.to_owned(), since));
     }
 
     /// A resume: the one decision of an open pause, dropping nothing.
@@ -191,10 +206,10 @@ impl Monitor {
         self.check_pause_in_time();
     }
 
-    /// A pause still open past its time: nothing decided it (no transcript, no resume) — the
-    /// session is wedged.
+    /// A pause still open past its time, the user silent: nothing decided it (no transcript, no
+    /// resume) — the session is wedged.
     pub(super) fn check_pause_in_time(&mut self) {
-        let Some((turn, since)) = self.pause.clone() else {
+        let Some((turn, Some(since))) = self.pause.clone() else {
             return;
         };
         let due = since.saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS);
@@ -202,11 +217,14 @@ impl Monitor {
             self.violate_once(
                 Invariant::InterruptionDecidedOnce,
                 &[&turn],
-                format!("the pause at {since} ms was still undecided at {} ms, past its {due} ms: neither resumed nor interrupted", self.now),
+                format!("the pause, the user silent since {since} ms, was still undecided at {} ms, past its {due} ms: neither resumed nor interrupted", self.now),
             );
         }
     }
 }
+
+/// What a pause does to a turn, as `check_uninterruptible` names it.
+const PAUSED: &str = "paused";
 
 fn name(answer: ToolAnswer) -> &'static str {
     match answer {

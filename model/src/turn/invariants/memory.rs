@@ -145,8 +145,11 @@ pub struct Monitor {
     pub(super) stale_stop: Option<(TurnId, String)>,
     /// Each tool call started and its answer, once it has one (`livekit-agents` only).
     pub(super) calls: BTreeMap<(TurnId, ChildId), Option<ToolAnswer>>,
-    /// The turn whose output is paused, and since when (re-armed by more speech).
-    pub(super) pause: Option<(TurnId, Millis)>,
+    /// The turn whose output is paused, and since when the user is silent (`None` while they
+    /// speak: its resume is not due before they stop).
+    pub(super) pause: Option<(TurnId, Option<Millis>)>,
+    /// The user is speaking (`livekit-agents` only).
+    pub(super) user_speaking: bool,
     /// The turns accepted uninterruptible.
     pub(super) uninterruptible: BTreeSet<TurnId>,
 }
@@ -166,7 +169,7 @@ pub(super) enum Moment {
 monitor! {
     fingerprint: profile, now, active_generation, turns, store, client_received, client_text,
         disconnected_at, replayed, reported, audio, fenced_below, stale_stop, calls, pause,
-        uninterruptible;
+        user_speaking, uninterruptible;
     finish: on_finish;
 }
 

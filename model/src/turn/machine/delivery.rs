@@ -4,7 +4,7 @@
 use super::TurnMachine;
 use crate::turn::state::{ChildState, Frame, Phase};
 use crate::turn::types::*;
-use crate::turn::{Flaw, FALSE_INTERRUPTION_TIMEOUT_MS};
+use crate::turn::{Flaw, FALSE_INTERRUPTION_TIMEOUT_MS, MIN_INTERRUPTION_MS};
 use crate::Plant;
 
 impl<P: Plant<Flaw>> TurnMachine<P> {
@@ -91,18 +91,57 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// Barge-in: the user speaks over an audio turn that is speaking (under a profile that
-    /// pauses on speech, its output pauses until the interruption is decided).
+    /// pauses on speech, the speech is timed first: see [`Self::speech_began`]).
     pub(super) fn speech_started(&mut self) {
         if self.session.profile.playback_outlives_turn() {
             return self.speech_started_downstream();
         }
+        if self.session.profile.pauses_on_speech() {
+            return self.speech_began();
+        }
         let Some((turn, generation)) = self.speaking() else {
             return;
         };
-        if self.session.profile.pauses_on_speech() {
-            return self.pause(&turn);
-        }
         self.barge_in(&turn, generation);
+    }
+
+    /// Speech began where output pauses on speech: with a reply in progress (a turn running),
+    /// it counts as an interruption once it has lasted [`MIN_INTERRUPTION_MS`]; meanwhile a
+    /// paused output's resume waits for it to end.
+    fn speech_began(&mut self) {
+        let s = &mut self.session;
+        if !s.user_speaking {
+            s.user_speaking = true;
+            if s.turns.iter().any(|t| t.phase.is_running()) {
+                s.interruption_due = Some(s.now.saturating_add(MIN_INTERRUPTION_MS));
+            }
+        }
+        if let Some((_, resume_at)) = s.paused.as_mut() {
+            *resume_at = None;
+        }
+    }
+
+    /// The user stopped speaking: speech too short to count interrupts nothing, and a paused
+    /// output's resume is armed.
+    pub(super) fn speech_stopped(&mut self) {
+        let s = &mut self.session;
+        if !s.profile.pauses_on_speech() {
+            return;
+        }
+        s.user_speaking = false;
+        s.interruption_due = None;
+        let resume_at = s.now.saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS);
+        if let Some((_, at)) = s.paused.as_mut() {
+            *at = Some(resume_at);
+        }
+    }
+
+    /// The speech going on has lasted long enough to count: the speaking turn's output pauses.
+    pub(super) fn interruption_counted(&mut self) {
+        self.session.interruption_due = None;
+        if let Some((turn, _)) = self.speaking() {
+            self.pause(&turn);
+        }
     }
 
     /// The audio turn speaking now (of the active generation, with output delivered or queued).
@@ -134,17 +173,16 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.cancel_with(turn, Cause::BargeIn, false);
     }
 
-    /// Speech over a speaking turn: its output pauses (once; more speech re-arms the resume),
-    /// unless the turn is uninterruptible.
+    /// Speech over a speaking turn: its output pauses (said once), unless the turn is
+    /// uninterruptible. Its resume is armed when the speech ends.
     fn pause(&mut self, turn: &str) {
         let uninterruptible = self.session.turn(turn).is_some_and(|t| !t.interruptible);
         if uninterruptible && !flawed!(self, UninterruptibleIsPaused) {
             return;
         }
-        let resume_at = self
-            .session
-            .now
-            .saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS);
+        let s = &self.session;
+        let resume_at =
+            (!s.user_speaking).then(|| s.now.saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS));
         let again = self.session.paused.as_ref().is_some_and(|(p, _)| p == turn);
         self.session.paused = Some((turn.to_owned(), resume_at));
         if !again {
@@ -178,7 +216,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             .session
             .paused
             .as_ref()
-            .is_some_and(|(_, at)| *at <= now);
+            .and_then(|(_, at)| *at)
+            .is_some_and(|at| at <= now);
         if !due || flawed!(self, PauseNeverDecided) {
             return;
         }

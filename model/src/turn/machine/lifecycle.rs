@@ -156,29 +156,35 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// Deadlines due by now fire: the running turn fails, its in-flight commits become unknown.
-    /// A paused output's resume is a timer too, and timers fire in the order of their times: a
-    /// resume due before every deadline now due comes first; otherwise the deadlines do (a turn
-    /// they end has nothing left to resume).
+    /// Speech counting as an interruption and a paused output's resume are timers too (one at a
+    /// time: the first runs while the user speaks, the second once they stopped), and timers
+    /// fire in the order of their times: one due before every deadline now due comes first;
+    /// otherwise the deadlines do (a turn they end has nothing left to pause or resume).
     pub(super) fn fire_deadlines(&mut self) {
         let now = self.session.now;
-        if let Some(at) = self
-            .session
+        let s = &self.session;
+        let interruption = s.interruption_due.filter(|at| *at <= now);
+        let resume = s
             .paused
             .as_ref()
-            .map(|(_, at)| *at)
-            .filter(|at| *at <= now)
-        {
-            let deadline_first = self
-                .session
+            .and_then(|(_, at)| *at)
+            .filter(|at| *at <= now);
+        if let Some(at) = interruption.or(resume) {
+            let deadline_first = s
                 .turns
                 .iter()
                 .filter(|t| t.phase.is_running())
                 .any(|t| t.deadline_at.is_some_and(|d| d <= at));
-            if !deadline_first {
+            if !deadline_first && interruption.is_some() {
+                self.interruption_counted();
+            } else if !deadline_first {
                 self.resume_if_due();
             }
         }
         self.fire_due_deadlines();
+        if self.session.interruption_due.is_some_and(|at| at <= now) {
+            self.interruption_counted();
+        }
         self.resume_if_due();
     }
 

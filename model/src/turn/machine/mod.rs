@@ -91,22 +91,20 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.session.profile = flaw.profile();
     }
 
-    /// The next deadline of a turn not yet ended: a running turn's fires there; a stopping
-    /// turn's is where the invariants judge whether it ended in time
-    /// (`quiescent_turns_terminal`).
+    /// The next timer: the deadline of a turn not yet ended (a running turn's fires there; a
+    /// stopping turn's is where the invariants judge whether it ended in time,
+    /// `quiescent_turns_terminal`), a paused output's resume, the moment speech counts as an
+    /// interruption.
     fn next_deadline(&self) -> Option<Millis> {
         let s = &self.session;
-        let resume = s
-            .paused
-            .as_ref()
-            .map(|(_, at)| *at)
-            .filter(|at| *at > s.now);
+        let resume = s.paused.as_ref().and_then(|(_, at)| *at);
         s.turns
             .iter()
             .filter(|t| !t.phase.is_terminal())
             .filter_map(|t| t.deadline_at)
-            .filter(|d| *d > s.now)
             .chain(resume)
+            .chain(s.interruption_due)
+            .filter(|d| *d > s.now)
             .min()
     }
 
@@ -217,6 +215,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             | InputKind::ClientReceive { .. } => self.validate_client_input(kind),
             InputKind::FramePlayed { .. }
             | InputKind::SpeechStarted { .. }
+            | InputKind::SpeechStopped
             | InputKind::Transcribed
             | InputKind::Tick => Ok(()),
         }
@@ -277,6 +276,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             InputKind::FramePlayed { frames } => self.frame_played(*frames),
             InputKind::Stop { turn, request_id } => self.stop(turn, request_id),
             InputKind::SpeechStarted { .. } => self.speech_started(),
+            InputKind::SpeechStopped => self.speech_stopped(),
             InputKind::Transcribed => self.transcribed(),
             InputKind::CommitSent {
                 turn,
