@@ -1,0 +1,167 @@
+//! Renaming the fence system's interchangeable names — tokens and request ids — consistently
+//! through a state, a monitor's memory and an input.
+//!
+//! The model treats a token or a `req` only by equality and by its form (`valid_id`,
+//! `normalize`); it never orders them, never reads their characters, and never compares one
+//! with a worker, task or root id. So a renaming that maps valid ids to valid ids, keeps the
+//! malformed ones, and fixes every name still to be drawn, maps runs to runs: the state reached by
+//! the renamed inputs is the renamed state, the monitor remembers the renamed facts and finds the
+//! same violations. The explorer's symmetry reduction rests on this (`checks/src/explore/`).
+//! Worker, task and root ids are not renamed: the machine processes waits that run out at one
+//! instant in worker order, so two workers are not interchangeable even when they start alike.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::machine::{Ack, Binding, Event, FenceState, Wait, Worker};
+use super::table::{Request, Row, Table};
+use super::types::*;
+
+/// A renaming of tokens and request ids; a name it does not mention stays as it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Renaming {
+    tokens: BTreeMap<Token, Token>,
+    reqs: BTreeMap<Req, Req>,
+}
+
+impl Renaming {
+    /// The renaming that maps each token and req to the one given.
+    pub fn new(tokens: BTreeMap<Token, Token>, reqs: BTreeMap<Req, Req>) -> Renaming {
+        Renaming { tokens, reqs }
+    }
+
+    /// The new name of a token.
+    pub fn token(&self, token: &str) -> Token {
+        self.tokens
+            .get(token)
+            .cloned()
+            .unwrap_or_else(|| token.to_owned())
+    }
+
+    /// The new name of a request id.
+    pub fn req(&self, req: &str) -> Req {
+        self.reqs
+            .get(req)
+            .cloned()
+            .unwrap_or_else(|| req.to_owned())
+    }
+
+    /// A set of tokens, renamed.
+    pub fn token_set(&self, set: &BTreeSet<Token>) -> BTreeSet<Token> {
+        set.iter().map(|t| self.token(t)).collect()
+    }
+
+    /// A (token, req) key, renamed.
+    pub fn key(&self, (token, req): &(Token, Req)) -> (Token, Req) {
+        (self.token(token), self.req(req))
+    }
+}
+
+impl Reply {
+    /// The reply with its token renamed (its error names a root, never a token).
+    pub fn renamed(&self, r: &Renaming) -> Reply {
+        Reply {
+            token: self.token.as_deref().map(|t| r.token(t)),
+            ..self.clone()
+        }
+    }
+}
+
+impl Request {
+    /// The request with its token renamed.
+    pub fn renamed(&self, r: &Renaming) -> Request {
+        Request {
+            token: r.token(&self.token),
+            ..self.clone()
+        }
+    }
+}
+
+impl Table {
+    /// The table with its rows' tokens renamed.
+    pub fn renamed(&self, r: &Renaming) -> Table {
+        let rows = self.rows.iter().map(|(root, row)| {
+            let row = Row {
+                token: r.token(&row.token),
+                ..row.clone()
+            };
+            (root.clone(), row)
+        });
+        Table {
+            rows: rows.collect(),
+        }
+    }
+}
+
+impl Worker {
+    fn renamed(&self, r: &Renaming) -> Worker {
+        Worker {
+            path: self.path,
+            task: self.task.clone(),
+            root: self.root.clone(),
+            binding: self.binding.as_ref().map(|b| Binding {
+                token: r.token(&b.token),
+                generation: b.generation,
+            }),
+            sealed_token: self.sealed_token.as_deref().map(|t| r.token(t)),
+            unanswered_end: self.unanswered_end.as_deref().map(|t| r.token(t)),
+            waiting: self.waiting.as_ref().map(|w| Wait {
+                token: r.token(&w.token),
+                req: r.req(&w.req),
+                request: w.request.renamed(r),
+                ..w.clone()
+            }),
+            used_reqs: self.used_reqs.iter().map(|q| r.req(q)).collect(),
+        }
+    }
+}
+
+impl FenceState {
+    /// The state with every token and request id renamed: the table's rows, the queued events,
+    /// the mailbox (keys and acks), and each worker's binding, seal, wait and spent reqs.
+    pub fn renamed(&self, r: &Renaming) -> FenceState {
+        FenceState {
+            now: self.now,
+            table: self.table.renamed(r),
+            queue: self
+                .queue
+                .iter()
+                .map(|e| Event {
+                    worker: e.worker.clone(),
+                    req: r.req(&e.req),
+                    request: e.request.renamed(r),
+                })
+                .collect(),
+            mailbox: self
+                .mailbox
+                .iter()
+                .map(|(key, ack)| {
+                    let ack = Ack {
+                        token: r.token(&ack.token),
+                        req: r.req(&ack.req),
+                        reply: ack.reply.renamed(r),
+                        written_at: ack.written_at,
+                    };
+                    (r.key(key), ack)
+                })
+                .collect(),
+            workers: self
+                .workers
+                .iter()
+                .map(|(id, w)| (id.clone(), w.renamed(r)))
+                .collect(),
+            tasks: self.tasks.clone(),
+        }
+    }
+}
+
+impl InputKind {
+    /// The input with the token and request id it names renamed.
+    pub fn renamed(&self, r: &Renaming) -> InputKind {
+        let mut input = self.clone();
+        if let InputKind::Request { token, req, .. } = &mut input {
+            *token = token.as_deref().map(|t| r.token(t));
+            *req = r.req(req);
+        }
+        input
+    }
+}
