@@ -106,7 +106,7 @@ fn classes(bounds: &FenceBounds) -> (usize, usize, usize) {
 
 /// One bound set with and without symmetry: the explorer's counts, the classes brute force
 /// predicts, and the ratio; the reduced exploration visits exactly one state per class.
-pub fn with_and_without(out: &mut String, name: &str, bounds: &FenceBounds) {
+fn with_and_without(out: &mut String, name: &str, bounds: &FenceBounds) {
     let plain = explore::exhaustive::<FenceMachine>(&FenceMachine::new, bounds);
     let on = <FenceMachine as Explore>::with_symmetry(bounds).unwrap();
     let reduced = explore::exhaustive::<FenceMachine>(&FenceMachine::new, &on);
@@ -303,4 +303,18 @@ fn explore_with_symmetry_still_finds_every_planted_fence_flaw() {
         }
         assert!(found > 0, "{flaw:?}: never found");
     }
+}
+
+/// Both fence CI bound sets with symmetry on, exhaustively, beside the classes brute force
+/// counts over every state reached without it (run in release by `ci/explore.sh`): exact, and
+/// the reduced counts pinned.
+#[test]
+#[ignore = "deep: run in release by ci/explore.sh"]
+fn deep_explore_with_symmetry_at_the_fence_ci_bounds() {
+    let mut out = String::new();
+    for (name, bounds) in <FenceMachine as Explore>::ci_bounds() {
+        with_and_without(&mut out, name, &bounds);
+    }
+    crate::snapshot_settings()
+        .bind(|| insta::assert_snapshot!("deep_explore_symmetry_counts", out));
 }
