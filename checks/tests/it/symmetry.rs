@@ -318,3 +318,38 @@ fn deep_explore_with_symmetry_at_the_fence_ci_bounds() {
     crate::snapshot_settings()
         .bind(|| insta::assert_snapshot!("deep_explore_symmetry_counts", out));
 }
+
+/// Why workers are not renamed: `w1` asks first, yet when both waits run out at one instant
+/// `w0`'s re-send is queued first. Swapping the two workers of this state gives one no run
+/// reaches (`w1`'s re-send first), so the swap is not a symmetry of the model.
+#[test]
+fn workers_are_not_interchangeable_waits_run_out_in_worker_order() {
+    use turnfence_model::fence::{Action, InputKind, Output};
+    let (mut m, _) = explore::start(&FenceMachine::new);
+    for (worker, token, req) in [("w1", "a0", "1"), ("w0", "a1", "2")] {
+        let ask = InputKind::request(
+            worker.into(),
+            Action::Begin,
+            Some(token.into()),
+            req.into(),
+            None,
+        );
+        assert!(take(&mut m, &fence::Input::new(0, ask)).1);
+    }
+    for _ in 0..2 {
+        assert!(take(&mut m, &fence::Input::new(0, InputKind::DropEvent)).1);
+    }
+    let (steps, ok) = take(&mut m, &fence::Input::new(10_000, InputKind::Tick));
+    assert!(ok);
+    let resent: Vec<&str> = steps
+        .iter()
+        .flat_map(|s| &s.outputs)
+        .filter_map(|o| match o {
+            Output::Resent { worker, .. } => Some(worker.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resent, ["w0", "w1"]);
+    let queued: Vec<&str> = m.state().queue.iter().map(|e| e.worker.as_str()).collect();
+    assert_eq!(queued, ["w0", "w1"]);
+}
