@@ -16,16 +16,17 @@
 //! every worker's valid reqs (workers in their fixed order), labels them `q0, q1, …` in that
 //! order, and labels each token `t0, t1, …` where a req first carries it; `../x` keeps its name
 //! and labels its token in its worker's last place. The class's fingerprint is the least over
-//! every order of each worker's reqs — at most 3! = 6 orders at the CI bounds, one or two in most
-//! states. Any renaming of the drawn names permutes these labelings among themselves, so two
-//! states share the least exactly when a renaming maps one onto the other: the form is exact, not
-//! merely sound (tested against every renaming in `tests/it/symmetry.rs`).
+//! every order of each worker's reqs that sorts them by what the machine shows of them (waiting,
+//! queued, acked: no name in it), ties tried every way — at most 3! = 6 orders at the CI bounds,
+//! one in most states. Any renaming of the drawn names permutes these labelings among
+//! themselves, so two states share the least exactly when a renaming maps one onto the other:
+//! the form is exact, not merely sound (tested against every renaming in `tests/it/symmetry.rs`).
 
 use std::collections::BTreeMap;
 
 use turnfence_model::fence::rename::Renaming;
 use turnfence_model::fence::table::valid_id;
-use turnfence_model::fence::{FenceMachine, Flaw, Monitor};
+use turnfence_model::fence::{FenceMachine, FenceState, Flaw, Monitor, Worker};
 use turnfence_model::Plant;
 
 use super::fingerprint;
@@ -34,41 +35,68 @@ use super::fingerprint;
 pub fn canonical_fingerprint<P: Plant<Flaw>>(machine: &FenceMachine<P>, monitor: &Monitor) -> u64 {
     let state = machine.state();
     let token_of: BTreeMap<&str, &str> = monitor.requests().map(|(_, t, q)| (q, t)).collect();
-    // Per worker: its valid reqs (to be ordered every way), then its malformed ones (fixed).
-    let mut groups: Vec<Vec<&str>> = Vec::new();
+    // Per worker: its valid reqs, ordered by what the machine shows of them, in runs of equal
+    // showing (each run to be ordered every way); then its malformed ones (fixed).
+    let mut runs: Vec<(usize, Vec<&str>)> = Vec::new();
     let mut fixed: Vec<Vec<&str>> = Vec::new();
-    for w in state.workers.values() {
-        let (valid, malformed) = w
+    for (i, w) in state.workers.values().enumerate() {
+        let (valid, malformed): (Vec<&str>, Vec<&str>) = w
             .used_reqs
             .iter()
             .map(String::as_str)
             .partition(|q| valid_id(q));
-        groups.push(valid);
+        let mut shown: Vec<_> = valid.into_iter().map(|q| (shown(state, w, q), q)).collect();
+        shown.sort_by(|a, b| a.0.cmp(&b.0));
+        for run in shown.chunk_by(|a, b| a.0 == b.0) {
+            runs.push((i, run.iter().map(|(_, q)| *q).collect()));
+        }
         fixed.push(malformed);
     }
     let mut best = u64::MAX;
     loop {
-        let renaming = labeling(&groups, &fixed, &token_of);
+        let renaming = labeling(&runs, &fixed, &token_of);
         best = best.min(fingerprint(
             &machine.renamed(&renaming),
             &monitor.renamed(&renaming),
         ));
-        if !next_order(&mut groups) {
+        if !next_order(&mut runs) {
             return best;
         }
     }
 }
 
-/// The renaming that labels reqs in the given order and tokens where a req first carries them.
+/// What the machine shows of a request, its names aside: the attempt its worker waits on it at,
+/// where its events stand in the queue, and the status of its ack in the mailbox. A renaming
+/// keeps it, so ordering each worker's requests by it first leaves only its ties to be tried
+/// every way, and the least over those orders is still the class's.
+fn shown(
+    state: &FenceState,
+    w: &Worker,
+    q: &str,
+) -> (Option<u8>, Vec<usize>, Option<&'static str>) {
+    let waiting = w.waiting.as_ref().filter(|x| x.req == q).map(|x| x.attempt);
+    let queued = state.queue.iter().enumerate();
+    let queued = queued.filter(|(_, e)| e.req == q).map(|(i, _)| i).collect();
+    let acked = state.mailbox.values().find(|a| a.req == q);
+    (waiting, queued, acked.map(|a| a.reply.status.name()))
+}
+
+/// The renaming that labels each worker's reqs in the given order (its runs, in turn) and tokens
+/// where a req first carries them.
 fn labeling(
-    groups: &[Vec<&str>],
+    runs: &[(usize, Vec<&str>)],
     fixed: &[Vec<&str>],
     token_of: &BTreeMap<&str, &str>,
 ) -> Renaming {
     let mut reqs = BTreeMap::new();
     let mut tokens: BTreeMap<String, String> = BTreeMap::new();
-    for (valid, malformed) in groups.iter().zip(fixed) {
-        for q in valid {
+    for (i, malformed) in fixed.iter().enumerate() {
+        let valid: Vec<&str> = runs
+            .iter()
+            .filter(|(w, _)| *w == i)
+            .flat_map(|(_, run)| run.iter().copied())
+            .collect();
+        for q in &valid {
             reqs.insert((*q).to_owned(), format!("q{}", reqs.len()));
         }
         for q in valid.iter().chain(malformed) {
@@ -83,11 +111,11 @@ fn labeling(
     Renaming::new(tokens, reqs)
 }
 
-/// Steps the orders of every group like an odometer, each group through its permutations in
-/// lexicographic order; `false` once every combination was seen (the groups are sorted again).
-fn next_order(groups: &mut [Vec<&str>]) -> bool {
-    for g in groups.iter_mut() {
-        if next_permutation(g) {
+/// Steps the orders of every run like an odometer, each run through its permutations in
+/// lexicographic order; `false` once every combination was seen (the runs are sorted again).
+fn next_order(runs: &mut [(usize, Vec<&str>)]) -> bool {
+    for (_, run) in runs.iter_mut() {
+        if next_permutation(run) {
             return true;
         }
     }
