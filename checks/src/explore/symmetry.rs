@@ -29,7 +29,9 @@ use turnfence_model::fence::table::valid_id;
 use turnfence_model::fence::{FenceMachine, FenceState, Flaw, Monitor, Worker};
 use turnfence_model::Plant;
 
-use super::fingerprint;
+use std::hash::Hasher;
+
+use super::hasher;
 
 /// The fingerprint of the state's class under renamings of its tokens and request ids.
 pub fn canonical_fingerprint<P: Plant<Flaw>>(machine: &FenceMachine<P>, monitor: &Monitor) -> u64 {
@@ -55,10 +57,11 @@ pub fn canonical_fingerprint<P: Plant<Flaw>>(machine: &FenceMachine<P>, monitor:
     let mut best = u64::MAX;
     loop {
         let renaming = labeling(&runs, &fixed, &token_of);
-        best = best.min(fingerprint(
-            &machine.renamed(&renaming),
-            &monitor.renamed(&renaming),
-        ));
+        // Hashed as renamed, never built: a state's class costs no copy of it.
+        let mut h = hasher();
+        state.hash_renamed(&renaming, &mut h);
+        monitor.hash_renamed(&renaming, &mut h);
+        best = best.min(h.finish());
         if !next_order(&mut runs) {
             return best;
         }

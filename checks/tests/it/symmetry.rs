@@ -183,8 +183,9 @@ fn shuffled(names: &[String], keys: &[u32]) -> BTreeMap<String, String> {
 }
 
 /// The model commutes with renaming, on the sound machine and on each planted one: from a random
-/// reachable state, the renamed state has the same class; its alphabet is the renamed alphabet;
-/// and each input, renamed, takes it to the renamed successor, with the same violations.
+/// reachable state, the renamed state has the same class (and hashing as renamed is hashing the
+/// renamed state); its alphabet is the renamed alphabet; and each input, renamed, takes it to
+/// the renamed successor, with the same violations.
 fn commutes<P: Plant<fence::Flaw>>(make: &dyn Fn() -> FenceMachine<P>, walk: &[u8], keys: &[u32]) {
     let bounds = FenceMachine::<P>::hunt_bounds();
     let (mut m, mut mon) = explore::start(make);
@@ -204,6 +205,17 @@ fn commutes<P: Plant<fence::Flaw>>(make: &dyn Fn() -> FenceMachine<P>, walk: &[u
     assert_eq!(
         m.canonical_fingerprint(&mon),
         rm.canonical_fingerprint(&rmon)
+    );
+    // Hashing as renamed is hashing the renamed state and memory.
+    let hashed = |m: &FenceMachine<P>, mon: &Monitor, r: &Renaming| {
+        let mut h = explore::hasher();
+        m.state().hash_renamed(r, &mut h);
+        mon.hash_renamed(r, &mut h);
+        std::hash::Hasher::finish(&h)
+    };
+    assert_eq!(
+        hashed(&m, &mon, &r),
+        hashed(&rm, &rmon, &Renaming::default())
     );
     let rename = |i: &fence::Input| fence::Input::new(i.at, i.kind.renamed(&r));
     let alphabet: Vec<_> = m.alphabet(&bounds).iter().map(rename).collect();

@@ -11,6 +11,7 @@
 //! instant in worker order, so two workers are not interchangeable even when they start alike.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
 
 use super::machine::{Ack, Binding, Event, FenceState, Wait, Worker};
 use super::table::{Request, Row, Table};
@@ -53,6 +54,64 @@ impl Renaming {
     /// A (token, req) key, renamed.
     pub fn key(&self, (token, req): &(Token, Req)) -> (Token, Req) {
         (self.token(token), self.req(req))
+    }
+
+    /// The new name of a token, borrowed: for hashing a renamed value without building it.
+    pub(crate) fn token_ref<'a>(&'a self, token: &'a str) -> &'a str {
+        self.tokens.get(token).map_or(token, String::as_str)
+    }
+
+    /// The new name of a request id, borrowed.
+    pub(crate) fn req_ref<'a>(&'a self, req: &'a str) -> &'a str {
+        self.reqs.get(req).map_or(req, String::as_str)
+    }
+
+    /// Hashes a set of names, renamed, in the order of their new names.
+    pub(crate) fn hash_set<'a, H: Hasher>(names: impl Iterator<Item = &'a str>, h: &mut H) {
+        let mut names: Vec<&str> = names.collect();
+        names.sort_unstable();
+        names.hash(h);
+    }
+
+    /// Hashes a map's entries by their renamed keys, in the order of those keys.
+    pub(crate) fn hash_entries<K: Ord + Hash, V, H: Hasher>(
+        mut entries: Vec<(K, V)>,
+        h: &mut H,
+        mut value: impl FnMut(&V, &mut H),
+    ) {
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        entries.len().hash(h);
+        for (k, v) in &entries {
+            k.hash(h);
+            value(v, h);
+        }
+    }
+
+    /// Hashes a reply as it is once renamed.
+    pub(crate) fn hash_reply<H: Hasher>(&self, reply: &Reply, h: &mut H) {
+        let token = reply.token.as_deref().map(|t| self.token_ref(t));
+        (
+            reply.ok,
+            reply.status,
+            token,
+            reply.owner_message_generation,
+        )
+            .hash(h);
+        (reply.row_absent, reply.generation_mismatch, &reply.error).hash(h);
+    }
+
+    /// Hashes a request as it is once renamed.
+    pub(crate) fn hash_request<H: Hasher>(&self, r: &Request, h: &mut H) {
+        let token = self.token_ref(&r.token);
+        (
+            r.action,
+            token,
+            &r.root,
+            &r.task,
+            r.outcome,
+            r.expected_generation,
+        )
+            .hash(h);
     }
 }
 
@@ -151,6 +210,50 @@ impl FenceState {
                 .collect(),
             tasks: self.tasks.clone(),
         }
+    }
+}
+
+impl FenceState {
+    /// Hashes the state as [`FenceState::renamed`] would make it, without making it (maps keyed
+    /// by names in the order of their new names): what a symmetry reduction fingerprints, once
+    /// per labeling tried. Equal renamed states hash equal; it is not `Hash` of the renamed one.
+    pub fn hash_renamed<H: Hasher>(&self, r: &Renaming, h: &mut H) {
+        self.now.hash(h);
+        self.table.rows.len().hash(h);
+        for (root, row) in &self.table.rows {
+            let token = r.token_ref(&row.token);
+            (root, token, &row.root, &row.task, row.status).hash(h);
+            (row.owner_message_generation, row.outcome).hash(h);
+        }
+        self.queue.len().hash(h);
+        for e in &self.queue {
+            (&e.worker, r.req_ref(&e.req)).hash(h);
+            r.hash_request(&e.request, h);
+        }
+        let mailbox = self.mailbox.iter();
+        let mailbox = mailbox.map(|((t, q), a)| ((r.token_ref(t), r.req_ref(q)), a));
+        Renaming::hash_entries(mailbox.collect(), h, |a, h| {
+            (r.token_ref(&a.token), r.req_ref(&a.req), a.written_at).hash(h);
+            r.hash_reply(&a.reply, h);
+        });
+        self.workers.len().hash(h);
+        for (id, w) in &self.workers {
+            (id, w.path, &w.task, &w.root).hash(h);
+            let binding = w.binding.as_ref();
+            binding
+                .map(|b| (r.token_ref(&b.token), b.generation))
+                .hash(h);
+            w.sealed_token.as_deref().map(|t| r.token_ref(t)).hash(h);
+            w.unanswered_end.as_deref().map(|t| r.token_ref(t)).hash(h);
+            w.waiting.is_some().hash(h);
+            if let Some(x) = &w.waiting {
+                let (token, req) = (r.token_ref(&x.token), r.req_ref(&x.req));
+                (x.action, token, req, x.attempt, x.deadline_at).hash(h);
+                r.hash_request(&x.request, h);
+            }
+            Renaming::hash_set(w.used_reqs.iter().map(|q| r.req_ref(q)), h);
+        }
+        self.tasks.hash(h);
     }
 }
 
