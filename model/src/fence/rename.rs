@@ -6,7 +6,8 @@
 //! with a worker, task or root id. So a renaming that maps valid ids to valid ids, keeps the
 //! malformed ones, and fixes every name still to be drawn, maps runs to runs: the state reached by
 //! the renamed inputs is the renamed state, the monitor remembers the renamed facts and finds the
-//! same violations. The explorer's symmetry reduction rests on this (`checks/src/explore/`).
+//! same violations. The explorer's symmetry reduction rests on this (`checks/src/explore/`),
+//! and fingerprints a state by hashing it as renamed (`hash_renamed`), without building it.
 //! Worker, task and root ids are not renamed: the machine processes waits that run out at one
 //! instant in worker order, so two workers are not interchangeable even when they start alike.
 
