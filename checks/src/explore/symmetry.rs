@@ -1,8 +1,8 @@
 //! Symmetry reduction for the fence explorer (TLC's symmetry sets, stateright's
 //! `Representative`): a state is known by its class under a renaming of tokens and request ids.
 //!
-//! **What is interchangeable.** A token or `req` is a name the model only compares
-//! (`turnfence_model::fence::rename`), and the alphabet draws each fresh one from a pool by the
+//! **What is interchangeable.** A token or `req` is a name the model only compares (it orders
+//! acks by name only past 256 of them; `turnfence_model::fence::rename`), and the alphabet draws each fresh one from a pool by the
 //! number of requests sent so far, the same in every state of a class. So any renaming among the
 //! names already drawn — fixing the malformed `../x`, which the supervisor tells apart, and every
 //! name still to be drawn — maps the explorer's runs to its runs, and a state to one with the

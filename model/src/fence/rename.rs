@@ -2,12 +2,14 @@
 //! through a state, a monitor's memory and an input.
 //!
 //! The model treats a token or a `req` only by equality and by its form (`valid_id`,
-//! `normalize`); it never orders them, never reads their characters, and never compares one
-//! with a worker, task or root id. So a renaming that maps valid ids to valid ids, keeps the
-//! malformed ones, and fixes every name still to be drawn, maps runs to runs: the state reached by
-//! the renamed inputs is the renamed state, the monitor remembers the renamed facts and finds the
-//! same violations. The explorer's symmetry reduction rests on this (`checks/src/explore/`),
-//! and fingerprints a state by hashing it as renamed (`hash_renamed`), without building it.
+//! `normalize`): beyond that it never reads one, never compares one with a worker, task or root
+//! id, and orders them only to choose which acks of one age to prune past 256 (more acks than
+//! any explored bound set holds). So within those bounds a renaming that maps valid ids to valid
+//! ids, keeps the malformed ones, and fixes every name still to be drawn, maps runs to runs:
+//! the state the renamed inputs reach is the renamed state, the monitor remembers the renamed
+//! facts and finds the same violations. The explorer's symmetry reduction rests on this
+//! (`checks/src/explore/`), and fingerprints a state by hashing it as renamed
+//! (`hash_renamed`), without building it.
 //! Worker, task and root ids are not renamed: the machine processes waits that run out at one
 //! instant in worker order, so two workers are not interchangeable even when they start alike.
 
