@@ -63,8 +63,8 @@ impl Monitor {
         }
     }
 
-    /// Hashes the memory [`Monitor::fingerprint`] hashes, as [`Monitor::renamed`] would make it,
-    /// without making it (maps keyed by names in the order of their new names).
+    /// Hashes the memory [`crate::Monitor::fingerprint`] hashes, as [`Monitor::renamed`] would
+    /// make it, without making it (maps keyed by names in the order of their new names).
     pub fn hash_renamed<H: Hasher>(&self, r: &Renaming, h: &mut H) {
         self.now.hash(h);
         self.rows.len().hash(h);
