@@ -2,23 +2,25 @@
 //! `Representative`): a state is known by its class under a renaming of tokens and request ids.
 //!
 //! **What is interchangeable.** A token or `req` is a name the model only compares (it orders
-//! acks by name only past 256 of them; `turnfence_model::fence::rename`), and the alphabet draws each fresh one from a pool by the
-//! number of requests sent so far, the same in every state of a class. So any renaming among the
-//! names already drawn — fixing the malformed `../x`, which the supervisor tells apart, and every
-//! name still to be drawn — maps the explorer's runs to its runs, and a state to one with the
-//! same future. **Not** interchangeable: the workers (the explorer's `w0` and `w1` start alike
-//! in the `transport` bounds, yet the machine re-sends waits that run out at one instant in
-//! worker order, so `w0`'s re-send is queued first; and the `queue` bounds finish task `root-a`
-//! by name), the roots (`root-a` takes the owner messages) and the direct worker.
+//! acks by name only past 256 of them; `turnfence_model::fence::rename`), and the alphabet
+//! draws each fresh one from a pool by the number of requests sent so far, the same in every
+//! state of a class. So any renaming among the names already drawn — fixing the malformed
+//! `../x`, which the supervisor tells apart, and every name still to be drawn — maps the
+//! explorer's runs to its runs, and a state to one with the same future. **Not**
+//! interchangeable: the workers (the explorer's `w0` and `w1` start alike in the `transport`
+//! bounds, yet the machine re-sends waits that run out at one instant in worker order, so `w0`'s
+//! re-send is queued first; and the `queue` bounds finish task `root-a` by name), the roots
+//! (`root-a` takes the owner messages) and the direct worker.
 //!
 //! **The canonical form.** Each worker's requests are sequential, so a req belongs to one worker,
 //! and each req went out with one token (the monitor's record of requests). A labeling orders
 //! every worker's valid reqs (workers in their fixed order), labels them `q0, q1, …` in that
 //! order, and labels each token `t0, t1, …` where a req first carries it; `../x` keeps its name
-//! and labels its token in its worker's last place. The class's fingerprint is the least over
+//! and labels its token in its worker's last place. The class's fingerprint is the least, over
 //! every order of each worker's reqs that sorts them by what the machine shows of them (waiting,
 //! queued, acked: no name in it), ties tried every way — at most 3! = 6 orders at the CI bounds,
-//! one in most states. Any renaming of the drawn names permutes these labelings among
+//! one in most states — of the state and the monitor's memory hashed as that labeling renames
+//! them (never built). Any renaming of the drawn names permutes these labelings among
 //! themselves, so two states share the least exactly when a renaming maps one onto the other:
 //! the form is exact, not merely sound (tested against every renaming in `tests/it/symmetry.rs`).
 

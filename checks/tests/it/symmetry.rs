@@ -127,7 +127,8 @@ fn with_and_without(out: &mut String, name: &str, bounds: &FenceBounds) {
     assert_eq!(reduced.depth, plain.depth, "{name}: depth changed");
     writeln!(
         out,
-        "fence {name} {}: {} states, {} transitions without; {} classes by brute force; with: {} states, {} transitions, depth {}; states ×{:.3} fewer",
+        "fence {name} {}: {} states, {} transitions without; {} classes by brute force; \
+         with: {} states, {} transitions, depth {}; states ×{:.3} fewer",
         serde_json::to_string(bounds).unwrap(),
         plain.states,
         plain.transitions,
