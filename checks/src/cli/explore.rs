@@ -14,14 +14,15 @@ use turnfence_model::Invariant;
 use super::{on_machine, write_junit, Driven, Named, Task};
 
 /// Explores machine `M` (with the flaw planted, if one is named) within each bound set, up to
-/// `depth` inputs.
+/// `depth` inputs; with `symmetry`, up to a renaming of its interchangeable names.
 pub fn run<M: Named>(
     depth: usize,
     flaw: Option<&str>,
     custom: Option<&str>,
+    symmetry: bool,
     junit_path: Option<&Path>,
 ) -> ExitCode {
-    let walks = bound_sets::<M>(custom).and_then(|_| {
+    let walks = bound_sets::<M>(custom, symmetry).and_then(|_| {
         on_machine::<M, _>(
             flaw,
             None,
@@ -29,6 +30,7 @@ pub fn run<M: Named>(
                 depth,
                 flaw,
                 custom,
+                symmetry,
                 junit_path,
             },
         )
@@ -42,14 +44,32 @@ pub fn run<M: Named>(
     }
 }
 
-/// The bound sets to explore: the CI's, or the ones given as JSON.
-fn bound_sets<M: Driven>(custom: Option<&str>) -> Result<Vec<(&'static str, M::Bounds)>, String> {
-    match custom {
-        None => Ok(M::ci_bounds()),
+/// The bound sets to explore: the CI's, or the ones given as JSON; each with symmetry on if
+/// asked.
+fn bound_sets<M: Driven>(
+    custom: Option<&str>,
+    symmetry: bool,
+) -> Result<Vec<(&'static str, M::Bounds)>, String> {
+    let sets = match custom {
+        None => M::ci_bounds(),
         Some(text) => serde_json::from_str(text)
             .map(|b| vec![("custom", b)])
-            .map_err(|e| format!("bad --bounds: {e}")),
+            .map_err(|e| format!("bad --bounds: {e}"))?,
+    };
+    if !symmetry {
+        return Ok(sets);
     }
+    sets.into_iter()
+        .map(|(name, b)| {
+            let on = M::with_symmetry(&b).ok_or_else(|| {
+                format!(
+                    "--symmetry: the {} machine has no interchangeable names",
+                    M::NAME
+                )
+            })?;
+            Ok((name, on))
+        })
+        .collect()
 }
 
 /// Every bound set walked, on whichever machine was chosen.
@@ -57,6 +77,7 @@ struct Walks<'a> {
     depth: usize,
     flaw: Option<&'a str>,
     custom: Option<&'a str>,
+    symmetry: bool,
     junit_path: Option<&'a Path>,
 }
 
@@ -66,7 +87,7 @@ impl Task for Walks<'_> {
     fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Result<ExitCode, String> {
         let mut code = ExitCode::SUCCESS;
         let mut union = Union::default();
-        let sets = bound_sets::<M>(self.custom)?;
+        let sets = bound_sets::<M>(self.custom, self.symmetry)?;
         let count = sets.len();
         let mut cases = Vec::new();
         for (name, bounds) in sets {

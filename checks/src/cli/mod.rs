@@ -128,6 +128,10 @@ enum Command {
         /// "deltas_per_turn":2,"deadline_ms":100,"client":true}').
         #[arg(long)]
         bounds: Option<String>,
+        /// Explore every bound set up to a renaming of its interchangeable names (symmetry
+        /// reduction: the fence machine's tokens and request ids), one state per class.
+        #[arg(long)]
+        symmetry: bool,
         /// Also write the outcome as JUnit XML to this file (a test case per bound set, and one
         /// for the coverage of their union).
         #[arg(long)]
@@ -201,10 +205,17 @@ pub fn run(cli: Cli) -> ExitCode {
             depth,
             flaw,
             bounds,
+            symmetry,
             junit,
         } => by_machine!(
             machine,
-            explore::run(depth, flaw.as_deref(), bounds.as_deref(), junit.as_deref())
+            explore::run(
+                depth,
+                flaw.as_deref(),
+                bounds.as_deref(),
+                symmetry,
+                junit.as_deref()
+            )
         ),
         Command::Replay { file } => replay::replay(&file),
         Command::Promote { file, fixtures } => replay::promote(&file, &fixtures),

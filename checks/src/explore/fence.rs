@@ -26,6 +26,10 @@ pub struct FenceBounds {
     pub queue: bool,
     /// Also send the malformed requests (bad req, invalid action).
     pub malformed: bool,
+    /// Explore up to a renaming of tokens and request ids (symmetry reduction, `super::symmetry`):
+    /// one state per class. Off unless asked for, and then not written out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symmetry: bool,
 }
 
 /// The workers every exploration starts with: two pooled tasks of one root (its owner and a
@@ -167,6 +171,7 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
                     owner_messages: 1,
                     queue: false,
                     malformed: true,
+                    symmetry: false,
                 },
             ),
             (
@@ -176,6 +181,7 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
                     owner_messages: 1,
                     queue: true,
                     malformed: false,
+                    symmetry: false,
                 },
             ),
         ]
@@ -188,6 +194,7 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
             owner_messages: 1,
             queue: true,
             malformed: true,
+            symmetry: false,
         }
     }
 
@@ -212,6 +219,21 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
 
     fn coverage() -> Coverage {
         coverage()
+    }
+
+    fn symmetry(bounds: &FenceBounds) -> bool {
+        bounds.symmetry
+    }
+
+    fn with_symmetry(bounds: &FenceBounds) -> Option<FenceBounds> {
+        Some(FenceBounds {
+            symmetry: true,
+            ..bounds.clone()
+        })
+    }
+
+    fn canonical_fingerprint(&self, monitor: &fence::Monitor) -> u64 {
+        super::symmetry::canonical_fingerprint(self, monitor)
     }
 
     fn covered(&self, input: &fence::Input, outputs: &[fence::Output]) -> Vec<String> {

@@ -2,9 +2,12 @@
 //! named bounds, one state per distinct (machine state, monitor memory) fingerprint, every
 //! invariant checked on every transition, and the first violation found is a shortest
 //! counterexample (breadth-first order). Coverage records which (phase, input) pairs and reply
-//! kinds the bounds reach, so a bound that hides a behaviour fails the build.
+//! kinds the bounds reach, so a bound that hides a behaviour fails the build. With symmetry
+//! (a bound set's opt-in) a state is known by its class under a renaming of interchangeable
+//! names (`symmetry`), and only one state of each class is expanded.
 
 pub mod fence;
+pub mod symmetry;
 pub mod turn;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -48,6 +51,24 @@ pub trait Explore: Machine {
 
     /// The points the bounds must reach between them, and the ones impossible, with reasons.
     fn coverage() -> Coverage;
+
+    /// Whether the bounds ask for symmetry reduction: one explored state per class of states
+    /// that a renaming of interchangeable names maps onto each other. None by default.
+    fn symmetry(_: &Self::Bounds) -> bool {
+        false
+    }
+
+    /// The bounds with symmetry reduction on, if the machine has interchangeable names.
+    fn with_symmetry(_: &Self::Bounds) -> Option<Self::Bounds> {
+        None
+    }
+
+    /// A fingerprint of the state's class under that renaming: the same for two states one
+    /// renaming maps onto each other, different for any two it does not (up to a hash
+    /// collision). By default the state's own [`fingerprint`].
+    fn canonical_fingerprint(&self, monitor: &Self::Monitor) -> u64 {
+        fingerprint(self, monitor)
+    }
 }
 
 /// The machine after its [`Explore::prelude`], and a monitor that saw it: where exploration starts.
@@ -112,8 +133,18 @@ pub fn explore<M: Explore>(
     progress: &mut dyn FnMut(usize, usize, usize),
 ) -> ExploredBy<M> {
     let (start, monitor) = start(&|| make().bounded(bounds));
+    // Under symmetry a state is known by its class; the frontier and the paths keep the states
+    // and inputs as they were, so a counterexample replays as recorded.
+    let symmetric = M::symmetry(bounds);
+    let key = |m: &M, mon: &M::Monitor| {
+        if symmetric {
+            m.canonical_fingerprint(mon)
+        } else {
+            fingerprint(m, mon)
+        }
+    };
     let mut seen: HashMap<u64, ()> = HashMap::new();
-    seen.insert(fingerprint(&start, &monitor), ());
+    seen.insert(key(&start, &monitor), ());
     // For each visited state: its parent and the input that led to it.
     let mut parents: Vec<(usize, Option<M::Input>)> = vec![(0, None)];
     let mut frontier = VecDeque::new();
@@ -173,7 +204,7 @@ pub fn explore<M: Explore>(
                 result.counterexample = Some((path, b));
                 return result;
             }
-            if seen.insert(fingerprint(&m, &mon), ()).is_none() {
+            if seen.insert(key(&m, &mon), ()).is_none() {
                 parents.push((node.index, Some(input)));
                 result.states += 1;
                 frontier.push_back(Node {

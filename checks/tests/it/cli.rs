@@ -405,6 +405,36 @@ fn explore_says_its_verdict_first() {
     assert!(errored.is_empty());
 }
 
+/// `explore --symmetry` explores the fence machine up to a renaming of tokens and request ids
+/// (the bounds it prints say so, and it finds fewer states); the turn machine has no
+/// interchangeable names, an input error.
+#[test]
+fn explore_with_symmetry_reduces_the_fence_and_refuses_the_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let bounds = r#"{"requests":2,"owner_messages":1,"queue":false,"malformed":true}"#;
+    let states = |symmetry: bool| {
+        let mut args = vec!["explore", "--machine", "fence", "--bounds", bounds];
+        if symmetry {
+            args.push("--symmetry");
+        }
+        let out = turnfence(&args, dir.path());
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(text.contains(r#""symmetry":true"#), symmetry, "{text}");
+        let line = text.lines().nth(1).unwrap().to_owned();
+        let (_, rest) = line.split_once("machine): ").unwrap();
+        rest.split(' ').next().unwrap().parse::<usize>().unwrap()
+    };
+    assert!(states(true) < states(false));
+    let out = turnfence(&["explore", "--machine", "turn", "--symmetry"], dir.path());
+    assert_exit(&out, 2, &out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the turn machine has no interchangeable names"),
+        "{err}"
+    );
+}
+
 /// `fuzz --junit` writes the run as a test case.
 #[test]
 fn fuzz_writes_junit() {

@@ -19,6 +19,7 @@ mod recorder;
 mod schema;
 mod snapshots;
 mod streaming;
+mod symmetry;
 mod third_machine;
 
 use std::collections::BTreeSet;

@@ -17,12 +17,14 @@ fn stateright_and_the_explorer_agree_on_the_state_space() {
             owner_messages: 1,
             queue: true,
             malformed: false,
+            symmetry: false,
         },
         FenceBounds {
             requests: 2,
             owner_messages: 0,
             queue: false,
             malformed: true,
+            symmetry: false,
         },
     ] {
         let ours = explore::exhaustive::<FenceMachine>(&FenceMachine::new, &bounds);

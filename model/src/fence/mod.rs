@@ -5,6 +5,7 @@ mod flaw;
 pub mod invariants;
 mod machine;
 mod misuse;
+pub mod rename;
 pub mod table;
 mod types;
 

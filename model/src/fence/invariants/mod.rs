@@ -15,6 +15,7 @@ use crate::Monitor as _;
 
 mod handlers;
 mod memory;
+mod rename;
 mod rows;
 mod transport;
 mod worker_loop;

@@ -147,6 +147,16 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     /// Every fence flaw runs on the one set of rules.
     fn plant_flaw(&mut self, _: Flaw) {}
 
+    /// The machine with every token and request id renamed (`crate::fence::rename`): its
+    /// state, the outputs not yet drained (their ids unrenamed: drain first) and its plant.
+    pub fn renamed(&self, r: &super::rename::Renaming) -> FenceMachine<P> {
+        FenceMachine {
+            state: self.state.renamed(r),
+            outputs: self.outputs.clone(),
+            plant: self.plant.clone(),
+        }
+    }
+
     /// The end of the earliest wait: there it is re-sent or ends `unknown`.
     fn wait_end(&self) -> Option<Millis> {
         self.state
