@@ -26,8 +26,9 @@ pub trait Flaw: Copy + Debug + Serialize + DeserializeOwned + 'static {
     fn breaks(self) -> Self::Invariant;
 }
 
-/// Which flaw `F` a machine carries, if any: its type parameter.
-pub trait Plant<F>: Clone + Debug + Default {
+/// Which flaw `F` a machine carries, if any: its type parameter. Plain data, so a machine,
+/// planted or not, may cross threads (the explorer expands states on every core).
+pub trait Plant<F>: Clone + Debug + Default + Send + Sync {
     /// The flaw planted, if one is.
     fn planted(&self) -> Option<F>;
 }
@@ -61,7 +62,7 @@ impl<F> Planted<F> {
     }
 }
 
-impl<F: Copy + Debug> Plant<F> for Planted<F> {
+impl<F: Copy + Debug + Send + Sync> Plant<F> for Planted<F> {
     /// Never inlined, so that its symbol marks a binary holding any planted machine's code:
     /// `ci/release.sh` proves the release `turnfence` has none.
     #[inline(never)]

@@ -1,5 +1,5 @@
 //! The turn manager over threads: an implementation of its own — its state, its flags, its
-//! playback queue, its tool calls and timers ([`manager`]) — driven from the threads a production
+//! playback queue, its tool calls and timers (`turn/manager.rs`) — driven from the threads a production
 //! voice agent has: the client, the VAD, the model stream, the speaker, the tools and a timer. It
 //! never asks the model what to do; it records what each thread did (as the turn machine's
 //! inputs) and what it told the world (as observed outputs), and the checker holds that record

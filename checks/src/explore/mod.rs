@@ -13,6 +13,7 @@ pub mod turn;
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hasher};
 
+use rayon::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use turnfence_model::{Machine, Monitor};
@@ -21,10 +22,13 @@ use crate::fuzz::take;
 use turnfence_model::Violation;
 
 /// What exploration needs of a machine beyond the [`Machine`] trait: bounds, an alphabet and
-/// coverage points.
-pub trait Explore: Machine {
+/// coverage points. (States are expanded on every core: a machine, its monitor and its inputs
+/// cross threads.)
+pub trait Explore:
+    Machine<Input: Send + Sync, Monitor: Send + Sync, Invariant: Send + Sync> + Send + Sync
+{
     /// How far an exploration goes (named, serializable: `--bounds` takes them as JSON).
-    type Bounds: Clone + Serialize + DeserializeOwned;
+    type Bounds: Clone + Serialize + DeserializeOwned + Sync;
 
     /// The bound sets CI explores exhaustively; coverage is their union.
     fn ci_bounds() -> Vec<(&'static str, Self::Bounds)>;
@@ -164,60 +168,107 @@ pub fn explore<M: Explore>(
         counterexample: None,
         deepest: Vec::new(),
     };
+    // Level by level: the states of one depth are expanded on every core (rayon), a slice of
+    // them at a time, and their successors then taken in order — the order a single thread
+    // takes them in — so the counts, the states kept and the first counterexample are the same
+    // whatever the number of threads.
     let mut level = 0;
-    while let Some(node) = frontier.pop_front() {
-        if node.depth != level {
-            progress(node.depth, frontier.len() + 1, result.states);
-            level = node.depth;
+    while !frontier.is_empty() {
+        let depth = frontier.front().map_or(0, |n: &Node<M>| n.depth);
+        if depth != level {
+            progress(depth, frontier.len(), result.states);
+            level = depth;
         }
-        result.depth = result.depth.max(node.depth);
-        if node.depth >= max_depth {
-            if !result.truncated {
-                result.deepest = path_to(&parents, node.index);
-            }
+        result.depth = result.depth.max(depth);
+        if depth >= max_depth {
+            result.deepest = path_to(&parents, frontier.front().map_or(0, |n| n.index));
             result.truncated = true;
-            continue;
+            break;
         }
-        for input in node.machine.alphabet(bounds) {
-            let mut m = node.machine.clone();
-            let (steps, ok) = take(&mut m, &input);
-            if !ok {
-                continue;
-            }
-            result.transitions += 1;
-            let mut mon = node.monitor.clone();
-            let mut broken = Vec::new();
-            for step in &steps {
-                broken.extend(mon.observe(step));
-            }
-            let outputs: Vec<M::Output> = steps.into_iter().flat_map(|s| s.outputs).collect();
-            result
-                .coverage
-                .extend(node.machine.covered(&input, &outputs));
-            result.reached.extend(mon.reached().iter().copied());
-            if let Some(b) = broken
-                .into_iter()
-                .find(|b| target.is_none_or(|t| b.invariant == t))
-            {
-                let mut path = path_to(&parents, node.index);
-                path.push(input.clone());
-                result.counterexample = Some((path, b));
-                return result;
-            }
-            if seen.insert(key(&m, &mon), ()).is_none() {
-                parents.push((node.index, Some(input)));
-                result.states += 1;
-                frontier.push_back(Node {
-                    machine: m,
-                    monitor: mon,
-                    index: parents.len() - 1,
-                    depth: node.depth + 1,
-                });
+        let current: Vec<Node<M>> = frontier.drain(..).collect();
+        for slice in current.chunks(EXPANDED_AT_ONCE) {
+            let expanded: Vec<Vec<Successor<M>>> = slice
+                .par_iter()
+                .map(|node| expand(node, bounds, &key))
+                .collect();
+            for (node, successors) in slice.iter().zip(expanded) {
+                for s in successors {
+                    result.transitions += 1;
+                    result.coverage.extend(s.covered);
+                    result.reached.extend(s.monitor.reached().iter().copied());
+                    if let Some(b) = s
+                        .broken
+                        .into_iter()
+                        .find(|b| target.is_none_or(|t| b.invariant == t))
+                    {
+                        let mut path = path_to(&parents, node.index);
+                        path.push(s.input);
+                        result.counterexample = Some((path, b));
+                        return result;
+                    }
+                    if seen.insert(s.key, ()).is_none() {
+                        parents.push((node.index, Some(s.input)));
+                        result.states += 1;
+                        frontier.push_back(Node {
+                            machine: s.machine,
+                            monitor: s.monitor,
+                            index: parents.len() - 1,
+                            depth: depth + 1,
+                        });
+                    }
+                }
             }
         }
     }
     progress(level + 1, 0, result.states);
     result
+}
+
+/// How many states of one depth are expanded together before their successors are taken: it
+/// bounds the successors held at once (duplicates included) to this many states' worth.
+const EXPANDED_AT_ONCE: usize = 4_096;
+
+/// One input taken from a state: where it leads, what it covered and broke.
+struct Successor<M: Machine> {
+    input: M::Input,
+    machine: M,
+    monitor: M::Monitor,
+    key: u64,
+    covered: Vec<String>,
+    broken: Vec<Violation<M::Invariant>>,
+}
+
+/// Every input of the alphabet taken from `node`, in the alphabet's order (refused ones left
+/// out): the part of exploring that runs on every core.
+fn expand<M: Explore>(
+    node: &Node<M>,
+    bounds: &M::Bounds,
+    key: &(impl Fn(&M, &M::Monitor) -> u64 + Sync),
+) -> Vec<Successor<M>> {
+    let mut out = Vec::new();
+    for input in node.machine.alphabet(bounds) {
+        let mut m = node.machine.clone();
+        let (steps, ok) = take(&mut m, &input);
+        if !ok {
+            continue;
+        }
+        let mut mon = node.monitor.clone();
+        let mut broken = Vec::new();
+        for step in &steps {
+            broken.extend(mon.observe(step));
+        }
+        let outputs: Vec<M::Output> = steps.into_iter().flat_map(|s| s.outputs).collect();
+        let covered = node.machine.covered(&input, &outputs);
+        out.push(Successor {
+            key: key(&m, &mon),
+            input,
+            machine: m,
+            monitor: mon,
+            covered,
+            broken,
+        });
+    }
+    out
 }
 
 /// Explores every state within the bounds, with no depth bound and no progress: what tests,

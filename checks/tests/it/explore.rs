@@ -100,3 +100,58 @@ fn small_exploration_is_exhaustive_and_pinned() {
     );
     crate::snapshot_settings().bind(|| insta::assert_snapshot!("explore_counts_small", counts));
 }
+
+/// Explores on a pool of `threads` threads.
+fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    pool.install(f)
+}
+
+/// The explorer expands states on every core, and its results do not depend on how many: one
+/// thread and three give the same counts, coverage and invariants reached at a bound set, and the
+/// same shortest counterexample for a planted flaw (its path, input by input, and its violation).
+#[test]
+fn exploration_is_the_same_on_any_number_of_threads() {
+    use turnfence_model::turn::Flaw as TurnFlaw;
+    use turnfence_model::Plantable;
+
+    let b = TurnBounds {
+        turns: 1,
+        children_per_turn: 2,
+        deltas_per_turn: 1,
+        deadline_ms: 100,
+        client: false,
+        profile: None,
+    };
+    let one = on_threads(1, || {
+        explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b)
+    });
+    let many = on_threads(3, || {
+        explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b)
+    });
+    assert_eq!(
+        (one.states, one.transitions, one.depth),
+        (many.states, many.transitions, many.depth)
+    );
+    assert_eq!(one.coverage, many.coverage);
+    assert_eq!(one.reached, many.reached);
+
+    let hunt = <TurnMachine as Explore>::hunt_bounds();
+    for flaw in [
+        TurnFlaw::DeliverAfterStop,
+        TurnFlaw::UninterruptibleIsPaused,
+    ] {
+        let make = move || TurnMachine::with_flaw(flaw);
+        let run = |threads| {
+            on_threads(threads, || {
+                explore::explore(&make, &hunt, 4, None, &mut |_, _, _| {}).counterexample
+            })
+        };
+        let (one, many) = (run(1), run(3));
+        assert!(one.is_some(), "{flaw:?} found");
+        assert_eq!(one, many, "{flaw:?}");
+    }
+}
