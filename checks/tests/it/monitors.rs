@@ -125,3 +125,59 @@ fn a_named_check_reports_its_own_invariant_alone() {
         assert_eq!(found.len(), in_all, "{}", invariant.name());
     }
 }
+
+/// An uninterruptible turn speaking when the user speaks (livekit-agents: accepted with
+/// `interruptible: false`, a delta delivered, then speech), run by `machine`.
+fn speech_over_an_uninterruptible_turn<M>(machine: &mut M) -> Vec<turnfence_model::turn::Step>
+where
+    M: turnfence_model::Machine<
+        Input = turnfence_model::turn::Input,
+        Output = turnfence_model::turn::Output,
+    >,
+{
+    let inputs: Vec<turnfence_model::turn::Input> = [
+        r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio","interruptible":false}"#,
+        r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":15,"input":"speech_started","confidence":0.9}"#,
+    ]
+    .iter()
+    .map(|line| serde_json::from_str(line).expect("an input"))
+    .collect();
+    let (steps, refused) = turnfence_model::run(machine, &inputs);
+    assert!(refused.is_none(), "{refused:?}");
+    steps
+}
+
+/// `uninterruptible_output_survives` has a named check of its own, like every invariant: alone,
+/// it finds speech pausing an uninterruptible turn (the planted flaw `uninterruptible_is_paused`)
+/// in the speech's step, though its monitor judges nothing else — it decides no pauses.
+#[test]
+fn the_uninterruptible_check_alone_finds_speech_pausing_an_uninterruptible_turn() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Flaw, TurnMachine};
+
+    let steps = speech_over_an_uninterruptible_turn(&mut TurnMachine::with_flaw(
+        Flaw::UninterruptibleIsPaused,
+    ));
+    let found = turn::invariants::uninterruptible_output_survives(&steps);
+    let at: Vec<(turn::Invariant, usize)> = found.iter().map(|v| (v.invariant, v.step)).collect();
+    assert_eq!(at, [(turn::Invariant::UninterruptibleOutputSurvives, 2)]);
+}
+
+/// `uninterruptible_output_survives` is put to the test (its `sometimes`) by speech over an
+/// uninterruptible turn still speaking: the correct livekit-agents run reaches it and breaks
+/// nothing.
+#[test]
+fn speech_over_a_speaking_uninterruptible_turn_puts_it_to_the_test() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Profile, TurnMachine};
+
+    let steps =
+        speech_over_an_uninterruptible_turn(&mut TurnMachine::with_profile(Profile::LivekitAgents));
+    let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
+    let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    assert!(found.is_empty(), "{found:?}");
+    assert!(monitor
+        .reached()
+        .contains(&turn::Invariant::UninterruptibleOutputSurvives));
+}
