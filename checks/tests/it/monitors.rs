@@ -181,3 +181,44 @@ fn speech_over_a_speaking_uninterruptible_turn_puts_it_to_the_test() {
         .reached()
         .contains(&turn::Invariant::UninterruptibleOutputSurvives));
 }
+
+/// A profile is found by the name the meta line and `--profile` give it, and judges the lab's
+/// eleven invariants plus its own three: `openai-realtime` the audio and response ones,
+/// `livekit-agents` the tool and interruption ones.
+#[test]
+fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{Invariant, Profile};
+
+    for p in Profile::ALL {
+        assert_eq!(Profile::from_name(p.name()), Some(*p));
+    }
+    assert_eq!(Profile::from_name("openai"), None);
+    let names = |p: Profile| p.invariants().map(|i| i.name()).collect::<Vec<_>>();
+    let lab = names(Profile::Lab);
+    assert_eq!(lab.len(), 11, "{lab:?}");
+    let own = |p: Profile| {
+        names(p)
+            .into_iter()
+            .filter(|n| !lab.contains(n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        own(Profile::OpenaiRealtime),
+        [
+            Invariant::TruncatedToHeard.name(),
+            Invariant::OneActiveResponse.name(),
+            Invariant::CancelTargetsItsResponse.name()
+        ]
+    );
+    assert_eq!(
+        own(Profile::LivekitAgents),
+        [
+            Invariant::ToolCallSettled.name(),
+            Invariant::InterruptionDecidedOnce.name(),
+            Invariant::UninterruptibleOutputSurvives.name()
+        ]
+    );
+    assert_eq!(names(Profile::OpenaiRealtime).len(), 14);
+    assert_eq!(names(Profile::LivekitAgents).len(), 14);
+}
