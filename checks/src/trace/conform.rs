@@ -15,7 +15,7 @@ use serde_json::Value;
 use turnfence_model::turn::Profile;
 use turnfence_model::{Invariant, Machine, Millis};
 
-use super::{Finding, FindingKind, InputError};
+use super::{limits, Finding, FindingKind, InputError};
 
 mod end;
 
@@ -498,6 +498,21 @@ impl<M: Conform> SessionCheck<M> {
         if let Some(kept) = &mut self.hidden_kept {
             kept.push(value_of(input).to_string());
         }
+    }
+
+    /// How many outputs the machine produced that the trace has not shown yet, of every kind.
+    pub fn pending_outputs(&self) -> usize {
+        self.pending.values().map(VecDeque::len).sum()
+    }
+
+    /// Holding more outputs unshown than [`limits::MAX_PENDING_OUTPUTS`] is an input error at
+    /// `line`, the line that made it hold them.
+    pub fn held(&self, line: usize) -> Result<(), InputError> {
+        let pending = self.pending_outputs();
+        if pending > limits::MAX_PENDING_OUTPUTS {
+            return Err(limits::too_many_pending(line, &self.session, pending));
+        }
+        Ok(())
     }
 
     /// How many hidden inputs the checker supplied for this session.

@@ -1,6 +1,8 @@
 //! A limit on everything a trace can make the checker hold (TigerBeetle's habit): a line's
-//! length, an id's length, the sessions open at once. Each is an input error of its own, with
-//! the line, so a hostile or broken log cannot make `check` hold more than it says here.
+//! length, an id's length, the sessions open at once, the outputs a session holds unshown. Each
+//! is an input error of its own, with the line, so a hostile or broken log cannot make `check`
+//! hold more than it says here. (The model bounds the rest of a session: turns, children,
+//! stored events, buffered frames; those are refusals of the model, `turnfence_model::turn`.)
 
 use super::InputError;
 
@@ -13,6 +15,12 @@ pub const MAX_ID_BYTES: usize = 256;
 
 /// The most sessions open at once.
 pub const MAX_OPEN_SESSIONS: usize = 1 << 16;
+
+/// The most outputs one session holds pending: produced by the machine (for an input of the trace
+/// or a hidden step the checker supplied) and not yet shown by the trace. A log that never shows
+/// an output kind leaves each such output pending until the session ends, so a session may hold
+/// up to this many; beyond it, the trace is refused rather than held.
+pub const MAX_PENDING_OUTPUTS: usize = 1 << 16;
 
 /// Keys whose strings are free text rather than ids.
 const FREE_TEXT: [&str; 5] = ["text", "story", "source", "error", "message"];
@@ -70,6 +78,17 @@ pub fn too_many_sessions(line: usize) -> InputError {
         line,
         format!(
             "more than {MAX_OPEN_SESSIONS} sessions open at once (end some with `session_end`)"
+        ),
+    )
+}
+
+/// A session holding more than [`MAX_PENDING_OUTPUTS`] outputs its trace has not shown.
+pub fn too_many_pending(line: usize, session: &str, pending: usize) -> InputError {
+    InputError::at(
+        line,
+        format!(
+            "session {session:?} holds {pending} outputs the trace has not shown, more than the \
+             limit of {MAX_PENDING_OUTPUTS} (show them, or end the session with `session_end`)"
         ),
     )
 }

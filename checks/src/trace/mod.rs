@@ -440,6 +440,7 @@ impl<S: Conform> Checker<S> {
                 let s = self.sessions.get(&session, line)?;
                 s.advance(S::at(&input), line)?;
                 s.input(&input, line);
+                s.held(line)?;
                 self.open_peak();
                 Ok(())
             }
@@ -451,6 +452,7 @@ impl<S: Conform> Checker<S> {
                 let s = self.sessions.get(&session, line)?;
                 s.advance(at, line)?;
                 s.output(&observed, at, line);
+                s.held(line)?;
                 self.open_peak();
                 Ok(())
             }

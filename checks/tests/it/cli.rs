@@ -598,14 +598,22 @@ fn check_reads_the_dialect_from_the_meta_line() {
 
 /// The limits on what a trace can make the checker hold, each its own input error at its line:
 /// a 4 KB turn id, a line over 1 MiB (a 10 MB id is one), more sessions open at once than the
-/// limit.
+/// limit, more outputs held unshown in one session than the limit (each turn accepted while the
+/// first runs is refused, and the trace never shows the refusal: one output more a line, so the
+/// limit is passed at the line after the one that reaches it).
 #[test]
 fn check_limits_what_a_trace_can_make_it_hold() {
-    use turnfence_checks::trace::limits::{MAX_LINE_BYTES, MAX_OPEN_SESSIONS};
+    use turnfence_checks::trace::limits::{MAX_LINE_BYTES, MAX_OPEN_SESSIONS, MAX_PENDING_OUTPUTS};
     let dir = tempfile::tempdir().unwrap();
     let accept = |session: &str, turn: &str| {
         format!(
             "{{\"at\":0,\"session\":\"{session}\",\"input\":\"accept\",\"turn\":\"{turn}\",\"generation\":1,\"mode\":\"text\"}}\n"
+        )
+    };
+    let refused = |i: usize| {
+        format!(
+            "{{\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t{i}\",\"generation\":{},\"mode\":\"text\"}}\n",
+            i + 1
         )
     };
     let cases = [
@@ -636,6 +644,15 @@ fn check_limits_what_a_trace_can_make_it_hold() {
             &*format!(
                 "line {}: more than {MAX_OPEN_SESSIONS} sessions open at once",
                 MAX_OPEN_SESSIONS + 1
+            ),
+        ),
+        (
+            "pending",
+            accept("s", "t0") + &(1..=MAX_PENDING_OUTPUTS + 1).map(refused).collect::<String>(),
+            &*format!(
+                "line {}: session \"s\" holds {} outputs the trace has not shown, more than the limit of {MAX_PENDING_OUTPUTS}",
+                MAX_PENDING_OUTPUTS + 2,
+                MAX_PENDING_OUTPUTS + 1
             ),
         ),
     ];

@@ -125,3 +125,103 @@ fn a_named_check_reports_its_own_invariant_alone() {
         assert_eq!(found.len(), in_all, "{}", invariant.name());
     }
 }
+
+/// An uninterruptible turn speaking when the user speaks (livekit-agents: accepted with
+/// `interruptible: false`, a delta delivered, then speech), run by `machine`.
+fn speech_over_an_uninterruptible_turn<M>(machine: &mut M) -> Vec<turnfence_model::turn::Step>
+where
+    M: turnfence_model::Machine<
+        Input = turnfence_model::turn::Input,
+        Output = turnfence_model::turn::Output,
+    >,
+{
+    let inputs: Vec<turnfence_model::turn::Input> = [
+        r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio","interruptible":false}"#,
+        r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":15,"input":"speech_started","confidence":0.9}"#,
+        // The speech has lasted long enough to count as an interruption.
+        r#"{"at":515,"input":"tick"}"#,
+    ]
+    .iter()
+    .map(|line| serde_json::from_str(line).expect("an input"))
+    .collect();
+    let (steps, refused) = turnfence_model::run(machine, &inputs);
+    assert!(refused.is_none(), "{refused:?}");
+    steps
+}
+
+/// `uninterruptible_output_survives` has a named check of its own, like every invariant: alone,
+/// it finds speech pausing an uninterruptible turn (the planted flaw `uninterruptible_is_paused`)
+/// in the step where the speech counts, though its monitor judges nothing else — it decides no
+/// pauses.
+#[test]
+fn the_uninterruptible_check_alone_finds_speech_pausing_an_uninterruptible_turn() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Flaw, TurnMachine};
+
+    let steps = speech_over_an_uninterruptible_turn(&mut TurnMachine::with_flaw(
+        Flaw::UninterruptibleIsPaused,
+    ));
+    let found = turn::invariants::uninterruptible_output_survives(&steps);
+    let at: Vec<(turn::Invariant, usize)> = found.iter().map(|v| (v.invariant, v.step)).collect();
+    assert_eq!(at, [(turn::Invariant::UninterruptibleOutputSurvives, 3)]);
+}
+
+/// `uninterruptible_output_survives` is put to the test (its `sometimes`) by speech over an
+/// uninterruptible turn still speaking: the correct livekit-agents run reaches it and breaks
+/// nothing.
+#[test]
+fn speech_over_a_speaking_uninterruptible_turn_puts_it_to_the_test() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Profile, TurnMachine};
+
+    let steps =
+        speech_over_an_uninterruptible_turn(&mut TurnMachine::with_profile(Profile::LivekitAgents));
+    let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
+    let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    assert!(found.is_empty(), "{found:?}");
+    assert!(monitor
+        .reached()
+        .contains(&turn::Invariant::UninterruptibleOutputSurvives));
+}
+
+/// A profile is found by the name the meta line and `--profile` give it, and judges the lab's
+/// eleven invariants plus its own three: `openai-realtime` the audio and response ones,
+/// `livekit-agents` the tool and interruption ones.
+#[test]
+fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{Invariant, Profile};
+
+    for p in Profile::ALL {
+        assert_eq!(Profile::from_name(p.name()), Some(*p));
+    }
+    assert_eq!(Profile::from_name("openai"), None);
+    let names = |p: Profile| p.invariants().map(|i| i.name()).collect::<Vec<_>>();
+    let lab = names(Profile::Lab);
+    assert_eq!(lab.len(), 11, "{lab:?}");
+    let own = |p: Profile| {
+        names(p)
+            .into_iter()
+            .filter(|n| !lab.contains(n))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        own(Profile::OpenaiRealtime),
+        [
+            Invariant::TruncatedToHeard.name(),
+            Invariant::OneActiveResponse.name(),
+            Invariant::CancelTargetsItsResponse.name()
+        ]
+    );
+    assert_eq!(
+        own(Profile::LivekitAgents),
+        [
+            Invariant::ToolCallSettled.name(),
+            Invariant::InterruptionDecidedOnce.name(),
+            Invariant::UninterruptibleOutputSurvives.name()
+        ]
+    );
+    assert_eq!(names(Profile::OpenaiRealtime).len(), 14);
+    assert_eq!(names(Profile::LivekitAgents).len(), 14);
+}

@@ -76,7 +76,8 @@ impl Profile {
     }
 
     /// A turn ends when its generation does; its audio plays on downstream after it ended, and an
-    /// interruption clears that audio whatever the turn's phase.
+    /// interruption clears that audio whatever the turn's phase, and cancels any running turn,
+    /// spoken or not (VAD's `interrupt_response`: "cancel any ongoing response").
     pub fn playback_outlives_turn(self) -> bool {
         self == Profile::OpenaiRealtime
     }
@@ -84,12 +85,6 @@ impl Profile {
     /// An interrupted turn whose audio was cleared before it all played is truncated to what was
     /// heard.
     pub fn truncates_to_heard(self) -> bool {
-        self == Profile::OpenaiRealtime
-    }
-
-    /// Speech interrupts any running turn, not only one that has spoken (VAD's
-    /// `interrupt_response`: "cancel any ongoing response").
-    pub fn speech_interrupts_any_running(self) -> bool {
         self == Profile::OpenaiRealtime
     }
 
