@@ -225,3 +225,42 @@ fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own(
     assert_eq!(names(Profile::OpenaiRealtime).len(), 14);
     assert_eq!(names(Profile::LivekitAgents).len(), 14);
 }
+
+/// `interruption_decided_once`'s own check, alone, follows the user's speech: a pause is due only
+/// once the user is silent, and speaking again disarms it. Here the user stops (the resume falls
+/// due at 2 600 ms), speaks again at 700 ms and is still speaking at 3 000 ms: the correct
+/// livekit-agents machine resumes nothing, and neither the check alone nor the whole monitor finds
+/// the pause undecided.
+#[test]
+fn a_pause_is_not_due_while_the_user_speaks_again() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Input, Output, Profile, TurnMachine};
+
+    let inputs: Vec<Input> = [
+        r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio"}"#,
+        r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":15,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":515,"input":"tick"}"#,
+        r#"{"at":600,"input":"speech_stopped"}"#,
+        r#"{"at":700,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":3000,"input":"tick"}"#,
+    ]
+    .iter()
+    .map(|line| serde_json::from_str(line).expect("an input"))
+    .collect();
+    let mut machine = TurnMachine::with_profile(Profile::LivekitAgents);
+    let (steps, refused) = turnfence_model::run(&mut machine, &inputs);
+    assert!(refused.is_none(), "{refused:?}");
+    let outputs: Vec<&Output> = steps.iter().flat_map(|s| &s.outputs).collect();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::PlaybackPaused { .. })));
+    assert!(!outputs
+        .iter()
+        .any(|o| matches!(o, Output::PlaybackResumed { .. })));
+    let alone = turn::invariants::interruption_decided_once(&steps);
+    assert!(alone.is_empty(), "{alone:?}");
+    let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
+    let all: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    assert!(all.is_empty(), "{all:?}");
+}
