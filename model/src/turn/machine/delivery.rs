@@ -174,17 +174,19 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// Speech over a speaking turn: its output pauses (said once), unless the turn is
-    /// uninterruptible. Its resume is armed when the speech ends.
+    /// uninterruptible. It pauses only while the user speaks (the speech counted), so its resume
+    /// is not armed yet: the end of the speech arms it.
     fn pause(&mut self, turn: &str) {
         let uninterruptible = self.session.turn(turn).is_some_and(|t| !t.interruptible);
         if uninterruptible && !flawed!(self, UninterruptibleIsPaused) {
             return;
         }
-        let s = &self.session;
-        let resume_at =
-            (!s.user_speaking).then(|| s.now.saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS));
+        debug_assert!(
+            self.session.user_speaking,
+            "a pause comes from counted speech"
+        );
         let again = self.session.paused.as_ref().is_some_and(|(p, _)| p == turn);
-        self.session.paused = Some((turn.to_owned(), resume_at));
+        self.session.paused = Some((turn.to_owned(), None));
         if !again {
             self.emit(Output::PlaybackPaused {
                 turn: turn.to_owned(),
