@@ -2,6 +2,10 @@
 //!
 //! Run: `cargo bench -p turnfence-checks --bench machines`.
 
+/// The allocator the `turnfence` binary runs on: a benchmark measures what the command costs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use turnfence_checks::explore::{self, Explore};
 use turnfence_checks::fuzz::{self, Fuzz};

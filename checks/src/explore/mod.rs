@@ -10,8 +10,8 @@ pub mod fence;
 pub mod symmetry;
 pub mod turn;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
-use std::hash::{DefaultHasher, Hasher};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::hash::{BuildHasher, Hasher};
 
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
@@ -95,10 +95,14 @@ pub fn fingerprint<M: Machine>(machine: &M, monitor: &M::Monitor) -> u64 {
     h.finish()
 }
 
-/// Hashes into a `u64` with a fixed key (the same on every run and machine).
-pub fn hasher() -> DefaultHasher {
-    DefaultHasher::new()
+/// Hashes into a `u64` with a fixed seed (the same on every run and machine): foldhash's
+/// quality hasher, several times faster than SipHash on a state's many small fields.
+pub fn hasher() -> foldhash::quality::FoldHasher<'static> {
+    foldhash::quality::FixedState::with_seed(FINGERPRINT_SEED).build_hasher()
 }
+
+/// The fingerprints' seed: any constant will do; it only has to be the same everywhere.
+const FINGERPRINT_SEED: u64 = 0x7475_726e_6665_6e63;
 
 /// What an exploration found.
 #[derive(Clone, Debug)]
@@ -147,8 +151,8 @@ pub fn explore<M: Explore>(
             fingerprint(m, mon)
         }
     };
-    let mut seen: HashMap<u64, ()> = HashMap::new();
-    seen.insert(key(&start, &monitor), ());
+    let mut seen: HashSet<u64, foldhash::fast::FixedState> = HashSet::default();
+    seen.insert(key(&start, &monitor));
     // For each visited state: its parent and the input that led to it.
     let mut parents: Vec<(usize, Option<M::Input>)> = vec![(0, None)];
     let mut frontier = VecDeque::new();
@@ -169,7 +173,7 @@ pub fn explore<M: Explore>(
         deepest: Vec::new(),
     };
     // Level by level: the states of one depth are expanded on every core (rayon), a slice of
-    // them at a time, and their successors then taken in order — the order a single thread
+    // them at a time (a slice never spans two depths), and their successors then taken in order — the order a single thread
     // takes them in — so the counts, the states kept and the first counterexample are the same
     // whatever the number of threads.
     let mut level = 0;
@@ -185,17 +189,29 @@ pub fn explore<M: Explore>(
             result.truncated = true;
             break;
         }
-        let current: Vec<Node<M>> = frontier.drain(..).collect();
-        for slice in current.chunks(EXPANDED_AT_ONCE) {
+        // The next slice of this depth's states, taken off the frontier: once expanded they are
+        // dropped, so memory holds the frontier and one slice's successors, not two depths.
+        let n = frontier
+            .iter()
+            .take(EXPANDED_AT_ONCE)
+            .take_while(|n| n.depth == depth)
+            .count();
+        let slice: Vec<Node<M>> = frontier.drain(..n).collect();
+        {
+            let known = Known {
+                seen: &seen,
+                coverage: &result.coverage,
+                reached: &result.reached,
+            };
             let expanded: Vec<Vec<Successor<M>>> = slice
                 .par_iter()
-                .map(|node| expand(node, bounds, &key))
+                .map(|node| expand(node, bounds, &key, &known))
                 .collect();
             for (node, successors) in slice.iter().zip(expanded) {
                 for s in successors {
                     result.transitions += 1;
                     result.coverage.extend(s.covered);
-                    result.reached.extend(s.monitor.reached().iter().copied());
+                    result.reached.extend(s.reached);
                     if let Some(b) = s
                         .broken
                         .into_iter()
@@ -206,12 +222,15 @@ pub fn explore<M: Explore>(
                         result.counterexample = Some((path, b));
                         return result;
                     }
-                    if seen.insert(s.key, ()).is_none() {
+                    let Some((machine, monitor)) = s.next else {
+                        continue;
+                    };
+                    if seen.insert(s.key) {
                         parents.push((node.index, Some(s.input)));
                         result.states += 1;
                         frontier.push_back(Node {
-                            machine: s.machine,
-                            monitor: s.monitor,
+                            machine,
+                            monitor,
                             index: parents.len() - 1,
                             depth: depth + 1,
                         });
@@ -228,13 +247,24 @@ pub fn explore<M: Explore>(
 /// bounds the successors held at once (duplicates included) to this many states' worth.
 const EXPANDED_AT_ONCE: usize = 4_096;
 
-/// One input taken from a state: where it leads, what it covered and broke.
+/// What the successors of one slice are judged against while they are made: the states seen,
+/// the coverage points and the invariants reached before the slice (read only, on every core).
+struct Known<'a, V> {
+    seen: &'a HashSet<u64, foldhash::fast::FixedState>,
+    coverage: &'a BTreeSet<String>,
+    reached: &'a BTreeSet<V>,
+}
+
+/// One input taken from a state: where it leads, unless that state was seen before the slice
+/// (then only what the transition covered, reached and broke is kept: most successors are such
+/// duplicates, and dropping them at once keeps the slice's memory to its new states).
 struct Successor<M: Machine> {
     input: M::Input,
-    machine: M,
-    monitor: M::Monitor,
+    next: Option<(M, M::Monitor)>,
     key: u64,
+    /// The coverage points and the invariants it reached that were not known before the slice.
     covered: Vec<String>,
+    reached: Vec<M::Invariant>,
     broken: Vec<Violation<M::Invariant>>,
 }
 
@@ -244,6 +274,7 @@ fn expand<M: Explore>(
     node: &Node<M>,
     bounds: &M::Bounds,
     key: &(impl Fn(&M, &M::Monitor) -> u64 + Sync),
+    known: &Known<M::Invariant>,
 ) -> Vec<Successor<M>> {
     let mut out = Vec::new();
     for input in node.machine.alphabet(bounds) {
@@ -258,13 +289,21 @@ fn expand<M: Explore>(
             broken.extend(mon.observe(step));
         }
         let outputs: Vec<M::Output> = steps.into_iter().flat_map(|s| s.outputs).collect();
-        let covered = node.machine.covered(&input, &outputs);
+        let mut covered = node.machine.covered(&input, &outputs);
+        covered.retain(|p| !known.coverage.contains(p));
+        let reached = mon
+            .reached()
+            .iter()
+            .filter(|v| !known.reached.contains(v))
+            .copied()
+            .collect();
+        let k = key(&m, &mon);
         out.push(Successor {
-            key: key(&m, &mon),
+            key: k,
             input,
-            machine: m,
-            monitor: mon,
+            next: (!known.seen.contains(&k)).then_some((m, mon)),
             covered,
+            reached,
             broken,
         });
     }

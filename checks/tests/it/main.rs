@@ -1,5 +1,10 @@
 //! The one integration-test binary: modules by subject, shared helpers here.
 
+/// The allocator the `turnfence` binary runs on, so that the deep explorations CI runs here cost
+/// what the command costs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod adapter;
 mod cli;
 mod evidence;
