@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use turnfence_model::fence;
 use turnfence_model::fence::table::{normalize, valid_id, Request, Table, TableFlaws};
-use turnfence_model::fence::{Action, EndOutcome, Path, Reply, Status, Verdict, ACK_WAIT_MS};
+use turnfence_model::fence::{Action, EndOutcome, Id, Path, Reply, Status, Verdict, ACK_WAIT_MS};
 
 use turnfence_model::fence::FenceMachine;
 
@@ -51,15 +51,15 @@ pub enum Fault {
 
 #[derive(Clone, Debug)]
 struct Ev {
-    worker: String,
-    req: String,
+    worker: Id,
+    req: Id,
     request: Request,
 }
 
 struct Shared {
     table: Table,
     queue: VecDeque<Ev>,
-    mailbox: BTreeMap<(String, String), (String, Reply)>,
+    mailbox: BTreeMap<(Id, Id), (Id, Reply)>,
     record: Record<FenceMachine>,
     clock: u64,
 }
@@ -87,11 +87,11 @@ pub struct FenceAdapter {
 /// A worker: its id, path, task and root, and its binding as its loop keeps it.
 pub struct Worker {
     adapter: FenceAdapter,
-    pub id: String,
+    pub id: Id,
     path: Path,
-    task: String,
-    root: String,
-    binding: Option<(String, u64)>,
+    task: Id,
+    root: Id,
+    binding: Option<(Id, u64)>,
     /// The request in flight, re-sent identical.
     in_flight: Option<Request>,
 }

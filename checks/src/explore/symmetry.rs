@@ -24,11 +24,12 @@
 //! themselves, so two states share the least exactly when a renaming maps one onto the other:
 //! the form is exact, not merely sound (tested against every renaming in `tests/it/symmetry.rs`).
 
+use compact_str::format_compact;
 use std::collections::BTreeMap;
 
 use turnfence_model::fence::rename::Renaming;
 use turnfence_model::fence::table::valid_id;
-use turnfence_model::fence::{FenceMachine, FenceState, Flaw, Monitor, Worker};
+use turnfence_model::fence::{FenceMachine, FenceState, Flaw, Monitor, Token, Worker};
 use turnfence_model::Plant;
 
 use std::hash::Hasher;
@@ -47,7 +48,7 @@ pub fn canonical_fingerprint<P: Plant<Flaw>>(machine: &FenceMachine<P>, monitor:
         let (valid, malformed): (Vec<&str>, Vec<&str>) = w
             .used_reqs
             .iter()
-            .map(String::as_str)
+            .map(|q| q.as_str())
             .partition(|q| valid_id(q));
         let mut shown: Vec<_> = valid.into_iter().map(|q| (shown(state, w, q), q)).collect();
         shown.sort_by(|a, b| a.0.cmp(&b.0));
@@ -94,7 +95,7 @@ fn labeling(
     token_of: &BTreeMap<&str, &str>,
 ) -> Renaming {
     let mut reqs = BTreeMap::new();
-    let mut tokens: BTreeMap<String, String> = BTreeMap::new();
+    let mut tokens: BTreeMap<Token, Token> = BTreeMap::new();
     for (i, malformed) in fixed.iter().enumerate() {
         let valid: Vec<&str> = runs
             .iter()
@@ -102,13 +103,13 @@ fn labeling(
             .flat_map(|(_, run)| run.iter().copied())
             .collect();
         for q in &valid {
-            reqs.insert((*q).to_owned(), format!("q{}", reqs.len()));
+            reqs.insert((*q).into(), format_compact!("q{}", reqs.len()));
         }
         for q in valid.iter().chain(malformed) {
             if let Some(t) = token_of.get(q) {
                 if !tokens.contains_key(*t) {
-                    let label = format!("t{}", tokens.len());
-                    tokens.insert((*t).to_owned(), label);
+                    let label = format_compact!("t{}", tokens.len());
+                    tokens.insert((*t).into(), label);
                 }
             }
         }

@@ -131,7 +131,7 @@ fn request(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::Inp
         .filter(|(_, w)| w.waiting.is_none())
         .map(|(id, _)| id.as_str())
         .collect();
-    let worker = (*g.pick(&idle)?).to_owned();
+    let worker: fence::Id = (*g.pick(&idle)?).into();
     let w = &s.workers[&worker];
     let bound = w.binding.is_some();
     let action = match g.range(0, 10) {
@@ -141,10 +141,10 @@ fn request(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::Inp
         _ => Action::Begin,
     };
     // Rarely a malformed id, so the supervisor's validation is exercised.
-    let req = if g.chance(3) {
-        "../escape".to_owned()
+    let req: fence::Id = if g.chance(3) {
+        "../escape".into()
     } else {
-        g.hex()
+        g.hex().into()
     };
     // A begin has a fresh token; now and then it repeats the worker's own (a re-send by hand,
     // as the transport tests do).
@@ -155,7 +155,7 @@ fn request(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::Inp
         .or_else(|| w.sealed_token.clone());
     let token = match action {
         Action::Begin if own.is_some() && g.chance(20) => own,
-        Action::Begin => Some(g.hex()),
+        Action::Begin => Some(g.hex().into()),
         _ => None,
     };
     let outcome = (action == Action::End).then(|| match g.range(0, 4) {
@@ -180,7 +180,7 @@ fn enqueue(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::Inp
     let n = m.state().tasks.len();
     let root = *g.pick(&["root-a", "root-c"])?;
     Some(fence::InputKind::Enqueue {
-        task: format!("child-{n}"),
+        task: format!("child-{n}").into(),
         root: root.into(),
     })
 }
@@ -200,11 +200,11 @@ fn restore(g: &mut Gen) -> Option<fence::InputKind> {
     };
     let pending = vec![
         SnapshotTask {
-            task: format!("restored-{}", g.range(0, 1_000_000)),
+            task: format!("restored-{}", g.range(0, 1_000_000)).into(),
             root: "root-a".into(),
         },
         SnapshotTask {
-            task: format!("restored-{}", g.range(1_000_000, 2_000_000)),
+            task: format!("restored-{}", g.range(1_000_000, 2_000_000)).into(),
             root: "root-b".into(),
         },
     ];

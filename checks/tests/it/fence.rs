@@ -147,8 +147,8 @@ fn fence_scenario_traces_snapshots() {
     });
 }
 
-fn id(options: &'static [&'static str]) -> impl Strategy<Value = String> {
-    select(options).prop_map(str::to_owned)
+fn id(options: &'static [&'static str]) -> impl Strategy<Value = fence::Id> {
+    select(options).prop_map(fence::Id::from)
 }
 
 fn fence_kind() -> impl Strategy<Value = fence::InputKind> {

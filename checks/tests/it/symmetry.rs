@@ -11,7 +11,7 @@ use turnfence_checks::explore::{self, fence::FenceBounds, Explore};
 use turnfence_checks::fuzz::take;
 use turnfence_model::fence::rename::Renaming;
 use turnfence_model::fence::table::valid_id;
-use turnfence_model::fence::{self, FenceMachine, Monitor};
+use turnfence_model::fence::{self, FenceMachine, Id, Monitor};
 use turnfence_model::{Flaw as _, Invariant as _, Monitor as _, Plant, Plantable};
 
 /// Every order of `0..n`.
@@ -31,9 +31,9 @@ fn permutations(n: usize) -> Vec<Vec<usize>> {
 }
 
 /// The tokens a state names (its machine and every request the monitor saw) and its valid reqs.
-fn names<P: Plant<fence::Flaw>>(m: &FenceMachine<P>, mon: &Monitor) -> (Vec<String>, Vec<String>) {
+fn names<P: Plant<fence::Flaw>>(m: &FenceMachine<P>, mon: &Monitor) -> (Vec<Id>, Vec<Id>) {
     let s = m.state();
-    let mut tokens: BTreeSet<String> = mon.requests().map(|(_, t, _)| t.to_owned()).collect();
+    let mut tokens: BTreeSet<Id> = mon.requests().map(|(_, t, _)| t.into()).collect();
     tokens.extend(s.table.rows.values().map(|r| r.token.clone()));
     tokens.extend(s.queue.iter().map(|e| e.request.token.clone()));
     tokens.extend(s.mailbox.keys().map(|(t, _)| t.clone()));
@@ -65,11 +65,11 @@ fn brute_force_class(m: &FenceMachine, mon: &Monitor) -> u64 {
                 tokens
                     .iter()
                     .zip(&pt)
-                    .map(|(t, i)| (t.clone(), format!("t{i}")))
+                    .map(|(t, i)| (t.clone(), format!("t{i}").into()))
                     .collect(),
                 reqs.iter()
                     .zip(&pq)
-                    .map(|(q, i)| (q.clone(), format!("q{i}")))
+                    .map(|(q, i)| (q.clone(), format!("q{i}").into()))
                     .collect(),
             );
             best = best.min(explore::fingerprint(&m.renamed(&r), &mon.renamed(&r)));
@@ -173,7 +173,7 @@ fn explore_with_symmetry_is_exact_at_small_bounds() {
 }
 
 /// A random permutation of `names` (by the given keys), as a map.
-fn shuffled(names: &[String], keys: &[u32]) -> BTreeMap<String, String> {
+fn shuffled(names: &[Id], keys: &[u32]) -> BTreeMap<Id, Id> {
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by_key(|&i| (keys.get(i).copied().unwrap_or(0), i));
     names

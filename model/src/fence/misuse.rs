@@ -1,6 +1,6 @@
 //! A caller's mistake with the fence machine: the input is refused, nothing changes but time.
 
-use super::types::{TaskId, WorkerId};
+use super::types::{Req, TaskId, WorkerId};
 
 misuse! {
     UnknownWorker { worker: WorkerId } => "unknown worker {worker:?}",
@@ -11,7 +11,7 @@ misuse! {
     /// The supervisor was asked to take an event from an empty queue.
     NothingQueued => "the supervisor's queue is empty",
     /// Each request has a fresh `req`; this worker used this one before.
-    ReqReused { worker: WorkerId, req: String } => "worker {worker:?} already used req {req:?}",
+    ReqReused { worker: WorkerId, req: Req } => "worker {worker:?} already used req {req:?}",
     /// The worker's loop has no token to send: a begin names a fresh one; nothing is bound.
     NoToken { worker: WorkerId } => "worker {worker:?} has no token to send",
 }

@@ -38,15 +38,12 @@ impl Renaming {
         self.tokens
             .get(token)
             .cloned()
-            .unwrap_or_else(|| token.to_owned())
+            .unwrap_or_else(|| token.into())
     }
 
     /// The new name of a request id.
     pub fn req(&self, req: &str) -> Req {
-        self.reqs
-            .get(req)
-            .cloned()
-            .unwrap_or_else(|| req.to_owned())
+        self.reqs.get(req).cloned().unwrap_or_else(|| req.into())
     }
 
     /// A set of tokens, renamed.
@@ -61,12 +58,12 @@ impl Renaming {
 
     /// The new name of a token, borrowed: for hashing a renamed value without building it.
     pub(crate) fn token_ref<'a>(&'a self, token: &'a str) -> &'a str {
-        self.tokens.get(token).map_or(token, String::as_str)
+        self.tokens.get(token).map_or(token, Id::as_str)
     }
 
     /// The new name of a request id, borrowed.
     pub(crate) fn req_ref<'a>(&'a self, req: &'a str) -> &'a str {
-        self.reqs.get(req).map_or(req, String::as_str)
+        self.reqs.get(req).map_or(req, Id::as_str)
     }
 
     /// Hashes a set of names, renamed, in the order of their new names.

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::types::{Action, EndOutcome, Reply, RootId, Status, TaskId, Token};
+use super::types::{Action, EndOutcome, Id, Reply, RootId, Status, TaskId, Token};
 
 /// A row's stored status. "Released" is the row's absence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -76,7 +76,7 @@ pub struct Table {
 
 fn error(message: &str) -> Reply {
     Reply {
-        error: Some(message.to_owned()),
+        error: Some(message.into()),
         ..Reply::new(false, Status::Error)
     }
 }
@@ -244,6 +244,11 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// The normalized form of an id (trimmed, lower-cased).
-pub fn normalize(id: &str) -> String {
-    id.trim().to_ascii_lowercase()
+pub fn normalize(id: &str) -> Id {
+    let id = id.trim();
+    if id.bytes().any(|b| b.is_ascii_uppercase()) {
+        id.to_ascii_lowercase().into()
+    } else {
+        id.into()
+    }
 }

@@ -3,11 +3,13 @@
 
 use serde::{Deserialize, Serialize};
 
-pub type Token = String;
-pub type Req = String;
-pub type RootId = String;
-pub type TaskId = String;
-pub type WorkerId = String;
+/// An id: a short string, kept inline up to 24 bytes (cloning one allocates nothing).
+pub type Id = compact_str::CompactString;
+pub type Token = Id;
+pub type Req = Id;
+pub type RootId = Id;
+pub type TaskId = Id;
+pub type WorkerId = Id;
 
 /// The fence action a request asks for. Anything else is `invalid` (transition T0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -359,9 +361,9 @@ impl Output {
         reply: &Reply,
     ) -> Output {
         Output::Applied {
-            worker: worker.to_owned(),
-            token: token.to_owned(),
-            req: req.to_owned(),
+            worker: worker.into(),
+            token: token.into(),
+            req: req.into(),
             action: request.action,
             outcome: request.outcome,
             expected_generation: request.expected_generation,

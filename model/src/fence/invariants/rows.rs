@@ -49,7 +49,7 @@ impl Monitor {
                 .token
                 .as_deref()
                 .map(normalize)
-                .unwrap_or_else(|| token.to_owned());
+                .unwrap_or_else(|| token.into());
             // A token that owns a row again is alive again.
             self.dead.remove(&new_token);
             if let Some(w) = self.workers.get_mut(&asked.worker) {
@@ -121,7 +121,7 @@ impl Monitor {
                 let blind = expected.is_none() && knew.is_some();
                 let stale = expected.is_some_and(|e| e != generation);
                 if blind || stale {
-                    let sent = expected.map_or_else(|| "none".to_owned(), |e| e.to_string());
+                    let sent = expected.map_or_else(|| "none".into(), |e| e.to_string());
                     self.violate(
                         Invariant::CompareAndSeal,
                         &[root.as_deref().unwrap_or("?"), token],

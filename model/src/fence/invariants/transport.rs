@@ -15,7 +15,7 @@ impl Monitor {
         };
         if let Some((req, asked)) = w.pending_ask.take() {
             self.asked
-                .insert((worker.to_owned(), normalize(token), req), asked);
+                .insert((worker.into(), normalize(token), req), asked);
         }
     }
 
@@ -31,7 +31,7 @@ impl Monitor {
         w.answered = false;
         let count = self
             .sends
-            .entry((worker.to_owned(), normalize(token), normalize(req)))
+            .entry((worker.into(), normalize(token), normalize(req)))
             .or_insert(0);
         *count += 1;
         let count = *count;
@@ -97,7 +97,7 @@ impl Monitor {
         }
         let asked = self
             .asked
-            .get(&(worker.to_owned(), normalize(token), normalize(req)))
+            .get(&(worker.into(), normalize(token), normalize(req)))
             .cloned();
         let token = normalize(token);
         let Some(asked) = asked else { return };

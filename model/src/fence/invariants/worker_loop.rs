@@ -21,7 +21,7 @@ impl Monitor {
         };
         if reply.row_absent {
             // The worker now knows this token owns no row.
-            w.gone.insert(token.to_owned());
+            w.gone.insert(token.into());
         }
         let ok = |accepted: &[Status]| reply.ok && accepted.contains(&reply.status);
         match action {
@@ -29,7 +29,7 @@ impl Monitor {
                 let bound = reply
                     .token
                     .as_deref()
-                    .map_or_else(|| token.to_owned(), normalize);
+                    .map_or_else(|| token.into(), normalize);
                 w.known = Some((bound, reply.owner_message_generation.unwrap_or(0)));
             }
             Action::Inspect if ok(&[Status::Active, Status::Sealed]) => {

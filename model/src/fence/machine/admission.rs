@@ -10,11 +10,9 @@ use crate::Plant;
 impl<P: Plant<Flaw>> FenceMachine<P> {
     pub(super) fn owner_message(&mut self, root: &str) {
         match self.state.table.owner_message(root) {
-            OwnerMessage::Refused => self.emit(Output::OwnerMessageRefused {
-                root: root.to_owned(),
-            }),
+            OwnerMessage::Refused => self.emit(Output::OwnerMessageRefused { root: root.into() }),
             OwnerMessage::Written { generation } => self.emit(Output::OwnerMessageWritten {
-                root: root.to_owned(),
+                root: root.into(),
                 generation,
             }),
         }
@@ -25,9 +23,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             *status = TaskStatus::Done;
         }
         if self.state.table.task_done(task) {
-            self.emit(Output::RowCleared {
-                root: task.to_owned(),
-            });
+            self.emit(Output::RowCleared { root: task.into() });
         }
     }
 
@@ -36,18 +32,18 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         match blocked {
             Some(status) if !flawed!(self, AdmitUnderFence) => {
                 self.emit(Output::AdmissionBlocked {
-                    task: task.to_owned(),
-                    root: root.to_owned(),
+                    task: task.into(),
+                    root: root.into(),
                     status,
                 });
             }
             _ => {
                 self.state
                     .tasks
-                    .insert(task.to_owned(), (root.to_owned(), TaskStatus::Pending));
+                    .insert(task.into(), (root.into(), TaskStatus::Pending));
                 self.emit(Output::Admitted {
-                    task: task.to_owned(),
-                    root: root.to_owned(),
+                    task: task.into(),
+                    root: root.into(),
                 });
             }
         }

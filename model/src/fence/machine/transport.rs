@@ -29,14 +29,14 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         }
         let (token, action) = (request.token.clone(), request.action);
         self.state.queue.push_back(Event {
-            worker: worker.to_owned(),
-            req: req.to_owned(),
+            worker: worker.into(),
+            req: req.into(),
             request: request.clone(),
         });
         self.emit(Output::EventQueued {
-            worker: worker.to_owned(),
+            worker: worker.into(),
             token: token.clone(),
-            req: req.to_owned(),
+            req: req.into(),
             action,
             attempt: 1,
         });
@@ -44,7 +44,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             w.waiting = Some(Wait {
                 action,
                 token,
-                req: req.to_owned(),
+                req: req.into(),
                 request,
                 attempt: 1,
                 deadline_at: self.state.now.saturating_add(ACK_WAIT_MS),
@@ -66,7 +66,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     /// The mailbox key of an ack. Per (token, req); the flaw keys it by token alone.
     fn ack_key(&self, token: &str, req: &str) -> (Token, Req) {
         if flawed!(self, AckPerToken) {
-            (normalize(token), String::new())
+            (normalize(token), Req::default())
         } else {
             (normalize(token), normalize(req))
         }
@@ -95,7 +95,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             "a waiting worker has spent its req"
         );
         self.emit(Output::AckConsumed {
-            worker: worker.to_owned(),
+            worker: worker.into(),
             token: ack.token.clone(),
             req: ack.req.clone(),
         });
@@ -249,17 +249,17 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
 
     fn resend(&mut self, worker: &str, wait: Wait) {
         self.state.queue.push_back(Event {
-            worker: worker.to_owned(),
+            worker: worker.into(),
             req: wait.req.clone(),
             request: wait.request.clone(),
         });
         self.emit(Output::Resent {
-            worker: worker.to_owned(),
+            worker: worker.into(),
             token: wait.token.clone(),
             req: wait.req.clone(),
         });
         self.emit(Output::EventQueued {
-            worker: worker.to_owned(),
+            worker: worker.into(),
             token: wait.token.clone(),
             req: wait.req.clone(),
             action: wait.action,

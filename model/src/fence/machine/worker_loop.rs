@@ -12,11 +12,11 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     /// A worker starts on its task under its root, bound to nothing.
     pub(super) fn start_worker(&mut self, worker: &str, path: Path, task: &str, root: &str) {
         self.state.workers.insert(
-            worker.to_owned(),
+            worker.into(),
             Worker {
                 path,
-                task: task.to_owned(),
-                root: root.to_owned(),
+                task: task.into(),
+                root: root.into(),
                 binding: None,
                 sealed_token: None,
                 unanswered_end: None,
@@ -26,7 +26,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         );
         self.state
             .tasks
-            .insert(task.to_owned(), (root.to_owned(), TaskStatus::Running));
+            .insert(task.into(), (root.into(), TaskStatus::Running));
     }
 
     /// The request a worker's loop sends for a `Request` input (`None` for any other input): the
@@ -93,10 +93,10 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             Some(r) => Verdict::Refused { status: r.status },
         };
         self.emit(Output::Verdict {
-            worker: worker.to_owned(),
+            worker: worker.into(),
             action: request.action,
             token: request.token.clone(),
-            req: req.to_owned(),
+            req: req.into(),
             verdict: verdict.clone(),
         });
         let keep_stale = flawed!(self, EndKeepsBinding);
@@ -166,7 +166,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         }
         if let Some(token) = sealed {
             self.emit(Output::SealBelieved {
-                worker: worker.to_owned(),
+                worker: worker.into(),
                 root,
                 token,
             });
