@@ -132,7 +132,7 @@ fn request(m: &FenceMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<fence::Inp
         .map(|(id, _)| id.as_str())
         .collect();
     let worker: fence::Id = (*g.pick(&idle)?).into();
-    let w = &s.workers[&worker];
+    let w = s.workers.get(&worker)?;
     let bound = w.binding.is_some();
     let action = match g.range(0, 10) {
         0..=3 => Action::Begin,

@@ -10,11 +10,9 @@
 //!       └─────────────────┴─┴────────────────────────────┘
 //! ```
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::types::{Action, EndOutcome, Id, Reply, RootId, Status, TaskId, Token};
+use super::types::{Action, EndOutcome, Id, Map, Reply, RootId, Status, TaskId, Token};
 
 /// A row's stored status. "Released" is the row's absence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -71,7 +69,7 @@ pub struct TableFlaws {
 /// The table: rows by root.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Table {
-    pub rows: BTreeMap<RootId, Row>,
+    pub rows: Map<RootId, Row>,
 }
 
 fn error(message: &str) -> Reply {

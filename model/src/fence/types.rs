@@ -11,6 +11,11 @@ pub type RootId = Id;
 pub type TaskId = Id;
 pub type WorkerId = Id;
 
+/// A map of the fence state and of its monitor's memory: a flat vector sorted by key (litemap),
+/// for maps of a few entries cloned with every explored state — one allocation for all the
+/// entries, where a B-tree allocates nodes of eleven slots. Iterated in key order, like a B-tree.
+pub type Map<K, V> = litemap::LiteMap<K, V>;
+
 /// The fence action a request asks for. Anything else is `invalid` (transition T0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

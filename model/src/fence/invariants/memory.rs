@@ -2,7 +2,7 @@
 //! each worker as its replies taught it, what each request asked and how often it was sent, the
 //! reply each ack carries, a pending restore; the [`crate::Monitor`] interface over them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use super::Invariant;
 use crate::fence::table::normalize;
@@ -50,14 +50,14 @@ pub(super) struct Asked {
 #[derive(Clone, Debug, Default)]
 pub struct Monitor {
     pub(super) now: Millis,
-    pub(super) rows: BTreeMap<RootId, RowSeen>,
+    pub(super) rows: Map<RootId, RowSeen>,
     pub(super) dead: BTreeSet<Token>,
-    pub(super) workers: BTreeMap<WorkerId, WorkerSeen>,
-    pub(super) asked: BTreeMap<(WorkerId, Token, Req), Asked>,
+    pub(super) workers: Map<WorkerId, WorkerSeen>,
+    pub(super) asked: Map<(WorkerId, Token, Req), Asked>,
     /// Sends per request: (worker, token, req); a worker's reqs are fresh per request.
-    pub(super) sends: BTreeMap<(WorkerId, Token, Req), u32>,
+    pub(super) sends: Map<(WorkerId, Token, Req), u32>,
     /// The last reply applied per (token, req): what an ack carries.
-    pub(super) replies: BTreeMap<(Token, Req), (Action, Reply)>,
+    pub(super) replies: Map<(Token, Req), (Action, Reply)>,
     pub(super) restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
     pub(super) findings: Findings<Invariant>,
 }

@@ -17,7 +17,7 @@
 //! worker↔supervisor transport, `worker_loop` the loop layer, `admission` the table's own inputs
 //! and admission, `restore` a restart from a snapshot.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use serde::Serialize;
 
@@ -121,9 +121,9 @@ pub struct FenceState {
     pub table: Table,
     pub queue: VecDeque<Event>,
     /// Keyed by (token, req), normalized.
-    pub mailbox: BTreeMap<(Token, Req), Ack>,
-    pub workers: BTreeMap<WorkerId, Worker>,
-    pub tasks: BTreeMap<TaskId, (RootId, TaskStatus)>,
+    pub mailbox: Map<(Token, Req), Ack>,
+    pub workers: Map<WorkerId, Worker>,
+    pub tasks: Map<TaskId, (RootId, TaskStatus)>,
 }
 
 /// The fence machine. `P` is its planted flaw: [`Sound`] (none, by type: the machine everyone

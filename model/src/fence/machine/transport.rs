@@ -11,10 +11,12 @@ use crate::Plant;
 
 impl<P: Plant<Flaw>> FenceMachine<P> {
     pub(super) fn send(&mut self, worker: &str, request: Request, req: &str) {
-        if let Some(w) = self.state.workers.get_mut(worker) {
-            w.used_reqs.insert(normalize(req));
-        }
-        let path = self.state.workers[worker].path;
+        // The worker was validated: it exists.
+        let Some(w) = self.state.workers.get_mut(worker) else {
+            return;
+        };
+        w.used_reqs.insert(normalize(req));
+        let path = w.path;
         if path == Path::Direct && !flawed!(self, DirectUsesTransport) {
             let reply = self.state.table.transition(&request, self.table_flaws());
             self.emit(Output::applied(

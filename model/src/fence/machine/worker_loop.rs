@@ -47,7 +47,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             return None;
         };
         let (action, outcome) = (*action, *outcome);
-        let w = &self.state.workers[worker];
+        let w = self.state.workers.get(worker)?;
         let token = match token {
             Some(t) => t.clone(),
             None => loop_token(w, action, outcome).unwrap_or_default(),
