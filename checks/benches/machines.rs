@@ -12,7 +12,10 @@ use turnfence_checks::fuzz::{self, Fuzz};
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
 
-/// Inputs of 50 generated cases, replayed on a fresh machine each: the machine's own cost.
+/// Inputs of 50 generated cases, replayed on a fresh machine each: the machine's own cost, a step
+/// being one input handled and its outputs drained (`steps`), and the same with each step recorded
+/// as the checkers record it, the input cloned into a [`Step`](turnfence_model::Step) beside
+/// its outputs (`recorded_steps`).
 fn steps<M: Fuzz>(c: &mut Criterion, make: &dyn Fn() -> M) {
     let cases: Vec<Vec<M::Input>> = (0..50)
         .map(|i| fuzz::generate::<M>(fuzz::case_seed(1, i), 200, make).inputs)
@@ -21,6 +24,17 @@ fn steps<M: Fuzz>(c: &mut Criterion, make: &dyn Fn() -> M) {
     let mut g = c.benchmark_group(format!("{}_machine", M::NAME));
     g.throughput(Throughput::Elements(n as u64));
     g.bench_function("steps", |b| {
+        b.iter(|| {
+            for case in &cases {
+                let mut m = make();
+                for input in case {
+                    let _ = m.handle(input);
+                    while m.poll_output().is_some() {}
+                }
+            }
+        })
+    });
+    g.bench_function("recorded_steps", |b| {
         b.iter(|| {
             for case in &cases {
                 let mut m = make();
