@@ -62,7 +62,7 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
             _ => 1,
         };
         out.push(InputKind::Accept {
-            turn: format!("t{}", s.turns.len()),
+            turn: format!("t{}", s.turns.len()).into(),
             generation,
             mode: Mode::Audio,
             deadline_ms: Some(b.deadline_ms),
@@ -157,7 +157,7 @@ fn turn_kinds(t: &Turn, b: &TurnBounds, out: &mut Vec<InputKind>) {
             let child = format!("c{}", t.children.len());
             out.push(InputKind::Spawn {
                 turn: turn.clone(),
-                child,
+                child: child.into(),
                 kind,
                 need_ms: None,
             });
@@ -200,26 +200,26 @@ fn child_kinds(turn: &str, c: &Child, out: &mut Vec<InputKind>) {
     match &c.state {
         ChildState::Running => {
             out.push(InputKind::Checkpoint {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 child: child.clone(),
                 phase: "p".into(),
                 temporary_outputs: 0,
             });
             if c.kind.is_cancellable_tool() && c.temporary_outputs == 0 {
                 out.push(InputKind::Checkpoint {
-                    turn: turn.clone(),
+                    turn: turn.clone().into(),
                     child: child.clone(),
                     phase: "w".into(),
                     temporary_outputs: 1,
                 });
             }
             out.push(InputKind::ChildCompleted {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 child: child.clone(),
             });
             if c.kind.is_noncancellable_tool() {
                 out.push(InputKind::CommitSent {
-                    turn: turn.clone(),
+                    turn: turn.clone().into(),
                     child,
                     idempotency_key: "k".into(),
                 });
@@ -227,11 +227,11 @@ fn child_kinds(turn: &str, c: &Child, out: &mut Vec<InputKind>) {
         }
         ChildState::CommitSent { .. } | ChildState::CommitUnknown { .. } => {
             out.push(InputKind::CommitAcked {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 child: child.clone(),
             });
             out.push(InputKind::CommitFailed {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 child,
             });
         }

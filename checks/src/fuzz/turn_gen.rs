@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use turnfence_model::turn::state::{ChildState, Phase};
-use turnfence_model::turn::{Budget, ChildKind, Flaw, Input, InputKind, Mode, TurnMachine};
+use turnfence_model::turn::{
+    Budget, ChildId, ChildKind, Flaw, Input, InputKind, Mode, TurnId, TurnMachine,
+};
 use turnfence_model::{Millis, Plant};
 
 use super::{FaultMix, Fuzz, Gen};
@@ -98,7 +100,9 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
             Pick::Delta => delta(m, g, mix),
             Pick::Checkpoint => child_input(m, g, true),
             Pick::Complete => child_input(m, g, false),
-            Pick::ModelDone => some_turn(m, g).map(|turn| InputKind::ModelDone { turn }),
+            Pick::ModelDone => {
+                some_turn(m, g).map(|turn| InputKind::ModelDone { turn: turn.into() })
+            }
             Pick::FramePlayed => Some(InputKind::FRAME_PLAYED),
             Pick::Stop => stop(m, g),
             Pick::Speech => Some(InputKind::SpeechStarted {
@@ -191,7 +195,7 @@ fn accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
         reserve_ms: d / 8,
     });
     Some(InputKind::Accept {
-        turn: format!("t{n}"),
+        turn: format!("t{n}").into(),
         generation,
         mode: if g.chance(50) {
             Mode::Audio
@@ -220,7 +224,10 @@ fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<Input
                 .map(|c| c.id.as_str())
                 .collect();
             let child = g.pick(&tools)?.to_string();
-            Some(InputKind::ChildFailed { turn, child })
+            Some(InputKind::ChildFailed {
+                turn: turn.into(),
+                child: child.into(),
+            })
         }
         2 => match accept(m, g)? {
             InputKind::Accept {
@@ -257,8 +264,8 @@ fn spawn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     };
     let need_ms = g.chance(30).then(|| g.range(0, 150));
     Some(InputKind::Spawn {
-        turn,
-        child: format!("c{n}"),
+        turn: turn.into(),
+        child: format!("c{n}").into(),
         kind,
         need_ms,
     })
@@ -291,7 +298,7 @@ fn delta(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen, mix: &FaultMix) -> Opti
     let words = ["the ", "disk ", "is ", "fine", "."];
     let text = g.pick(&words).map(|w| (*w).to_owned());
     Some(InputKind::Delta {
-        turn,
+        turn: turn.into(),
         generation,
         seq,
         text,
@@ -305,7 +312,7 @@ fn child_input(
     g: &mut Gen,
     checkpoint: bool,
 ) -> Option<InputKind> {
-    let running: Vec<(String, String, bool)> = m
+    let running: Vec<(TurnId, ChildId, bool)> = m
         .session()
         .turns
         .iter()
@@ -337,7 +344,10 @@ fn child_input(
 fn stop(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     let turn = some_turn(m, g)?;
     let request_id = format!("r{}", g.range(0, 3));
-    Some(InputKind::Stop { turn, request_id })
+    Some(InputKind::Stop {
+        turn: turn.into(),
+        request_id,
+    })
 }
 
 fn commit(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {

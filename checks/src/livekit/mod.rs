@@ -234,7 +234,7 @@ impl Line<'_> {
                 }
                 s.spoke = true;
                 out.push(self.input(InputKind::Delta {
-                    turn: s.current.clone().unwrap_or_default(),
+                    turn: s.current.clone().unwrap_or_default().into(),
                     generation: s.replies,
                     seq: 1,
                     text: None,
@@ -253,7 +253,7 @@ impl Line<'_> {
         s.current = Some(turn.clone());
         s.spoke = false;
         self.input(InputKind::Accept {
-            turn,
+            turn: turn.into(),
             generation: s.replies,
             mode: Mode::Audio,
             deadline_ms: None,
@@ -270,7 +270,7 @@ impl Line<'_> {
             .clone()
             .unwrap_or_else(|| format!("speech_{}", s.replies));
         match self.ev.resumed {
-            Some(true) => vec![self.observed(Output::PlaybackResumed { turn })],
+            Some(true) => vec![self.observed(Output::PlaybackResumed { turn: turn.into() })],
             _ => Vec::new(),
         }
     }
@@ -298,7 +298,7 @@ impl Line<'_> {
                 return Vec::new();
             }
             return vec![self.observed(Output::Terminal {
-                turn,
+                turn: turn.into(),
                 state: Terminal::Cancelled,
             })];
         }
@@ -306,9 +306,11 @@ impl Line<'_> {
         if s.spoke {
             out.push(self.input(InputKind::FRAME_PLAYED));
         }
-        out.push(self.input(InputKind::ModelDone { turn: turn.clone() }));
+        out.push(self.input(InputKind::ModelDone {
+            turn: turn.clone().into(),
+        }));
         out.push(self.observed(Output::Terminal {
-            turn,
+            turn: turn.into(),
             state: Terminal::Completed,
         }));
         out
@@ -337,15 +339,18 @@ impl Line<'_> {
                 s.calls.insert(id.clone(), turn.clone());
                 Ok(vec![
                     self.input(InputKind::Spawn {
-                        turn: turn.clone(),
-                        child: id.clone(),
+                        turn: turn.clone().into(),
+                        child: id.clone().into(),
                         kind: ChildKind::Tool {
                             name,
                             cancellable: true,
                         },
                         need_ms: None,
                     }),
-                    self.observed(Output::ChildStarted { turn, child: id }),
+                    self.observed(Output::ChildStarted {
+                        turn: turn.into(),
+                        child: id.into(),
+                    }),
                 ])
             }
             Some("tool_call_ended") => {
@@ -409,8 +414,8 @@ impl Line<'_> {
                 .or_else(|| s.current.clone())
                 .unwrap_or_default();
             out.push(self.observed(Output::ToolAnswered {
-                turn,
-                child: id,
+                turn: turn.into(),
+                child: id.into(),
                 answer,
             }));
         }
@@ -425,11 +430,17 @@ impl Line<'_> {
         s.ended.insert(id.to_owned(), how);
         let child = id.to_owned();
         let end = match how {
-            ToolAnswer::Result => InputKind::ChildCompleted { turn, child },
-            ToolAnswer::Error => InputKind::ChildFailed { turn, child },
+            ToolAnswer::Result => InputKind::ChildCompleted {
+                turn: turn.into(),
+                child: child.into(),
+            },
+            ToolAnswer::Error => InputKind::ChildFailed {
+                turn: turn.into(),
+                child: child.into(),
+            },
             ToolAnswer::Cancelled => InputKind::Checkpoint {
-                turn,
-                child,
+                turn: turn.into(),
+                child: child.into(),
                 phase: "cancelled".to_owned(),
                 temporary_outputs: 0,
             },

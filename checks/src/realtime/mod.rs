@@ -17,7 +17,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use turnfence_model::turn::state::Phase;
 use turnfence_model::turn::{
-    ChildKind, Generation, InputKind, Mode, Output, RefuseReason, Terminal, TurnMachine,
+    ChildKind, Generation, InputKind, Mode, Output, RefuseReason, Terminal, TurnId, TurnMachine,
 };
 use turnfence_model::Millis;
 
@@ -418,7 +418,7 @@ impl Line<'_> {
         );
         Ok(vec![
             self.input(InputKind::Accept {
-                turn: id.clone(),
+                turn: id.clone().into(),
                 generation,
                 mode: if text_only { Mode::Text } else { Mode::Audio },
                 deadline_ms: None,
@@ -426,8 +426,8 @@ impl Line<'_> {
                 interruptible: true,
             }),
             self.input(InputKind::Spawn {
-                turn: id,
-                child: STREAM.to_owned(),
+                turn: id.into(),
+                child: STREAM.into(),
                 kind: ChildKind::Model,
                 need_ms: None,
             }),
@@ -456,7 +456,7 @@ impl Line<'_> {
         };
         Ok(vec![
             self.input(InputKind::Accept {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 generation: self.next_generation(),
                 mode: Mode::Audio,
                 deadline_ms: None,
@@ -465,7 +465,7 @@ impl Line<'_> {
             }),
             self.observed(
                 Output::TurnRefused {
-                    turn,
+                    turn: turn.into(),
                     reason: RefuseReason::ActiveTurnExists,
                 },
                 &[],
@@ -512,7 +512,7 @@ impl Line<'_> {
         };
         let frames = u32::try_from(frames).map_err(|_| self.error_at("`audio_ms` too large"))?;
         Ok(vec![self.input(InputKind::Delta {
-            turn,
+            turn: turn.into(),
             generation: r.generation,
             seq: r.seq,
             text: None,
@@ -524,7 +524,7 @@ impl Line<'_> {
         let text = self.need_str(&["delta"])?;
         let (turn, r) = self.next_delta(s)?;
         Ok(vec![self.input(InputKind::Delta {
-            turn,
+            turn: turn.into(),
             generation: r.generation,
             seq: r.seq,
             text: Some(text),
@@ -546,13 +546,13 @@ impl Line<'_> {
         }
         let (input, state) = match status.as_str() {
             "completed" | "incomplete" | "failed" => (
-                InputKind::ModelDone { turn: turn.clone() },
+                InputKind::ModelDone { turn: turn.clone().into() },
                 Terminal::Completed,
             ),
             "cancelled" => (
                 InputKind::Checkpoint {
-                    turn: turn.clone(),
-                    child: STREAM.to_owned(),
+                    turn: turn.clone().into(),
+                    child: STREAM.into(),
                     phase: "response.done".to_owned(),
                     temporary_outputs: 0,
                 },
@@ -566,7 +566,13 @@ impl Line<'_> {
         };
         Ok(vec![
             self.input(input),
-            self.observed(Output::Terminal { turn, state }, &[]),
+            self.observed(
+                Output::Terminal {
+                    turn: turn.into(),
+                    state,
+                },
+                &[],
+            ),
         ])
     }
 
@@ -574,7 +580,7 @@ impl Line<'_> {
     /// active and none named there is no turn to stop (the server answers
     /// `response_cancel_not_active`).
     fn cancel(&self) -> Events {
-        let named = self.str_at(&["response_id"]).map(str::to_owned);
+        let named = self.str_at(&["response_id"]).map(TurnId::from);
         let active = self.machine.and_then(|m| {
             m.session()
                 .turns
@@ -602,7 +608,7 @@ impl Line<'_> {
         let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
         Ok(vec![self.observed(
             Output::Truncated {
-                turn,
+                turn: turn.into(),
                 generation,
                 heard,
             },
@@ -640,7 +646,7 @@ impl Line<'_> {
             self.input(InputKind::FramePlayed { frames }),
             self.observed(
                 Output::Played {
-                    turn,
+                    turn: turn.into(),
                     generation,
                     seq: 0,
                     frames,
@@ -658,7 +664,10 @@ impl Line<'_> {
         let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
         let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
         Ok(vec![self.observed(
-            Output::PlaybackCleared { turn, frames },
+            Output::PlaybackCleared {
+                turn: turn.into(),
+                frames,
+            },
             wildcards,
         )])
     }

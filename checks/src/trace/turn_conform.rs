@@ -82,7 +82,7 @@ impl Conform for TurnMachine {
         s.turns
             .iter()
             .filter(|t| !t.phase.is_terminal() && !ended(&t.id))
-            .map(|t| (t.id.clone(), waits_for(s, t)))
+            .map(|t| (t.id.to_string(), waits_for(s, t)))
             .collect()
     }
 
@@ -293,9 +293,7 @@ fn completed_unlogged(s: &Session, turn: &str) -> Vec<InputKind> {
     };
     let mut hidden = Vec::new();
     if !t.model_done {
-        hidden.push(InputKind::ModelDone {
-            turn: turn.to_owned(),
-        });
+        hidden.push(InputKind::ModelDone { turn: turn.into() });
     }
     let last = s
         .playback

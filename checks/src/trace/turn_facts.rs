@@ -195,7 +195,7 @@ fn cancel_effects(t: &Turn, count: u64) -> Verdict {
     if count > 1 {
         return Some((
             Some(Invariant::IdempotentStop),
-            vec![t.id.clone()],
+            vec![t.id.to_string()],
             format!("the log states {count} cancel effects for the turn; at most one"),
         ));
     }
@@ -234,7 +234,7 @@ fn committed(t: &Turn, child: &str, count: u64, claims_cancelled: bool) -> Verdi
     if count == known {
         return None;
     }
-    let ids = vec![t.id.clone(), child.to_owned()];
+    let ids = vec![t.id.to_string(), child.to_owned()];
     if claims_cancelled && count > 0 {
         let invariant = if c.kind.is_cancellable_tool() {
             Invariant::CancelledToolLeavesNothing

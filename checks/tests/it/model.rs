@@ -4,18 +4,20 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use turnfence_model::prelude::*;
-use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, Step, TurnMachine};
+use turnfence_model::turn::{
+    Budget, ChildId, ChildKind, Input, InputKind, Mode, Step, TurnId, TurnMachine,
+};
 
 fn name(options: &'static [&'static str]) -> impl Strategy<Value = String> {
     select(options).prop_map(str::to_owned)
 }
 
-fn turn() -> impl Strategy<Value = String> {
-    name(&["t0", "t1", "t2"])
+fn turn() -> impl Strategy<Value = TurnId> {
+    name(&["t0", "t1", "t2"]).prop_map(TurnId::from)
 }
 
-fn child() -> impl Strategy<Value = String> {
-    name(&["c0", "c1", "c2"])
+fn child() -> impl Strategy<Value = ChildId> {
+    name(&["c0", "c1", "c2"]).prop_map(ChildId::from)
 }
 
 fn kind() -> impl Strategy<Value = ChildKind> {

@@ -306,7 +306,7 @@ impl Client {
         let i = match self.rendered.iter().position(|(t, _)| t == turn) {
             Some(i) => i,
             None => {
-                self.rendered.push((turn.to_owned(), String::new()));
+                self.rendered.push((turn.into(), String::new()));
                 self.rendered.len() - 1
             }
         };

@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 
 /// A turn's id, as the client and the logs know it.
-pub type TurnId = String;
+pub type TurnId = compact_str::CompactString;
 /// A child's id, unique within its turn.
-pub type ChildId = String;
+pub type ChildId = compact_str::CompactString;
 /// A response generation. Only the session's active generation may reach the user.
 pub type Generation = u64;
 /// A sequence number: of a delta within a `(turn, generation)`, or of an event in the stream store.

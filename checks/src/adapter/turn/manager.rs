@@ -292,7 +292,7 @@ impl Manager {
                     let child = self.calls[i].id.clone();
                     self.tell(Output::ChildCancelRequested {
                         turn: TURN.into(),
-                        child,
+                        child: child.into(),
                     });
                 }
             }

@@ -1,13 +1,13 @@
 //! Stopping a turn: its whole tree of children drains in time and nothing late is delivered
 //! (`cancel_tree`), and a repeated stop has one effect and one stable answer (`idempotent_stop`).
 
-use turnfence_model::turn::{InputKind, Invariant, Output, StopAnswer, Terminal};
+use turnfence_model::turn::{ChildId, InputKind, Invariant, Output, StopAnswer, Terminal};
 use turnfence_model::Millis;
 
 use super::facts::Facts;
 use super::{labels, late_delivery_check, Checks};
 
-fn children_started_before(f: &Facts, turn: &str, before: Millis) -> Vec<String> {
+fn children_started_before(f: &Facts, turn: &str, before: Millis) -> Vec<ChildId> {
     let refused: Vec<&str> = f
         .outputs()
         .filter_map(|(_, o)| match o {

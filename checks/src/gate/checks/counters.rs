@@ -14,7 +14,7 @@ pub fn duplicate_stop_effects(run: &ScenarioRun) -> usize {
     let f = Facts { run };
     let mut turns: Vec<TurnId> = f
         .outputs()
-        .filter_map(|(_, o)| o.turn().map(str::to_owned))
+        .filter_map(|(_, o)| o.turn().map(TurnId::from))
         .collect();
     turns.sort();
     turns.dedup();
@@ -113,8 +113,8 @@ fn commit_after_cancel(
     });
     let mut c = CommitAfterCancel {
         scenario: f.run.name,
-        turn: turn.to_owned(),
-        child: child.to_owned(),
+        turn: turn.into(),
+        child: child.into(),
         commit_sent_ms: sent.as_ref().map(|(at, _)| *at),
         idempotency_key: sent.map(|(_, key)| key),
         cancel,

@@ -22,13 +22,16 @@ pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
     let (child, kind) = spawned(x.l, d)?;
     let turn = x.turn();
     o.input(InputKind::Spawn {
-        turn: turn.clone(),
-        child: child.clone(),
+        turn: turn.clone().into(),
+        child: child.clone().into(),
         kind,
         need_ms: d.u64("need_ms")?,
     });
     if x.l.event == "started" {
-        o.exact(Output::ChildStarted { turn, child });
+        o.exact(Output::ChildStarted {
+            turn: turn.into(),
+            child: child.into(),
+        });
     }
     Ok(())
 }
@@ -36,7 +39,10 @@ pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
 /// `<child> completed`: the child finished its work.
 pub(super) fn completed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (turn, child) = own_child(x, &["documents", "elapsed_ms", "child", "output_tokens"])?;
-    o.input(InputKind::ChildCompleted { turn, child });
+    o.input(InputKind::ChildCompleted {
+        turn: turn.into(),
+        child: child.into(),
+    });
     Ok(())
 }
 
@@ -55,8 +61,8 @@ pub(super) fn checkpoint(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), In
         None => 0,
     };
     o.input(InputKind::Checkpoint {
-        turn,
-        child,
+        turn: turn.into(),
+        child: child.into(),
         phase,
         temporary_outputs,
     });
@@ -77,8 +83,8 @@ pub(super) fn cancelled(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
     };
     o.output(
         Output::ChildCancelled {
-            turn: turn.clone(),
-            child: child.clone(),
+            turn: turn.clone().into(),
+            child: child.clone().into(),
             checkpoint,
         },
         wild,
@@ -93,8 +99,8 @@ pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
     let (turn, child) = own_child(x, &["report", "child"])?;
     let report = from_name(&x.d.need_str("report")?, x.line)?;
     o.exact(Output::ReportIgnored {
-        turn,
-        child,
+        turn: turn.into(),
+        child: child.into(),
         report,
     });
     Ok(())
@@ -103,7 +109,10 @@ pub(super) fn report_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
 /// `cancel-tree cancel.propagated`: a running child was asked to stop.
 pub(super) fn cancel_propagated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (turn, child) = x.turn_and("child")?;
-    o.exact(Output::ChildCancelRequested { turn, child });
+    o.exact(Output::ChildCancelRequested {
+        turn: turn.into(),
+        child: child.into(),
+    });
     Ok(())
 }
 
@@ -128,8 +137,8 @@ pub(super) fn not_started(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), I
         r => return Err(InputError::at(x.line, format!("unknown reason {r:?}"))),
     };
     o.exact(Output::ToolNotStarted {
-        turn: x.turn(),
-        child,
+        turn: x.turn().into(),
+        child: child.into(),
         reason,
     });
     Ok(())
@@ -190,5 +199,5 @@ fn child(x: &Line, component: &str) -> Result<String, InputError> {
     Ok(view
         .child_of(turn, &kind, true)
         .or_else(|| view.child_of(turn, &kind, false))
-        .unwrap_or_else(|| usual_child(component)))
+        .map_or_else(|| usual_child(component), String::from))
 }

@@ -15,7 +15,10 @@ pub(super) fn stop(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), InputErr
     d.only(&["request_id", "reason", "attempt"])?;
     let request_id = d.need_str("request_id")?;
     m.last_stop.push((turn.clone(), request_id.clone()));
-    o.input(InputKind::Stop { turn, request_id });
+    o.input(InputKind::Stop {
+        turn: turn.into(),
+        request_id,
+    });
     Ok(())
 }
 
@@ -52,7 +55,10 @@ pub(super) fn duplicate_ignored(x: &Line, o: &mut Out, _: &mut Memory) -> Result
 /// `client render.completed`: the client rendered the turn's text.
 pub(super) fn rendered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (turn, text) = x.turn_and("text")?;
-    o.exact(Output::Rendered { turn, text });
+    o.exact(Output::Rendered {
+        turn: turn.into(),
+        text,
+    });
     Ok(())
 }
 

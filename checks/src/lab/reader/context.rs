@@ -2,7 +2,7 @@
 //! its session's model state ([`View`]), what the reader remembers from earlier lines
 //! ([`Memory`]), and the events the line turns into ([`Out`]).
 
-use turnfence_model::turn::{ChildKind, Input, InputKind, Mode, Output};
+use turnfence_model::turn::{ChildId, ChildKind, Input, InputKind, Mode, Output, TurnId};
 use turnfence_model::Millis;
 
 use super::detail::Detail;
@@ -37,7 +37,7 @@ impl<'a> Line<'a> {
     pub fn turn_at(&self, generation: Option<u64>) -> String {
         generation
             .and_then(|g| self.view.turn_of(g))
-            .unwrap_or_else(|| self.turn())
+            .map_or_else(|| self.turn(), String::from)
     }
 
     /// The turn the line names and the string `key` of its detail, once the detail is known to
@@ -164,7 +164,7 @@ impl<'a> View<'a> {
         }
     }
 
-    pub fn turn_of(&self, generation: u64) -> Option<String> {
+    pub fn turn_of(&self, generation: u64) -> Option<TurnId> {
         self.session?
             .turns
             .iter()
@@ -190,7 +190,7 @@ impl<'a> View<'a> {
         }
     }
 
-    pub fn child_of(&self, turn: &str, kind: &ChildKind, running: bool) -> Option<String> {
+    pub fn child_of(&self, turn: &str, kind: &ChildKind, running: bool) -> Option<ChildId> {
         let t = self.session?.turn(turn)?;
         t.children
             .iter()

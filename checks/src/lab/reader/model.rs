@@ -18,13 +18,13 @@ pub(super) fn response_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<
         Some(_) => o.input(InputKind::Tick),
         None => {
             o.input(InputKind::Spawn {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 child: "model".into(),
                 kind: ChildKind::Model,
                 need_ms: None,
             });
             o.exact(Output::ChildStarted {
-                turn: turn.clone(),
+                turn: turn.clone().into(),
                 child: "model".into(),
             });
         }
@@ -48,7 +48,7 @@ pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
     let audio = x.l.event == "response.audio.delta";
     let frames = d.u64("frames")?.map_or(u32::from(audio), |f| f as u32);
     o.input(InputKind::Delta {
-        turn: turn.clone(),
+        turn: turn.clone().into(),
         generation,
         seq,
         text: d.str("text")?,
@@ -56,13 +56,13 @@ pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
     });
     match d.bool("delivered")? {
         Some(true) => o.exact(Output::Delivered {
-            turn,
+            turn: turn.into(),
             generation,
             seq,
         }),
         Some(false) => o.output(
             Output::LateDropped {
-                turn,
+                turn: turn.into(),
                 generation,
                 seq,
                 reason: DropReason::CancelRequested,
@@ -77,7 +77,9 @@ pub(super) fn delta(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
 /// `model response.completed`: the model is done with the turn.
 pub(super) fn response_completed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     x.d.only(&["output_tokens"])?;
-    o.input(InputKind::ModelDone { turn: x.turn() });
+    o.input(InputKind::ModelDone {
+        turn: x.turn().into(),
+    });
     Ok(())
 }
 
@@ -86,7 +88,7 @@ pub(super) fn delivered(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
     let d = x.only(&["generation", "seq"])?;
     let (turn, generation, seq) = x.delta(Some(d.need_u64("generation")?))?;
     o.exact(Output::Delivered {
-        turn,
+        turn: turn.into(),
         generation,
         seq,
     });
@@ -105,7 +107,7 @@ pub(super) fn dropped(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Input
     let (turn, generation, seq) = x.delta(Some(generation))?;
     o.output(
         Output::LateDropped {
-            turn,
+            turn: turn.into(),
             generation,
             seq,
             reason,

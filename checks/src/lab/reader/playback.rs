@@ -29,7 +29,7 @@ pub(super) fn truncated(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
     let (turn, generation) = (x.turn(), d.u64("generation")?.unwrap_or_default());
     let heard = u32::try_from(d.u64("heard_frames")?.unwrap_or_default()).unwrap_or(u32::MAX);
     o.exact(Output::Truncated {
-        turn,
+        turn: turn.into(),
         generation,
         heard,
     });
@@ -50,7 +50,7 @@ pub(super) fn frame_played(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), 
         o.input(InputKind::FramePlayed { frames });
     }
     o.exact(Output::Played {
-        turn,
+        turn: turn.into(),
         generation,
         seq,
         frames,
@@ -64,7 +64,7 @@ pub(super) fn cleared(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Input
     x.d.only(&["buffered_frames", "queued_frames"])?;
     o.output(
         Output::PlaybackCleared {
-            turn: x.turn(),
+            turn: x.turn().into(),
             frames: 0,
         },
         &["frames"],

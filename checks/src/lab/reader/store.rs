@@ -13,7 +13,7 @@ pub(super) fn persisted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inp
     let terminal = d.bool("terminal")?.unwrap_or(false);
     let text = d.str("text")?;
     o.exact(Output::Persisted {
-        turn: x.turn(),
+        turn: x.turn().into(),
         seq: d.need_u64("seq")?,
         text,
         terminal,

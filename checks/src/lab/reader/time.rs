@@ -29,6 +29,8 @@ pub(super) fn passes(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputE
 pub(super) fn deadline_exceeded(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     x.d.only(&["source"])?;
     o.input(InputKind::Tick);
-    o.exact(Output::DeadlineExceeded { turn: x.turn() });
+    o.exact(Output::DeadlineExceeded {
+        turn: x.turn().into(),
+    });
     Ok(())
 }

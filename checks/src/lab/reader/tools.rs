@@ -23,7 +23,11 @@ fn tool_and<T>(
 /// `tool temporary_output.removed`: a cancelled tool's temporary outputs were removed.
 pub(super) fn temporary_removed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (turn, child, count) = tool_and(x, "synthetic_files", |d, k| Ok(d.need_u64(k)? as u32))?;
-    o.exact(Output::TemporaryOutputRemoved { turn, child, count });
+    o.exact(Output::TemporaryOutputRemoved {
+        turn: turn.into(),
+        child: child.into(),
+        count,
+    });
     Ok(())
 }
 
@@ -36,14 +40,14 @@ pub(super) fn commit_keyed(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), 
     let (turn, child, idempotency_key) = tool_and(x, key, |d, k| d.need_str(k))?;
     if sent {
         o.input(InputKind::CommitSent {
-            turn,
-            child,
+            turn: turn.into(),
+            child: child.into(),
             idempotency_key,
         });
     } else {
         o.exact(Output::ReconcileEnqueued {
-            turn,
-            child,
+            turn: turn.into(),
+            child: child.into(),
             idempotency_key,
         });
     }
@@ -55,8 +59,14 @@ pub(super) fn commit_ended(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), 
     let (turn, child, stated) = tool_and(x, "committed_side_effects", |d, k| d.u64(k))?;
     let (t, c) = (turn.clone(), child.clone());
     match x.l.event.as_str() {
-        "commit.acknowledged" => o.input(InputKind::CommitAcked { turn: t, child: c }),
-        _ => o.input(InputKind::CommitFailed { turn: t, child: c }),
+        "commit.acknowledged" => o.input(InputKind::CommitAcked {
+            turn: t.into(),
+            child: c.into(),
+        }),
+        _ => o.input(InputKind::CommitFailed {
+            turn: t.into(),
+            child: c.into(),
+        }),
     }
     o.stated_commits(turn, child, stated, false);
     Ok(())
@@ -66,8 +76,8 @@ pub(super) fn commit_ended(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), 
 pub(super) fn cancel_deferred(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputError> {
     let (turn, child, reason) = tool_and(x, "reason", |d, k| from_name(&d.need_str(k)?, d.line))?;
     o.exact(Output::CancelDeferred {
-        turn,
-        child,
+        turn: turn.into(),
+        child: child.into(),
         reason,
     });
     Ok(())

@@ -37,7 +37,7 @@ pub(super) fn accepted(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         None => x.view.next_generation(),
     };
     o.input(InputKind::Accept {
-        turn: x.turn(),
+        turn: x.turn().into(),
         generation,
         mode,
         deadline_ms: d.u64("deadline_ms")?,
@@ -75,7 +75,7 @@ pub(super) fn stop_answered(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(),
         },
     };
     o.exact(Output::StopAnswered {
-        turn: turn.clone(),
+        turn: turn.clone().into(),
         request_id,
         answer,
     });
@@ -117,7 +117,7 @@ pub(super) fn terminal(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Inpu
         _ => Terminal::Cancelled,
     };
     o.exact(Output::Terminal {
-        turn: turn.clone(),
+        turn: turn.clone().into(),
         state,
     });
     o.stated(&turn, d.u64("terminal_events")?, TurnFact::TerminalEvents);
@@ -135,7 +135,10 @@ pub(super) fn barge_in(x: &Line, o: &mut Out, m: &mut Memory) -> Result<(), Inpu
         None => d.need_u64("new_generation")?.saturating_sub(1),
     };
     let turn = x.turn_at(Some(generation));
-    o.exact(Output::GenerationFenced { turn, generation });
+    o.exact(Output::GenerationFenced {
+        turn: turn.into(),
+        generation,
+    });
     m.new_generation = d.u64("new_generation")?;
     Ok(())
 }
@@ -150,7 +153,7 @@ pub(super) fn created_from_barge_in(
     let d = x.only(&["new_turn"])?;
     let mode = x.view.mode_of(&x.turn()).unwrap_or(Mode::Audio);
     o.input(InputKind::Accept {
-        turn: d.need_str("new_turn")?,
+        turn: d.need_str("new_turn")?.into(),
         generation: m
             .new_generation
             .take()
@@ -168,7 +171,7 @@ pub(super) fn refused(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), Input
     x.d.only(&["reason"])?;
     o.output(
         Output::TurnRefused {
-            turn: x.turn(),
+            turn: x.turn().into(),
             reason: RefuseReason::ActiveTurnExists,
         },
         &["reason"],

@@ -24,7 +24,7 @@ impl Monitor {
             .and_then(|t| t.children.get(child))
             .is_some_and(|c| c.kind.is_tool());
         if tool && self.settles_calls() {
-            self.calls.insert((turn.to_owned(), child.to_owned()), None);
+            self.calls.insert((turn.into(), child.into()), None);
         }
     }
 
@@ -34,7 +34,7 @@ impl Monitor {
             return;
         }
         let interrupted = self.turns.get(turn).is_some_and(|t| t.stopping());
-        let key = (turn.to_owned(), child.to_owned());
+        let key = (turn.into(), child.into());
         let problem = match self.calls.get(&key) {
             None => Some("was answered though it never started".to_owned()),
             Some(Some(first)) => Some(format!(
@@ -63,7 +63,7 @@ impl Monitor {
         if !self.settles_calls() {
             return;
         }
-        let open: Vec<String> = self
+        let open: Vec<ChildId> = self
             .calls
             .iter()
             .filter(|((t, _), answer)| t == turn && answer.is_none())
@@ -145,7 +145,7 @@ impl Monitor {
             }
         }
         let since = (!self.user_speaking).then_some(self.now);
-        self.pause = Some((turn.to_owned(), since));
+        self.pause = Some((turn.into(), since));
     }
 
     /// A resume: the one decision of an open pause, dropping nothing.

@@ -208,7 +208,7 @@ impl Monitor {
         let step = self.findings.step();
         let at = match self.moments.get_mut(turn) {
             Some(m) => m,
-            None => self.moments.entry(turn.to_owned()).or_default(),
+            None => self.moments.entry(turn.into()).or_default(),
         };
         at[moment as usize].get_or_insert(step);
     }

@@ -30,23 +30,23 @@ impl Monitor {
     pub(super) fn count_delivered(&mut self, turn: &str) {
         if self.counts_audio() && self.expect.delta_frames > 0 {
             let frames = self.expect.delta_frames;
-            let a = self.audio.entry(turn.to_owned()).or_default();
+            let a = self.audio.entry(turn.into()).or_default();
             a.delivered = a.delivered.saturating_add(frames);
         }
     }
 
     pub(super) fn count_played(&mut self, turn: &str, frames: u32) {
         if self.counts_audio() {
-            let a = self.audio.entry(turn.to_owned()).or_default();
+            let a = self.audio.entry(turn.into()).or_default();
             a.played = a.played.saturating_add(frames);
         }
     }
 
     pub(super) fn count_cleared(&mut self, turn: &str, frames: u32) {
         if self.counts_audio() && frames > 0 {
-            let a = self.audio.entry(turn.to_owned()).or_default();
+            let a = self.audio.entry(turn.into()).or_default();
             a.cleared = a.cleared.saturating_add(frames);
-            self.expect.cleared.push(turn.to_owned());
+            self.expect.cleared.push(turn.into());
         }
     }
 
@@ -56,7 +56,7 @@ impl Monitor {
         if !self.counts_audio() {
             return;
         }
-        self.expect.truncated.push(turn.to_owned());
+        self.expect.truncated.push(turn.into());
         let a = self.audio.get(turn).copied().unwrap_or_default();
         let problem = if heard > a.delivered {
             Some(format!(
@@ -135,7 +135,7 @@ impl Monitor {
             .any(|(id, t)| id != turn && t.terminal.is_none());
         if ended && other_active && self.judges(Invariant::CancelTargetsItsResponse) {
             self.reach(Invariant::CancelTargetsItsResponse);
-            self.stale_stop = Some((turn.to_owned(), request_id.to_owned()));
+            self.stale_stop = Some((turn.into(), request_id.to_owned()));
         }
     }
 

@@ -26,7 +26,7 @@ impl Monitor {
             .collect();
         let stopped_some = t.children.values().any(|c| c.cancelled);
         let by_deadline = t.by_deadline;
-        let effects: Vec<(String, String, bool, bool)> = t
+        let effects: Vec<(ChildId, String, bool, bool)> = t
             .children
             .iter()
             .filter_map(|(id, c)| match &c.state {
@@ -138,7 +138,7 @@ impl Monitor {
         &mut self,
         turn: &str,
         state: Terminal,
-        effects: &[(String, String, bool, bool)],
+        effects: &[(ChildId, String, bool, bool)],
     ) {
         if state == Terminal::ReconcileRequired {
             self.reach(Invariant::NoFalseCancelClaim);

@@ -18,9 +18,9 @@ impl Monitor {
             self.reach(Invariant::SingleRunningTurn);
         }
         self.on_accept_beside();
-        self.expect.accept = Some(turn.to_owned());
+        self.expect.accept = Some(turn.into());
         self.turns.insert(
-            turn.to_owned(),
+            turn.into(),
             TurnSeen {
                 generation,
                 deadline_at: deadline_ms.map(|d| self.now.saturating_add(d)),
@@ -57,12 +57,12 @@ impl Monitor {
             None
         };
         if let Some(why) = why {
-            self.expect.spawn = Some((turn.to_owned(), child.to_owned(), why));
-            let refused = self.refusals.entry(turn.to_owned()).or_default();
-            refused.insert(child.to_owned(), why);
+            self.expect.spawn = Some((turn.into(), child.into(), why));
+            let refused = self.refusals.entry(turn.into()).or_default();
+            refused.insert(child.into(), why);
         }
         t.children.insert(
-            child.to_owned(),
+            child.into(),
             ChildSeen {
                 kind: kind.clone(),
                 state: ChildObs::Running,
@@ -212,14 +212,14 @@ impl Monitor {
     }
 
     pub(super) fn check_running(&mut self) {
-        let running: Vec<String> = self
+        let running: Vec<TurnId> = self
             .turns
             .iter()
             .filter(|(_, t)| !t.stopping())
             .map(|(id, _)| id.clone())
             .collect();
         if running.len() > 1 {
-            let ids: Vec<&str> = running.iter().map(String::as_str).collect();
+            let ids: Vec<&str> = running.iter().map(TurnId::as_str).collect();
             let message = format!("{} turns are running at once", running.len());
             self.violate_once(Invariant::SingleRunningTurn, &ids, message);
         }

@@ -113,7 +113,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             None => ChildState::Running,
         };
         t.children.push(Child {
-            id: child.to_owned(),
+            id: child.into(),
             kind: kind.clone(),
             state,
             temporary_outputs: 0,
@@ -121,7 +121,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             reconcile_enqueued: false,
             answered: false,
         });
-        let (turn, child) = (turn.to_owned(), child.to_owned());
+        let (turn, child) = (turn.into(), child.into());
         self.emit(match refused {
             Some(reason) => Output::ToolNotStarted {
                 turn,
@@ -142,14 +142,14 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             .is_some_and(|c| c.state.is_stopped());
         if stopped {
             self.emit(Output::ReportIgnored {
-                turn: turn.to_owned(),
-                child: child.to_owned(),
+                turn: turn.into(),
+                child: child.into(),
                 report,
             });
             if report == IgnoredReport::ChildCompleted && flawed!(self, ToolAnsweredAfterCancel) {
                 self.emit(Output::ToolAnswered {
-                    turn: turn.to_owned(),
-                    child: child.to_owned(),
+                    turn: turn.into(),
+                    child: child.into(),
                     answer: ToolAnswer::Result,
                 });
             }
@@ -183,8 +183,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
         c.answered = true;
         self.emit(Output::ToolAnswered {
-            turn: turn.to_owned(),
-            child: child.to_owned(),
+            turn: turn.into(),
+            child: child.into(),
             answer,
         });
     }
@@ -216,14 +216,14 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         };
         if removed > 0 && !keep_temporaries {
             self.emit(Output::TemporaryOutputRemoved {
-                turn: turn.to_owned(),
-                child: child.to_owned(),
+                turn: turn.into(),
+                child: child.into(),
                 count: removed,
             });
         }
         self.emit(Output::ChildCancelled {
-            turn: turn.to_owned(),
-            child: child.to_owned(),
+            turn: turn.into(),
+            child: child.into(),
             checkpoint: phase.to_owned(),
         });
         self.answer(turn, child, ToolAnswer::Cancelled);
@@ -255,7 +255,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         t.phase = Phase::CancelRequested { cause };
         let mut outputs = Vec::new();
         for c in &mut t.children {
-            let (turn, child) = (turn.to_owned(), c.id.clone());
+            let (turn, child) = (turn.into(), c.id.clone());
             match (&c.state, &c.kind) {
                 // The tool runs to completion; its result is kept, though no reply follows.
                 (ChildState::Running, ChildKind::Tool { .. }) if tools_run_on => {}

@@ -34,7 +34,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             }
             _ => None,
         };
-        let turn = turn.to_owned();
+        let turn = turn.into();
         if let Some(reason) = reason {
             self.emit(Output::LateDropped {
                 turn,
@@ -164,7 +164,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         if !flawed!(self, KeepPlaybackOnBargeIn) {
             let frames = self.session.playback.clear();
             self.emit(Output::PlaybackCleared {
-                turn: turn.to_owned(),
+                turn: turn.into(),
                 frames,
             });
         }
@@ -186,11 +186,9 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             "a pause comes from counted speech"
         );
         let again = self.session.paused.as_ref().is_some_and(|(p, _)| p == turn);
-        self.session.paused = Some((turn.to_owned(), None));
+        self.session.paused = Some((turn.into(), None));
         if !again {
-            self.emit(Output::PlaybackPaused {
-                turn: turn.to_owned(),
-            });
+            self.emit(Output::PlaybackPaused { turn: turn.into() });
         }
     }
 
@@ -280,7 +278,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             "the session's generations are in order"
         );
         self.emit(Output::GenerationFenced {
-            turn: turn.to_owned(),
+            turn: turn.into(),
             generation,
         });
     }
@@ -296,7 +294,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         let frames = self.clear_turn_audio(turn, true);
         if frames == 0 && has_tts {
             self.emit(Output::PlaybackCleared {
-                turn: turn.to_owned(),
+                turn: turn.into(),
                 frames,
             });
         }
@@ -311,7 +309,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             return 0;
         }
         self.emit(Output::PlaybackCleared {
-            turn: turn.to_owned(),
+            turn: turn.into(),
             frames,
         });
         let at_delivered = flawed!(self, TruncateAtDelivered);
@@ -323,7 +321,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 t.played
             };
             self.emit(Output::Truncated {
-                turn: turn.to_owned(),
+                turn: turn.into(),
                 generation: t.generation,
                 heard,
             });

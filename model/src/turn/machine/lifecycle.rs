@@ -18,9 +18,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     ) -> Result<(), Misuse> {
         let s = &self.session;
         if s.turn(turn).is_some() {
-            return Err(Misuse::DuplicateTurn {
-                turn: turn.to_owned(),
-            });
+            return Err(Misuse::DuplicateTurn { turn: turn.into() });
         }
         limit("turns per session", s.turns.len(), MAX_TURNS)?;
         // The floor stands for every generation the session used: no turn's is above the highest,
@@ -39,12 +37,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             }
         }
         match (deadline_ms, budget) {
-            (None, Some(_)) => Err(Misuse::BudgetWithoutDeadline {
-                turn: turn.to_owned(),
-            }),
+            (None, Some(_)) => Err(Misuse::BudgetWithoutDeadline { turn: turn.into() }),
             (Some(deadline_ms), Some(b)) if b.total_ms() > deadline_ms => {
                 Err(Misuse::BudgetExceedsDeadline {
-                    turn: turn.to_owned(),
+                    turn: turn.into(),
                     deadline_ms,
                     budget_ms: b.total_ms(),
                 })
@@ -71,7 +67,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             .any(|t| t.phase.is_running() || (until_terminal && t.phase.is_cancel_requested()));
         if active && !flawed!(self, AcceptWhileRunning) {
             self.emit(Output::TurnRefused {
-                turn: turn.to_owned(),
+                turn: turn.into(),
                 reason: RefuseReason::ActiveTurnExists,
             });
             return;
@@ -80,7 +76,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         s.active_generation = Some(generation);
         s.max_generation = Some(generation);
         s.turns.push(Turn {
-            id: turn.to_owned(),
+            id: turn.into(),
             generation,
             mode,
             accepted_at: s.now,
@@ -124,7 +120,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             Phase::Terminal { state } => StopAnswer::AlreadyTerminal { state },
         };
         self.emit(Output::StopAnswered {
-            turn: turn.to_owned(),
+            turn: turn.into(),
             request_id: request_id.to_owned(),
             answer,
         });
@@ -140,7 +136,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             }
             Phase::Terminal { state } if flawed!(self, SecondTerminalOnRepeatedStop) => {
                 self.emit(Output::Terminal {
-                    turn: turn.to_owned(),
+                    turn: turn.into(),
                     state,
                 });
             }
@@ -257,7 +253,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 if let Some(key) = c.state.effect_key() {
                     c.reconcile_enqueued = true;
                     outputs.push(Output::ReconcileEnqueued {
-                        turn: turn.to_owned(),
+                        turn: turn.into(),
                         child: c.id.clone(),
                         idempotency_key: key.to_owned(),
                     });
@@ -266,7 +262,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
         // Under a profile that answers tool calls, a call whose outcome is unknown at the end is
         // answered with an error: reconciliation, not the model, will learn what happened.
-        let unknown: Vec<String> = if answers {
+        let unknown: Vec<ChildId> = if answers {
             t.children
                 .iter()
                 .filter(|c| c.kind.is_tool() && !c.answered && c.state.is_uncertain())
@@ -284,10 +280,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             self.answer(turn, &child, ToolAnswer::Error);
         }
         self.emit(Output::Terminal {
-            turn: turn.to_owned(),
+            turn: turn.into(),
             state,
         });
-        self.persist(turn.to_owned(), None, true);
+        self.persist(turn.into(), None, true);
         // It ended with no child pending and none of its frames left to play.
         debug_assert!(
             !self.sound() || self.holds_nothing(turn),

@@ -119,9 +119,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             .turns
             .iter()
             .position(|t| t.id == turn)
-            .ok_or_else(|| Misuse::UnknownTurn {
-                turn: turn.to_owned(),
-            })
+            .ok_or_else(|| Misuse::UnknownTurn { turn: turn.into() })
     }
 
     fn child_index(&self, t: usize, child: &str) -> Result<usize, Misuse> {
@@ -131,7 +129,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             .position(|c| c.id == child)
             .ok_or_else(|| Misuse::UnknownChild {
                 turn: turn.id.clone(),
-                child: child.to_owned(),
+                child: child.into(),
             })
     }
 
@@ -153,8 +151,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             Ok(c)
         } else {
             Err(Misuse::ChildNotInState {
-                turn: turn.to_owned(),
-                child: child.to_owned(),
+                turn: turn.into(),
+                child: child.into(),
                 expected,
                 got: c.state.name(),
             })

@@ -133,13 +133,13 @@ impl Manager {
         let (turn, child_id) = (TURN.to_owned(), child.to_owned());
         self.input(if ok {
             InputKind::ChildCompleted {
-                turn,
-                child: child_id,
+                turn: turn.into(),
+                child: child_id.into(),
             }
         } else {
             InputKind::ChildFailed {
-                turn,
-                child: child_id,
+                turn: turn.into(),
+                child: child_id.into(),
             }
         });
         if cancelled {
