@@ -10,11 +10,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::mem::Discriminant;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use turnfence_model::turn::Profile;
 use turnfence_model::{Invariant, Machine, Millis};
 
+use super::canonical::LineInput;
 use super::{limits, Finding, FindingKind, InputError};
 
 mod end;
@@ -32,6 +33,25 @@ pub trait Conform: Machine {
     /// `--profile`). A machine with one set of rules has the lab's only: `None` for any other.
     fn for_profile(profile: Profile) -> Option<Self> {
         profile.is_lab().then(Self::default)
+    }
+
+    /// An input's kind as the canonical reader's one pass reads it from a line's entries after
+    /// its tag (the tag first as a key, as the kind's own internally tagged serde form reads it,
+    /// or as the variant's name to an externally tagged form). By default the kind's own form,
+    /// which buffers the object before it reads it; a machine may give a form that reads the
+    /// line straight (the turn machine does, with mirrors of its enums).
+    fn input_kind_from_line<'de, D: Deserializer<'de>>(
+        line: D,
+    ) -> Result<<Self::Input as LineInput>::Kind, D::Error>
+    where
+        Self::Input: LineInput,
+    {
+        Deserialize::deserialize(line)
+    }
+
+    /// An output as the one pass reads it, as [`Conform::input_kind_from_line`] an input's kind.
+    fn output_from_line<'de, D: Deserializer<'de>>(line: D) -> Result<Self::Output, D::Error> {
+        Deserialize::deserialize(line)
     }
 
     /// An input kind without fields (its line may carry no other keys).

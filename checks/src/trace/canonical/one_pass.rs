@@ -4,8 +4,11 @@
 //!
 //! The typed structs of `canonical` read a line through `#[serde(flatten)]`, which buffers the
 //! whole object before the machine's type sees it — twice for an input, whose `Timed` flattens
-//! its kind in turn. Here nothing is buffered but what the machine's internally tagged enum
-//! buffers itself.
+//! its kind in turn. Here the machine's type reads what [`Conform::input_kind_from_line`] and
+//! [`Conform::output_from_line`] give: by default its own internally tagged enum, which buffers
+//! the entries after the tag itself; for the turn machine a mirror of it, externally tagged
+//! (`canonical/tagged.rs`), which buffers nothing — the tag's value names the variant
+//! ([`EnumAccess`]) and its fields are read straight from the line.
 //!
 //! The typed structs stay the reference: this pass returns an event only where they would
 //! return the same one, and `None` for every other line — any error (they word it), a meta line,
@@ -16,8 +19,8 @@
 use std::marker::PhantomData;
 
 use serde::de::value::BorrowedStrDeserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::de::{self, DeserializeSeed, EnumAccess, IgnoredAny, MapAccess, VariantAccess, Visitor};
+use serde::Deserializer;
 use turnfence_model::Millis;
 
 use super::{shown_kind, LineInput, DEFAULT_SESSION};
@@ -111,8 +114,8 @@ where
             fields: 0,
         };
         let item = match rest.until_tag()? {
-            "input" => Item::Input(Deserialize::deserialize(&mut rest)?),
-            "output" => Item::Output(Deserialize::deserialize(&mut rest)?),
+            "input" => Item::Input(S::input_kind_from_line(&mut rest)?),
+            "output" => Item::Output(S::output_from_line(&mut rest)?),
             _ => {
                 let end = rest.map.next_value()?;
                 // A session end has no fields but `at` and `session`.
@@ -211,6 +214,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for &mut Rest<'de, A> {
     }
 }
 
+/// The rest of the line to the machine's type: an internally tagged enum (the model's) reads it
+/// as a map, its tag first; an externally tagged one (a mirror of it) as an enum, the tag's value
+/// naming the variant, whose fields are the entries after it.
 impl<'de, A: MapAccess<'de>> Deserializer<'de> for &mut Rest<'de, A> {
     type Error = A::Error;
 
@@ -218,10 +224,61 @@ impl<'de, A: MapAccess<'de>> Deserializer<'de> for &mut Rest<'de, A> {
         visitor.visit_map(self)
     }
 
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        // The tag is read as the variant's name, not handed over as a key.
+        self.tag = None;
+        visitor.visit_enum(self)
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct identifier
         ignored_any
+    }
+}
+
+impl<'de, A: MapAccess<'de>> EnumAccess<'de> for &mut Rest<'de, A> {
+    type Error = A::Error;
+    type Variant = Self;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self), A::Error> {
+        let name: &'de str = self.map.next_value()?;
+        let variant = seed.deserialize(BorrowedStrDeserializer::new(name))?;
+        Ok((variant, self))
+    }
+}
+
+impl<'de, A: MapAccess<'de>> VariantAccess<'de> for &mut Rest<'de, A> {
+    type Error = A::Error;
+
+    /// A variant without fields: any other entries are read and passed over, as the model's
+    /// internally tagged enum does (and counted: a bare input's line may have none).
+    fn unit_variant(mut self) -> Result<(), A::Error> {
+        while self.next_key::<IgnoredAny>()?.is_some() {
+            self.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, _: T) -> Result<T::Value, A::Error> {
+        Err(left("a newtype variant"))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, A::Error> {
+        Err(left("a tuple variant"))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        visitor.visit_map(self)
     }
 }
 
