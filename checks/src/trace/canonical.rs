@@ -254,8 +254,14 @@ where
 {
     type Record = Event<S>;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Event<S>)>, InputError> {
-        read_line(text, line).map(|e| vec![(line, e)])
+    fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        out: &mut Vec<(usize, Event<S>)>,
+    ) -> Result<(), InputError> {
+        out.push((line, read_line(text, line)?));
+        Ok(())
     }
 
     fn events(
@@ -263,8 +269,10 @@ where
         record: Event<S>,
         _: usize,
         _: &Sessions<S>,
-    ) -> Result<Vec<Event<S>>, InputError> {
-        Ok(vec![record])
+        out: &mut Vec<Event<S>>,
+    ) -> Result<(), InputError> {
+        out.push(record);
+        Ok(())
     }
 }
 
