@@ -6,7 +6,12 @@
 //! one Realtime event; skipped events count, as they must be read).
 //!
 //! Run: `cargo bench -p turnfence-checks --bench check_throughput` (with `RT_ONLY=1`, the
-//! realtime dialect's million lines alone: for a profile).
+//! realtime dialect's million lines alone, with `CANONICAL_ONLY=1` the canonical trace's million
+//! events alone: for a profile).
+
+/// The allocator the `turnfence` binary runs on: a benchmark measures what the command costs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::Instant;
 
@@ -83,6 +88,10 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     if std::env::var_os("RT_ONLY").is_some() {
         run_realtime(1_000_000);
+        return;
+    }
+    if std::env::var_os("CANONICAL_ONLY").is_some() {
+        run(1_000_000);
         return;
     }
     run(100_000);

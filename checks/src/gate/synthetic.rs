@@ -10,8 +10,9 @@ use super::{run, NAMES};
 
 /// A `BufRead` over `sessions` sessions of the gate's scenarios, in canonical form.
 pub struct SyntheticTrace {
-    /// Each template session: the session name its lines carry, and its lines.
-    templates: Vec<(String, String)>,
+    /// Each template session: its lines cut where they carry the session's name, so that a copy
+    /// is the pieces joined by its own name (made once, not searched for in every copy).
+    templates: Vec<Vec<String>>,
     next: usize,
     sessions: usize,
     buf: Vec<u8>,
@@ -24,7 +25,20 @@ impl SyntheticTrace {
         let templates = run
             .scenarios
             .iter()
-            .map(|s| (s.name.to_owned(), s.canonical_trace()))
+            .map(|s| (s.name, s.canonical_trace()))
+            .collect();
+        SyntheticTrace::of(templates, sessions)
+    }
+
+    /// `sessions` copies of the templates, in turn: each a session's name and its lines.
+    fn of(templates: Vec<(&str, String)>, sessions: usize) -> SyntheticTrace {
+        // The session name appears as `"session":"<name>"` in every line of a template.
+        let templates = templates
+            .into_iter()
+            .map(|(name, lines)| {
+                let key = format!("\"session\":\"{name}\"");
+                lines.split(&key).map(str::to_owned).collect()
+            })
             .collect();
         SyntheticTrace {
             templates,
@@ -46,33 +60,30 @@ impl SyntheticTrace {
     /// responses: one interrupted by speech (queued audio cleared, the item truncated to what
     /// played) and one played out, with events the dialect skips among them, then closed.
     pub fn realtime(sessions: usize) -> SyntheticTrace {
-        SyntheticTrace {
-            templates: vec![("rt".to_owned(), REALTIME_SESSION.to_owned())],
-            next: 0,
-            sessions,
-            buf: Vec::new(),
-            pos: 0,
-        }
+        SyntheticTrace::of(vec![("rt", REALTIME_SESSION.to_owned())], sessions)
     }
 
     /// Events (lines) per round of the templates.
     pub fn lines_per_round(&self) -> usize {
-        self.templates.iter().map(|(_, t)| t.lines().count()).sum()
+        let lines = |piece: &String| piece.matches('\n').count();
+        self.templates.iter().flatten().map(lines).sum()
     }
 
+    /// The next session's lines: its template's pieces joined by its name, `s<n>`.
     fn refill(&mut self) {
         self.buf.clear();
         self.pos = 0;
         if self.next >= self.sessions {
             return;
         }
-        let (name, template) = &self.templates[self.next % self.templates.len()];
-        let session = format!("s{}", self.next);
-        // The session name appears as `"session":"<scenario>"` in every line of the template.
-        let from = format!("\"session\":\"{name}\"");
-        let to = format!("\"session\":\"{session}\"");
-        self.buf
-            .extend_from_slice(template.replace(&from, &to).as_bytes());
+        let pieces = &self.templates[self.next % self.templates.len()];
+        let session = format!("\"session\":\"s{}\"", self.next);
+        for (i, piece) in pieces.iter().enumerate() {
+            if i > 0 {
+                self.buf.extend_from_slice(session.as_bytes());
+            }
+            self.buf.extend_from_slice(piece.as_bytes());
+        }
         self.next += 1;
     }
 }

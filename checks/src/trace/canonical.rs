@@ -13,10 +13,11 @@
 //! unless the schema marks it optional; an unknown field is an input error.
 //!
 //! A line is read in one pass first (`canonical/one_pass.rs`): the machine's type reads the
-//! object straight from the line, `at` and `session` taken out as they stream past. Only a line
-//! that pass leaves — a meta line, any error, the rare line it cannot vouch for — is read by the
-//! typed structs below, whose `#[serde(flatten)]` buffers the whole object before the machine's
-//! type sees it; every error is theirs, worded and placed as before.
+//! object straight from the line, `at` and `session` taken out as they stream past (the turn
+//! machine's through externally tagged mirrors of its enums, `canonical/tagged.rs`, which buffer
+//! nothing). Only a line that pass leaves — a meta line, any error, the rare line it cannot vouch
+//! for — is read by the typed structs below, whose `#[serde(flatten)]` buffers the whole object
+//! before the machine's type sees it; every error is theirs, worded and placed as before.
 
 use std::marker::PhantomData;
 use std::sync::LazyLock;
@@ -34,6 +35,7 @@ use super::conform::{Conform, Observed};
 use super::{Event, InputError, Reader, Sessions};
 
 mod one_pass;
+pub(super) mod tagged;
 
 /// The session a line without `session` belongs to.
 pub const DEFAULT_SESSION: &str = "main";
@@ -252,8 +254,14 @@ where
 {
     type Record = Event<S>;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Event<S>)>, InputError> {
-        read_line(text, line).map(|e| vec![(line, e)])
+    fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        out: &mut Vec<(usize, Event<S>)>,
+    ) -> Result<(), InputError> {
+        out.push((line, read_line(text, line)?));
+        Ok(())
     }
 
     fn events(
@@ -261,8 +269,10 @@ where
         record: Event<S>,
         _: usize,
         _: &Sessions<S>,
-    ) -> Result<Vec<Event<S>>, InputError> {
-        Ok(vec![record])
+        out: &mut Vec<Event<S>>,
+    ) -> Result<(), InputError> {
+        out.push(record);
+        Ok(())
     }
 }
 

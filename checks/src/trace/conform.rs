@@ -10,11 +10,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::mem::Discriminant;
 
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use turnfence_model::turn::Profile;
 use turnfence_model::{Invariant, Machine, Millis};
 
+use super::canonical::LineInput;
 use super::{limits, Finding, FindingKind, InputError};
 
 mod end;
@@ -32,6 +33,25 @@ pub trait Conform: Machine {
     /// `--profile`). A machine with one set of rules has the lab's only: `None` for any other.
     fn for_profile(profile: Profile) -> Option<Self> {
         profile.is_lab().then(Self::default)
+    }
+
+    /// An input's kind as the canonical reader's one pass reads it from a line's entries after
+    /// its tag (the tag first as a key, as the kind's own internally tagged serde form reads it,
+    /// or as the variant's name to an externally tagged form). By default the kind's own form,
+    /// which buffers the object before it reads it; a machine may give a form that reads the
+    /// line straight (the turn machine does, with mirrors of its enums).
+    fn input_kind_from_line<'de, D: Deserializer<'de>>(
+        line: D,
+    ) -> Result<<Self::Input as LineInput>::Kind, D::Error>
+    where
+        Self::Input: LineInput,
+    {
+        Deserialize::deserialize(line)
+    }
+
+    /// An output as the one pass reads it, as [`Conform::input_kind_from_line`] an input's kind.
+    fn output_from_line<'de, D: Deserializer<'de>>(line: D) -> Result<Self::Output, D::Error> {
+        Deserialize::deserialize(line)
     }
 
     /// An input kind without fields (its line may carry no other keys).
@@ -182,6 +202,51 @@ fn same_identity(pattern: &Value, actual: &Value) -> bool {
         })
 }
 
+/// The machine's outputs a session's trace has not shown yet, by kind, each as its step and its
+/// place there, oldest first. A session's outputs are of a few kinds: they are a short list
+/// searched in order, not hashed, and their count is kept as they come and go.
+struct Pending<O> {
+    kinds: Vec<(Discriminant<O>, Places)>,
+    len: usize,
+}
+
+/// Outputs as their steps and their places there, oldest first.
+type Places = VecDeque<(usize, usize)>;
+
+impl<O> Default for Pending<O> {
+    fn default() -> Pending<O> {
+        Pending {
+            kinds: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<O> Pending<O> {
+    /// The outputs of one kind not shown yet, oldest first.
+    fn get(&self, key: &Discriminant<O>) -> Option<&Places> {
+        self.kinds.iter().find(|(k, _)| k == key).map(|(_, q)| q)
+    }
+
+    /// `output`, at `place` (its step and its place there), is not shown yet.
+    fn push(&mut self, output: &O, place: (usize, usize)) {
+        let key = std::mem::discriminant(output);
+        match self.kinds.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, queue)) => queue.push_back(place),
+            None => self.kinds.push((key, VecDeque::from([place]))),
+        }
+        self.len += 1;
+    }
+
+    /// The `pos`th output of a kind not shown yet is shown: its place, taken out.
+    fn remove(&mut self, key: &Discriminant<O>, pos: usize) -> Option<(usize, usize)> {
+        let (_, queue) = self.kinds.iter_mut().find(|(k, _)| k == key)?;
+        let place = queue.remove(pos)?;
+        self.len -= 1;
+        Some(place)
+    }
+}
+
 /// The conformance state of one session.
 pub struct SessionCheck<M: Conform> {
     pub session: String,
@@ -189,7 +254,7 @@ pub struct SessionCheck<M: Conform> {
     /// A fresh monitor of the machine the session started as: what judges its effective trace.
     pub(super) monitor: M::Monitor,
     steps: Vec<EffStep<M>>,
-    pending: HashMap<Discriminant<M::Output>, VecDeque<(usize, usize)>>,
+    pending: Pending<M::Output>,
     findings: Vec<Finding>,
     /// Output kinds the log records completely: one the machine produced that the trace does not
     /// show is missing, not merely unlogged.
@@ -220,7 +285,7 @@ impl<M: Conform> SessionCheck<M> {
             monitor: machine.monitor(),
             machine,
             steps: Vec::new(),
-            pending: HashMap::new(),
+            pending: Pending::default(),
             findings: Vec::new(),
             complete: complete.to_vec(),
             last_at: 0,
@@ -262,8 +327,7 @@ impl<M: Conform> SessionCheck<M> {
             .into_iter()
             .enumerate()
             .map(|(i, output)| {
-                let key = std::mem::discriminant(&output);
-                self.pending.entry(key).or_default().push_back((index, i));
+                self.pending.push(&output, (index, i));
                 EffOutput {
                     output,
                     line: None,
@@ -278,21 +342,27 @@ impl<M: Conform> SessionCheck<M> {
         });
     }
 
-    /// Applies an input, recording what time passing caused as a step of its own.
-    fn apply(&mut self, input: &M::Input, line: usize) -> Result<(), M::Misuse> {
-        let at = M::at(input);
-        self.machine.advance_to(at)?;
+    /// Applies an input, recording what time passing caused as a step of its own. A refused
+    /// input comes back with the refusal.
+    fn apply(&mut self, input: M::Input, line: usize) -> Result<(), (M::Misuse, M::Input)> {
+        let at = M::at(&input);
+        if let Err(misuse) = self.machine.advance_to(at) {
+            return Err((misuse, input));
+        }
         let ticked = self.drain();
         // A tick is time passing: what it caused is its own step, not a step before it.
-        let tick = M::is_tick(input);
-        if !ticked.is_empty() && !tick {
-            self.push_step(M::tick(at), line, ticked.clone());
+        let mut outputs = Vec::new();
+        if M::is_tick(&input) {
+            outputs = ticked;
+        } else if !ticked.is_empty() {
+            self.push_step(M::tick(at), line, ticked);
         }
-        let result = self.machine.handle(input);
-        let mut outputs = if tick { ticked } else { Vec::new() };
+        let result = self.machine.handle(&input);
         outputs.extend(self.drain());
-        result?;
-        self.push_step(input.clone(), line, outputs);
+        if let Err(misuse) = result {
+            return Err((misuse, input));
+        }
+        self.push_step(input, line, outputs);
         Ok(())
     }
 
@@ -319,18 +389,18 @@ impl<M: Conform> SessionCheck<M> {
 
     /// An input from the trace. A refused input is a finding, unless a hidden step the machine
     /// can explain makes it acceptable.
-    pub fn input(&mut self, input: &M::Input, line: usize) {
-        let misuse = match self.apply(input, line) {
+    pub fn input(&mut self, input: M::Input, line: usize) {
+        let (misuse, input) = match self.apply(input, line) {
             Ok(()) => return,
-            Err(m) => m,
+            Err(refused) => refused,
         };
-        let hidden = self.machine.explain_input(input, &misuse);
+        let hidden = self.machine.explain_input(&input, &misuse);
         for h in &hidden {
             self.supplied(h);
         }
         if !hidden.is_empty()
-            && hidden.iter().all(|h| self.apply(h, line).is_ok())
-            && self.apply(input, line).is_ok()
+            && hidden.iter().all(|h| self.apply(h.clone(), line).is_ok())
+            && self.apply(input.clone(), line).is_ok()
         {
             return;
         }
@@ -343,7 +413,7 @@ impl<M: Conform> SessionCheck<M> {
                 format!("the model refuses this input: {misuse}"),
             ),
         };
-        let ids = M::input_subject(input)
+        let ids = M::input_subject(&input)
             .map(|t| vec![t.to_owned()])
             .unwrap_or_default();
         self.found(line, self.last_at, kind, invariant, ids, message);
@@ -351,10 +421,8 @@ impl<M: Conform> SessionCheck<M> {
 
     /// Finds a pending machine output the observation matches, and marks it observed.
     fn take_match(&mut self, observed: &Observed<M::Output>, line: usize) -> bool {
-        let Some(queue) = self
-            .pending
-            .get_mut(&std::mem::discriminant(&observed.output))
-        else {
+        let key = std::mem::discriminant(&observed.output);
+        let Some(queue) = self.pending.get(&key) else {
             return false;
         };
         let steps = &self.steps;
@@ -370,7 +438,7 @@ impl<M: Conform> SessionCheck<M> {
             }
         });
         let Some(pos) = found else { return false };
-        let Some((s, o)) = queue.remove(pos) else {
+        let Some((s, o)) = self.pending.remove(&key, pos) else {
             return false;
         };
         let out = &mut self.steps[s].outputs[o];
@@ -401,7 +469,7 @@ impl<M: Conform> SessionCheck<M> {
         // Steps the log does not show, that the machine can explain.
         for hidden in self.machine.explain_output(&observed.output, at) {
             self.supplied(&hidden);
-            if self.apply(&hidden, line).is_err() {
+            if self.apply(hidden, line).is_err() {
                 break;
             }
             if self.take_match(observed, line) {
@@ -425,9 +493,8 @@ impl<M: Conform> SessionCheck<M> {
             })
         });
         let ids = subject.map(|t| vec![t.to_owned()]).unwrap_or_default();
-        let (kind, message) = if let Some((s, o)) =
-            rival.and_then(|pos| self.pending.get_mut(&key).and_then(|q| q.remove(pos)))
-        {
+        let taken = rival.and_then(|pos| self.pending.remove(&key, pos));
+        let (kind, message) = if let Some((s, o)) = taken {
             let model = value_of(&self.steps[s].outputs[o].output);
             let concrete = fill::<M>(&observed.output, observed.wildcards, &model);
             let out = &mut self.steps[s].outputs[o];
@@ -502,7 +569,7 @@ impl<M: Conform> SessionCheck<M> {
 
     /// How many outputs the machine produced that the trace has not shown yet, of every kind.
     pub fn pending_outputs(&self) -> usize {
-        self.pending.values().map(VecDeque::len).sum()
+        self.pending.len
     }
 
     /// Holding more outputs unshown than [`limits::MAX_PENDING_OUTPUTS`] is an input error at

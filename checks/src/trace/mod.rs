@@ -322,8 +322,14 @@ pub struct StackReader<D> {
 impl<S: Conform, D: StackDialect<S>> Reader<S> for StackReader<D> {
     type Record = StackRecord;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, StackRecord)>, InputError> {
-        self.lines.read(text, line, D::COMPLETE)
+    fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        out: &mut Vec<(usize, StackRecord)>,
+    ) -> Result<(), InputError> {
+        out.extend(self.lines.read(text, line, D::COMPLETE)?);
+        Ok(())
     }
 
     fn events(
@@ -331,11 +337,13 @@ impl<S: Conform, D: StackDialect<S>> Reader<S> for StackReader<D> {
         record: StackRecord,
         line: usize,
         sessions: &Sessions<S>,
-    ) -> Result<Vec<Event<S>>, InputError> {
+        out: &mut Vec<Event<S>>,
+    ) -> Result<(), InputError> {
         match record {
-            StackRecord::Meta(v) => Ok(vec![Event::Meta(v)]),
-            StackRecord::Line(text) => self.dialect.line(&text, line, sessions),
+            StackRecord::Meta(v) => out.push(Event::Meta(v)),
+            StackRecord::Line(text) => out.extend(self.dialect.line(&text, line, sessions)?),
         }
+        Ok(())
     }
 }
 
@@ -355,15 +363,21 @@ pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
 
 /// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and
 /// release them later, e.g. a whole lab scenario); `events` turns one record into events, seeing
-/// the open sessions as they stand after every earlier event was applied.
+/// the open sessions as they stand after every earlier event was applied. Each pushes what it
+/// makes onto `out`, a buffer the checker empties and uses again for every line.
 pub trait Reader<S: Conform> {
     type Record;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Self::Record)>, InputError>;
+    fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        out: &mut Vec<(usize, Self::Record)>,
+    ) -> Result<(), InputError>;
 
     /// End of input: records still held back.
-    fn flush(&mut self) -> Result<Vec<(usize, Self::Record)>, InputError> {
-        Ok(Vec::new())
+    fn flush(&mut self, _out: &mut Vec<(usize, Self::Record)>) -> Result<(), InputError> {
+        Ok(())
     }
 
     fn events(
@@ -371,7 +385,15 @@ pub trait Reader<S: Conform> {
         record: Self::Record,
         line: usize,
         sessions: &Sessions<S>,
-    ) -> Result<Vec<Event<S>>, InputError>;
+        out: &mut Vec<Event<S>>,
+    ) -> Result<(), InputError>;
+}
+
+/// The checker's buffers for a reader's records and events, emptied and used again line after
+/// line.
+struct Buffers<S: Conform, R: Reader<S>> {
+    records: Vec<(usize, R::Record)>,
+    events: Vec<Event<S>>,
 }
 
 /// The open sessions.
@@ -439,7 +461,7 @@ impl<S: Conform> Checker<S> {
             Event::Input { session, input } => {
                 let s = self.sessions.get(&session, line)?;
                 s.advance(S::at(&input), line)?;
-                s.input(&input, line);
+                s.input(input, line);
                 s.held(line)?;
                 self.open_peak();
                 Ok(())
@@ -518,13 +540,15 @@ impl<S: Conform> Checker<S> {
 }
 
 impl<S: Conform> Checker<S> {
+    /// The records in `buffers` made into events, each applied.
     fn records<R: Reader<S>>(
         &mut self,
         reader: &mut R,
-        records: Vec<(usize, R::Record)>,
+        buffers: &mut Buffers<S, R>,
     ) -> Result<(), InputError> {
-        for (line, record) in records {
-            for event in reader.events(record, line, &self.sessions)? {
+        for (line, record) in buffers.records.drain(..) {
+            reader.events(record, line, &self.sessions, &mut buffers.events)?;
+            for event in buffers.events.drain(..) {
                 self.event(event, line)?;
             }
         }
@@ -574,6 +598,10 @@ pub fn check_as<S: Conform, R: Reader<S>>(
     };
     c.sessions.keep = keep;
     c.sessions.fresh = fresh;
+    let mut buffers = Buffers {
+        records: Vec::new(),
+        events: Vec::new(),
+    };
     let mut bytes = Vec::new();
     let mut input = input;
     let mut line = 0;
@@ -608,16 +636,16 @@ pub fn check_as<S: Conform, R: Reader<S>>(
         if let Some(at) = blank {
             return Err(InputError::at(at, "empty line"));
         }
-        let records = reader.read(text, line)?;
-        c.records(reader, records)?;
+        reader.read(text, line, &mut buffers.records)?;
+        c.records(reader, &mut buffers)?;
     }
     let line = line - blank.map_or(0, |at| line + 1 - at);
     c.verdict.lines = line;
     if line == 0 {
         return Err(InputError::at(0, "the trace is empty"));
     }
-    let records = reader.flush()?;
-    c.records(reader, records)?;
+    reader.flush(&mut buffers.records)?;
+    c.records(reader, &mut buffers)?;
     let open: Vec<String> = c.sessions.open.keys().cloned().collect();
     for s in open {
         c.end(&s, None);

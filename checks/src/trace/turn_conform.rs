@@ -2,12 +2,14 @@
 //! leave out that the model can explain), the refusals that are evidence of a broken invariant,
 //! and its invariants.
 
+use serde::Deserializer;
 use turnfence_model::turn::state::{ChildState, Phase, Session, Turn};
 use turnfence_model::turn::{
     ChildKind, Input, InputKind, Invariant, Misuse, NotStartedReason, Output, Terminal, TurnMachine,
 };
 use turnfence_model::Millis;
 
+use super::canonical::tagged;
 use super::conform::{Conform, History, Judged};
 use super::turn_facts::{judge, Fact};
 
@@ -16,6 +18,14 @@ impl Conform for TurnMachine {
 
     fn for_profile(profile: turnfence_model::turn::Profile) -> Option<TurnMachine> {
         Some(TurnMachine::with_profile(profile))
+    }
+
+    fn input_kind_from_line<'de, D: Deserializer<'de>>(line: D) -> Result<InputKind, D::Error> {
+        tagged::input_kind(line)
+    }
+
+    fn output_from_line<'de, D: Deserializer<'de>>(line: D) -> Result<Output, D::Error> {
+        tagged::output(line)
     }
 
     fn is_bare(input: &Input) -> bool {

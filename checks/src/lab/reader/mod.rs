@@ -103,37 +103,39 @@ fn parse(text: &str, line: usize) -> Result<Result<LabLine, Value>, InputError> 
 impl Reader<TurnMachine> for LabReader {
     type Record = Record;
 
-    fn read(&mut self, text: &str, line: usize) -> Result<Vec<(usize, Record)>, InputError> {
+    fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        out: &mut Vec<(usize, Record)>,
+    ) -> Result<(), InputError> {
         let parsed = match parse(text, line)? {
             Err(meta) => {
                 self.meta_seen = true;
-                return Ok(vec![(line, Record::Meta(meta))]);
+                out.push((line, Record::Meta(meta)));
+                return Ok(());
             }
             Ok(p) => p,
         };
-        let mut out = Vec::new();
         if self.scenario.as_deref() != Some(parsed.scenario.as_str()) {
-            out = self.flush()?;
+            self.flush(out)?;
             self.scenario = Some(parsed.scenario.clone());
         }
         self.held.push((line, parsed));
-        Ok(out)
+        Ok(())
     }
 
-    fn flush(&mut self) -> Result<Vec<(usize, Record)>, InputError> {
+    fn flush(&mut self, out: &mut Vec<(usize, Record)>) -> Result<(), InputError> {
         let mut held = std::mem::take(&mut self.held);
         let Some(scenario) = self.scenario.take() else {
-            return Ok(Vec::new());
+            return Ok(());
         };
         fold_budgets(&mut held);
         infer_texts(&mut held);
         let last = held.last().map_or(0, |(l, _)| *l);
-        let mut out: Vec<(usize, Record)> = held
-            .into_iter()
-            .map(|(l, x)| (l, Record::Line(x)))
-            .collect();
+        out.extend(held.into_iter().map(|(l, x)| (l, Record::Line(x))));
         out.push((last, Record::End(scenario)));
-        Ok(out)
+        Ok(())
     }
 
     fn events(
@@ -141,12 +143,14 @@ impl Reader<TurnMachine> for LabReader {
         record: Record,
         line: usize,
         sessions: &Sessions,
-    ) -> Result<Vec<Event>, InputError> {
+        out: &mut Vec<Event>,
+    ) -> Result<(), InputError> {
         match record {
-            Record::Meta(v) => Ok(vec![Event::Meta(v)]),
-            Record::End(session) => Ok(vec![Event::End { session }]),
-            Record::Line(l) => self.translate(&l, line, sessions),
+            Record::Meta(v) => out.push(Event::Meta(v)),
+            Record::End(session) => out.push(Event::End { session }),
+            Record::Line(l) => out.extend(self.translate(&l, line, sessions)?),
         }
+        Ok(())
     }
 }
 

@@ -4,8 +4,11 @@
 //!
 //! The typed structs of `canonical` read a line through `#[serde(flatten)]`, which buffers the
 //! whole object before the machine's type sees it — twice for an input, whose `Timed` flattens
-//! its kind in turn. Here nothing is buffered but what the machine's internally tagged enum
-//! buffers itself.
+//! its kind in turn. Here the machine's type reads what [`Conform::input_kind_from_line`] and
+//! [`Conform::output_from_line`] give: by default its own internally tagged enum, which buffers
+//! the entries after the tag itself; for the turn machine a mirror of it, externally tagged
+//! (`canonical/tagged.rs`), which buffers nothing — the tag's value names the variant
+//! ([`EnumAccess`]) and its fields are read straight from the line.
 //!
 //! The typed structs stay the reference: this pass returns an event only where they would
 //! return the same one, and `None` for every other line — any error (they word it), a meta line,
@@ -16,8 +19,8 @@
 use std::marker::PhantomData;
 
 use serde::de::value::BorrowedStrDeserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::de::{self, DeserializeSeed, EnumAccess, IgnoredAny, MapAccess, VariantAccess, Visitor};
+use serde::Deserializer;
 use turnfence_model::Millis;
 
 use super::{shown_kind, LineInput, DEFAULT_SESSION};
@@ -111,8 +114,8 @@ where
             fields: 0,
         };
         let item = match rest.until_tag()? {
-            "input" => Item::Input(Deserialize::deserialize(&mut rest)?),
-            "output" => Item::Output(Deserialize::deserialize(&mut rest)?),
+            "input" => Item::Input(S::input_kind_from_line(&mut rest)?),
+            "output" => Item::Output(S::output_from_line(&mut rest)?),
             _ => {
                 let end = rest.map.next_value()?;
                 // A session end has no fields but `at` and `session`.
@@ -211,6 +214,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for &mut Rest<'de, A> {
     }
 }
 
+/// The rest of the line to the machine's type: an internally tagged enum (the model's) reads it
+/// as a map, its tag first; an externally tagged one (a mirror of it) as an enum, the tag's value
+/// naming the variant, whose fields are the entries after it.
 impl<'de, A: MapAccess<'de>> Deserializer<'de> for &mut Rest<'de, A> {
     type Error = A::Error;
 
@@ -218,10 +224,63 @@ impl<'de, A: MapAccess<'de>> Deserializer<'de> for &mut Rest<'de, A> {
         visitor.visit_map(self)
     }
 
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        // The tag is read as the variant's name, not handed over as a key.
+        self.tag = None;
+        visitor.visit_enum(self)
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct identifier
         ignored_any
+    }
+}
+
+impl<'de, A: MapAccess<'de>> EnumAccess<'de> for &mut Rest<'de, A> {
+    type Error = A::Error;
+    type Variant = Self;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(self, seed: V) -> Result<(V::Value, Self), A::Error> {
+        let name: &'de str = self.map.next_value()?;
+        let variant = seed.deserialize(BorrowedStrDeserializer::new(name))?;
+        Ok((variant, self))
+    }
+}
+
+impl<'de, A: MapAccess<'de>> VariantAccess<'de> for &mut Rest<'de, A> {
+    type Error = A::Error;
+
+    /// A variant without fields: any other entry leaves the line to the typed structs. The model's
+    /// internally tagged enum passes over such entries, but only once it has buffered them, which
+    /// serde_json refuses beyond its depth limit; passed over here unbuffered, a deep one would be
+    /// taken where the typed structs refuse it.
+    fn unit_variant(mut self) -> Result<(), A::Error> {
+        match self.next_key::<IgnoredAny>()? {
+            None => Ok(()),
+            Some(_) => Err(left("an entry beside a kind without fields")),
+        }
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, _: T) -> Result<T::Value, A::Error> {
+        Err(left("a newtype variant"))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, _: usize, _: V) -> Result<V::Value, A::Error> {
+        Err(left("a tuple variant"))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        _: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        visitor.visit_map(self)
     }
 }
 
@@ -240,7 +299,10 @@ mod tests {
     use super::*;
 
     /// Lines only a hostile or careless writer produces: a kind's key in a nested object, a
-    /// kind's key spaced from its colon, the tag last, bare inputs, session ends, blanks around.
+    /// kind's key spaced from its colon, the tag last, bare inputs, session ends, blanks around;
+    /// numbers that are no `u64` or too big for their field, raw control characters and escapes
+    /// in values, extra keys beside a kind without fields, a child's kind or a terminal state in
+    /// the wrong form (the turn machine's one pass reads them through its mirrors).
     const ODD: &str = r#"{"at":1,"input":"spawn","turn":"t","child":"c","kind":{"tool":{"output":1}}}
 {"at":1,"input":"spawn","turn":"t","child":"c","kind":{"tool":{"name":"x","cancellable":false,"output":1}}}
 {"at":1,"input" :"spawn","turn":"t","child":"c","kind":{"tool":{"name":"x","cancellable":false,"output":1}}}
@@ -252,7 +314,26 @@ mod tests {
 {"at":1,"session":"f","input":"drop_event"}
 {"at":5,"session":"s","session_end":true}
 {"session_end":false}
- {"at":1,"input":"tick"} "#;
+ {"at":1,"input":"tick"} 
+{ "at" : 1 ,	"input" : "delta" , "turn" : "t" , "generation" : 1 , "seq" : 1 }
+{"at":01,"input":"tick"}
+{"at":1e2,"input":"tick"}
+{"at":1.0,"input":"tick"}
+{"at":18446744073709551615,"input":"tick"}
+{"at":18446744073709551616,"input":"tick"}
+{"at":1,"input":"stop","turn":"t	x","request_id":"r"}
+{"at":1,"input":"stop","turn":"t","request_id":"r\u00e9"}
+{"at":1,"input":"stop","turn":"té","request_id":"r"}
+{"at":1,"input":"speech_started","confidence":1}
+{"at":1,"input":"speech_stopped","x":[1,{"y":true}],"z":null}
+{"at":1,"input":"spawn","turn":"t","child":"c","kind":"tool"}
+{"at":1,"input":"spawn","turn":"t","child":"c","kind":{"model":null}}
+{"at":1,"input":"spawn","turn":"t","child":"c","kind":{"tool":{"name":"x","cancellable":true},"model":1}}
+{"at":1,"output":"terminal","turn":"t","state":{"completed":{}}}
+{"at":1,"output":"played","turn":"t","generation":1,"seq":1,"frames":4294967296}
+{"at":1,"output":"delivered","turn":"t","generation":1,"seq":1}}
+{"at":1,"output":"delivered","turn":"t","generation":1,"seq":1,}
+{"at":1,"output":"delivered","turn":"t","generation":1,"seq":true}"#;
 
     /// Every line of every fixture, the gate's scenarios as a trace, and the odd lines.
     fn corpus() -> Vec<String> {
@@ -272,6 +353,13 @@ mod tests {
             .collect();
         lines.extend(crate::gate::synthetic::SyntheticTrace::new(8).lines_as_strings());
         lines.extend(ODD.lines().map(str::to_owned));
+        // Objects nested deep, within serde_json's limit and beyond it.
+        for depth in [60, 200] {
+            let (open, close) = ("{\"a\":".repeat(depth), "}".repeat(depth));
+            lines.push(format!(
+                "{{\"at\":1,\"input\":\"speech_stopped\",\"x\":{open}1{close}}}"
+            ));
+        }
         lines
     }
 
