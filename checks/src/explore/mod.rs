@@ -203,11 +203,13 @@ pub fn explore<M: Explore>(
                 coverage: &result.coverage,
                 reached: &result.reached,
             };
-            let expanded: Vec<Vec<Successor<M>>> = slice
-                .par_iter()
-                .map(|node| expand(node, bounds, &key, &known))
+            // Each state is dropped on the core that expanded it, beside the duplicates it led
+            // to: memory is freed by the thread that allocates again, and reused at once.
+            let expanded: Vec<(usize, Vec<Successor<M>>)> = slice
+                .into_par_iter()
+                .map(|node| (node.index, expand(&node, bounds, &key, &known)))
                 .collect();
-            for (node, successors) in slice.iter().zip(expanded) {
+            for (index, successors) in expanded {
                 for s in successors {
                     result.transitions += 1;
                     result.coverage.extend(s.covered);
@@ -217,7 +219,7 @@ pub fn explore<M: Explore>(
                         .into_iter()
                         .find(|b| target.is_none_or(|t| b.invariant == t))
                     {
-                        let mut path = path_to(&parents, node.index);
+                        let mut path = path_to(&parents, index);
                         path.push(s.input);
                         result.counterexample = Some((path, b));
                         return result;
@@ -226,7 +228,7 @@ pub fn explore<M: Explore>(
                         continue;
                     };
                     if seen.insert(s.key) {
-                        parents.push((node.index, Some(s.input)));
+                        parents.push((index, Some(s.input)));
                         result.states += 1;
                         frontier.push_back(Node {
                             machine,
@@ -276,8 +278,9 @@ fn expand<M: Explore>(
     key: &(impl Fn(&M, &M::Monitor) -> u64 + Sync),
     known: &Known<M::Invariant>,
 ) -> Vec<Successor<M>> {
-    let mut out = Vec::new();
-    for input in node.machine.alphabet(bounds) {
+    let inputs = node.machine.alphabet(bounds);
+    let mut out = Vec::with_capacity(inputs.len());
+    for input in inputs {
         let mut m = node.machine.clone();
         let (steps, ok) = take(&mut m, &input);
         if !ok {
