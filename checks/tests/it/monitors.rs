@@ -372,3 +372,43 @@ fn only_a_profile_that_truncates_to_what_was_heard_keeps_an_audio_account() {
         state(Profile::OpenaiRealtime, 5)
     );
 }
+
+/// `cancel_targets_its_response` is put to the test (its `sometimes`) by a stale stop only: one
+/// naming a turn that ended while another is active. A stop of the running turn is not one, nor
+/// a stop of an ended turn while every turn has ended.
+#[test]
+fn only_a_stale_stop_puts_cancel_targets_its_response_to_the_test() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Input, Invariant, Profile, TurnMachine};
+
+    let reached = |lines: &[&str]| {
+        let inputs: Vec<Input> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).expect("an input"))
+            .collect();
+        let mut machine = TurnMachine::with_profile(Profile::OpenaiRealtime);
+        let (steps, refused) = turnfence_model::run(&mut machine, &inputs);
+        assert!(refused.is_none(), "{refused:?}");
+        let mut monitor = turn::Monitor::for_profile(Profile::OpenaiRealtime);
+        let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+        assert!(found.is_empty(), "{found:?}");
+        monitor
+            .reached()
+            .contains(&Invariant::CancelTargetsItsResponse)
+    };
+    let t1 = r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text"}"#;
+    let t1_done = r#"{"at":10,"input":"model_done","turn":"t1"}"#;
+    let t2 = r#"{"at":20,"input":"accept","turn":"t2","generation":2,"mode":"text"}"#;
+    let t2_done = r#"{"at":30,"input":"model_done","turn":"t2"}"#;
+    let stop =
+        |turn: &str| format!(r#"{{"at":40,"input":"stop","turn":"{turn}","request_id":"r"}}"#);
+    assert!(reached(&[t1, t1_done, t2, &stop("t1")]), "a stale stop");
+    assert!(
+        !reached(&[t1, t1_done, t2, &stop("t2")]),
+        "a stop of the running turn"
+    );
+    assert!(
+        !reached(&[t1, t1_done, t2, t2_done, &stop("t1")]),
+        "a stop of an ended turn, none active"
+    );
+}
