@@ -18,6 +18,7 @@ mod model;
 mod monitors;
 mod mutation;
 mod peer;
+mod readers;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
 #[cfg(not(loom))]
 mod recorder;

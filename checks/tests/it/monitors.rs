@@ -226,13 +226,11 @@ fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own(
     assert_eq!(names(Profile::LivekitAgents).len(), 14);
 }
 
-/// `interruption_decided_once`'s own check, alone, follows the user's speech: a pause is due only
-/// once the user is silent, and speaking again disarms it. Here the user stops (the resume falls
-/// due at 2 600 ms), speaks again at 700 ms and is still speaking at 3 000 ms: the correct
-/// livekit-agents machine resumes nothing, and neither the check alone nor the whole monitor finds
-/// the pause undecided.
-#[test]
-fn a_pause_is_not_due_while_the_user_speaks_again() {
+/// Runs the correct livekit-agents machine on a reply paused by speech (accepted, a delta
+/// delivered, speech at 15 ms that counts at 515 ms) and then `rest`: it pauses the reply and
+/// resumes nothing, and neither `interruption_decided_once`'s check alone nor the whole monitor
+/// finds the pause undecided.
+fn a_pause_stays_open_and_is_not_due(rest: &[&str]) {
     use turnfence_model::prelude::*;
     use turnfence_model::turn::{self, Input, Output, Profile, TurnMachine};
 
@@ -241,11 +239,9 @@ fn a_pause_is_not_due_while_the_user_speaks_again() {
         r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
         r#"{"at":15,"input":"speech_started","confidence":0.9}"#,
         r#"{"at":515,"input":"tick"}"#,
-        r#"{"at":600,"input":"speech_stopped"}"#,
-        r#"{"at":700,"input":"speech_started","confidence":0.9}"#,
-        r#"{"at":3000,"input":"tick"}"#,
     ]
     .iter()
+    .chain(rest)
     .map(|line| serde_json::from_str(line).expect("an input"))
     .collect();
     let mut machine = TurnMachine::with_profile(Profile::LivekitAgents);
@@ -263,4 +259,156 @@ fn a_pause_is_not_due_while_the_user_speaks_again() {
     let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
     let all: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
     assert!(all.is_empty(), "{all:?}");
+}
+
+/// `interruption_decided_once`'s own check, alone, follows the user's speech: a pause is due only
+/// once the user is silent, and speaking again disarms it. Here the user stops (the resume falls
+/// due at 2 600 ms), speaks again at 700 ms and is still speaking at 3 000 ms: the correct
+/// livekit-agents machine resumes nothing, and neither the check alone nor the whole monitor finds
+/// the pause undecided.
+#[test]
+fn a_pause_is_not_due_while_the_user_speaks_again() {
+    a_pause_stays_open_and_is_not_due(&[
+        r#"{"at":600,"input":"speech_stopped"}"#,
+        r#"{"at":700,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":3000,"input":"tick"}"#,
+    ]);
+}
+
+/// A pause is due only once the user is silent: speech that counts (at 515 ms) pauses the reply
+/// while the user still speaks, and they go on speaking past 3 000 ms, more than the 2 000 ms a
+/// pause may stay undecided. The correct livekit-agents machine resumes nothing, and neither
+/// `interruption_decided_once`'s check alone nor the whole monitor finds the pause overdue.
+#[test]
+fn a_pause_is_not_due_while_the_user_goes_on_speaking() {
+    a_pause_stays_open_and_is_not_due(&[r#"{"at":3000,"input":"tick"}"#]);
+}
+
+/// `interruption_decided_once`'s findings, by step, on a faulty manager's steps as a log would
+/// show them: the first reply paused by speech (accepted, a delta delivered, speech at 15 ms
+/// counted at 515 ms), then `rest`.
+fn decided_once_found_after_a_pause(
+    rest: &[&str],
+) -> Vec<(turnfence_model::turn::Invariant, usize)> {
+    use turnfence_model::turn::{self, Step};
+
+    let steps: Vec<Step> = [
+        r#"{"input":{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio"},"outputs":[]}"#,
+        r#"{"input":{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2},"outputs":[{"output":"delivered","turn":"speech_1","generation":1,"seq":1}]}"#,
+        r#"{"input":{"at":15,"input":"speech_started","confidence":0.9},"outputs":[]}"#,
+        r#"{"input":{"at":515,"input":"tick"},"outputs":[{"output":"playback_paused","turn":"speech_1"}]}"#,
+    ]
+    .iter()
+    .chain(rest)
+    .map(|line| serde_json::from_str(line).expect("a step"))
+    .collect();
+    turn::invariants::interruption_decided_once(&steps)
+        .iter()
+        .map(|v| (v.invariant, v.step))
+        .collect()
+}
+
+/// A pause is decided once, before another: a manager that pauses a second reply while the
+/// first one's pause is still undecided breaks `interruption_decided_once`, at the second pause.
+/// (The correct machine never does.)
+#[test]
+fn a_second_reply_paused_while_a_pause_is_undecided_breaks_interruption_decided_once() {
+    let found = decided_once_found_after_a_pause(&[
+        r#"{"input":{"at":600,"input":"accept","turn":"speech_2","generation":2,"mode":"audio"},"outputs":[]}"#,
+        r#"{"input":{"at":700,"input":"tick"},"outputs":[{"output":"playback_paused","turn":"speech_2"}]}"#,
+    ]);
+    let decided_once = turnfence_model::turn::Invariant::InterruptionDecidedOnce;
+    assert_eq!(found, [(decided_once, 5)]);
+}
+
+/// A resume decides the pause of the reply it resumes, and no other: with the first reply's
+/// pause open, a resume of a second reply decides nothing and breaks `interruption_decided_once`
+/// (it resumes output that was never paused), at the resume.
+#[test]
+fn a_resume_of_another_reply_than_the_paused_one_breaks_interruption_decided_once() {
+    let found = decided_once_found_after_a_pause(&[
+        r#"{"input":{"at":600,"input":"speech_stopped"},"outputs":[]}"#,
+        r#"{"input":{"at":1000,"input":"tick"},"outputs":[{"output":"playback_resumed","turn":"speech_2"}]}"#,
+    ]);
+    let decided_once = turnfence_model::turn::Invariant::InterruptionDecidedOnce;
+    assert_eq!(found, [(decided_once, 5)]);
+}
+
+/// The monitor keeps each turn's audio account (frames delivered, played, cleared) only under a
+/// profile that truncates to what was heard: under the lab's and livekit-agents' rules two runs
+/// that differ only in how many frames a delta brought are one state to the explorer, under
+/// openai-realtime's they are two.
+#[test]
+fn only_a_profile_that_truncates_to_what_was_heard_keeps_an_audio_account() {
+    use std::hash::Hasher;
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Input, Profile, TurnMachine};
+
+    let state = |profile: Profile, frames: u32| {
+        let inputs: Vec<Input> = [
+            r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#.to_owned(),
+            format!(
+                r#"{{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":{frames}}}"#
+            ),
+        ]
+        .iter()
+        .map(|line| serde_json::from_str(line).expect("an input"))
+        .collect();
+        let (steps, refused) =
+            turnfence_model::run(&mut TurnMachine::with_profile(profile), &inputs);
+        assert!(refused.is_none(), "{refused:?}");
+        let mut monitor = turn::Monitor::for_profile(profile);
+        let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+        assert!(found.is_empty(), "{found:?}");
+        let mut h = turnfence_checks::explore::hasher();
+        monitor.fingerprint(&mut h);
+        h.finish()
+    };
+    for profile in [Profile::Lab, Profile::LivekitAgents] {
+        assert_eq!(state(profile, 1), state(profile, 5), "{}", profile.name());
+    }
+    assert_ne!(
+        state(Profile::OpenaiRealtime, 1),
+        state(Profile::OpenaiRealtime, 5)
+    );
+}
+
+/// `cancel_targets_its_response` is put to the test (its `sometimes`) by a stale stop only: one
+/// naming a turn that ended while another is active. A stop of the running turn is not one, nor
+/// a stop of an ended turn while every turn has ended.
+#[test]
+fn only_a_stale_stop_puts_cancel_targets_its_response_to_the_test() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Input, Invariant, Profile, TurnMachine};
+
+    let reached = |lines: &[&str]| {
+        let inputs: Vec<Input> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).expect("an input"))
+            .collect();
+        let mut machine = TurnMachine::with_profile(Profile::OpenaiRealtime);
+        let (steps, refused) = turnfence_model::run(&mut machine, &inputs);
+        assert!(refused.is_none(), "{refused:?}");
+        let mut monitor = turn::Monitor::for_profile(Profile::OpenaiRealtime);
+        let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+        assert!(found.is_empty(), "{found:?}");
+        monitor
+            .reached()
+            .contains(&Invariant::CancelTargetsItsResponse)
+    };
+    let t1 = r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text"}"#;
+    let t1_done = r#"{"at":10,"input":"model_done","turn":"t1"}"#;
+    let t2 = r#"{"at":20,"input":"accept","turn":"t2","generation":2,"mode":"text"}"#;
+    let t2_done = r#"{"at":30,"input":"model_done","turn":"t2"}"#;
+    let stop =
+        |turn: &str| format!(r#"{{"at":40,"input":"stop","turn":"{turn}","request_id":"r"}}"#);
+    assert!(reached(&[t1, t1_done, t2, &stop("t1")]), "a stale stop");
+    assert!(
+        !reached(&[t1, t1_done, t2, &stop("t2")]),
+        "a stop of the running turn"
+    );
+    assert!(
+        !reached(&[t1, t1_done, t2, t2_done, &stop("t1")]),
+        "a stop of an ended turn, none active"
+    );
 }

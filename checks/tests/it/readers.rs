@@ -1,0 +1,63 @@
+//! Rules of the dialect readers that no fixture's verdict pins on its own: what a real stack's
+//! log reads as, stated as the rule it is. (Found by mutation testing: README "Mutation testing".)
+
+use std::path::Path;
+
+use turnfence_checks::trace::{self, Keep, Verdict};
+
+/// A fixture's verdict, keeping its effective trace: what the checker judged, one line per step.
+fn effective(fixture: &str) -> Verdict {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(fixture);
+    let text = crate::read(&path);
+    let checked = trace::check_input_keeping(text.as_bytes(), &Default::default(), Keep::Effective);
+    checked.verdict.unwrap_or_else(|e| panic!("{fixture}: {e}"))
+}
+
+/// A LiveKit reply's audio is out once, at its first `speaking`: the agent speaking again after
+/// a false interruption resumed it (fixture 0092) is the same audio going on, not a new delta.
+#[test]
+fn a_livekit_reply_speaking_again_after_a_resume_delivers_nothing_new() {
+    let v = effective("accepted/0092_livekit_log_false_interruption_resumed.jsonl");
+    assert!(v.conforms());
+    let deltas: Vec<&String> = v
+        .effective
+        .iter()
+        .filter(|l| l.contains(r#""input":"delta""#))
+        .collect();
+    assert_eq!(deltas.len(), 1, "{:#?}", v.effective);
+    assert!(deltas[0].contains(r#""at":500,"#), "{}", deltas[0]);
+}
+
+/// A realtime refusal is of the create its error names (`error.event_id`); an error naming none
+/// refuses the oldest create still waiting. Here the capture missed one extra create (`evt_c2`,
+/// sent by another part of the app) and kept the other (`evt_c3`); the server refuses `evt_c2`
+/// by its id, then `evt_c3` in an error that names no event.
+#[test]
+fn a_realtime_refusal_is_of_the_create_its_error_names_else_the_oldest_waiting() {
+    let log = [
+        r#"{"meta":{"dialect":"openai-realtime","expect":"accepted"}}"#,
+        r#"{"t_ms":0,"dir":"client","event":{"type":"response.create","event_id":"evt_c1"}}"#,
+        r#"{"t_ms":20,"dir":"server","event":{"type":"response.created","event_id":"event_1","response":{"id":"resp_1","status":"in_progress","output_modalities":["text"]}}}"#,
+        r#"{"t_ms":41,"dir":"client","event":{"type":"response.create","event_id":"evt_c3"}}"#,
+        r#"{"t_ms":60,"dir":"server","event":{"type":"error","event_id":"event_e1","error":{"type":"invalid_request_error","code":"conversation_already_has_active_response","message":"Conversation already has an active response in progress: resp_1.","event_id":"evt_c2"}}}"#,
+        r#"{"t_ms":61,"dir":"server","event":{"type":"error","event_id":"event_e2","error":{"type":"invalid_request_error","code":"conversation_already_has_active_response","message":"Conversation already has an active response in progress: resp_1."}}}"#,
+        r#"{"t_ms":70,"dir":"server","event":{"type":"response.done","event_id":"event_2","response":{"id":"resp_1","status":"completed","status_details":null}}}"#,
+    ]
+    .join("\n");
+    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let v = checked.verdict.expect("a realtime log");
+    assert!(v.conforms(), "{:#?}", v.findings);
+    let refused: Vec<&str> = v
+        .effective
+        .iter()
+        .filter(|l| l.contains(r#""output":"turn_refused""#))
+        .map(|l| match (l.contains("evt_c2"), l.contains("evt_c3")) {
+            (true, false) => "evt_c2",
+            (false, true) => "evt_c3",
+            _ => "another",
+        })
+        .collect();
+    assert_eq!(refused, ["evt_c2", "evt_c3"], "{:#?}", v.effective);
+}
