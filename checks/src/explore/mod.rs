@@ -173,9 +173,9 @@ pub fn explore<M: Explore>(
         deepest: Vec::new(),
     };
     // Level by level: the states of one depth are expanded on every core (rayon), a slice of
-    // them at a time (a slice never spans two depths), and their successors then taken in order — the order a single thread
-    // takes them in — so the counts, the states kept and the first counterexample are the same
-    // whatever the number of threads.
+    // them at a time (a slice never spans two depths), and their successors then taken in order
+    // — the order a single thread takes them in — so the counts, the states kept and the first
+    // counterexample are the same whatever the number of threads.
     let mut level = 0;
     while !frontier.is_empty() {
         let depth = frontier.front().map_or(0, |n: &Node<M>| n.depth);
@@ -246,7 +246,7 @@ pub fn explore<M: Explore>(
 }
 
 /// How many states of one depth are expanded together before their successors are taken: it
-/// bounds the successors held at once (duplicates included) to this many states' worth.
+/// bounds the successors held at once (those new before the slice) to this many states' worth.
 const EXPANDED_AT_ONCE: usize = 4_096;
 
 /// What the successors of one slice are judged against while they are made: the states seen,
