@@ -224,10 +224,10 @@ pub fn explore<M: Explore>(
                         result.counterexample = Some((path, b));
                         return result;
                     }
-                    let Some((machine, monitor)) = s.next else {
+                    let Some((machine, monitor, key)) = s.next else {
                         continue;
                     };
-                    if seen.insert(s.key) {
+                    if seen.insert(key) {
                         parents.push((index, Some(s.input)));
                         result.states += 1;
                         frontier.push_back(Node {
@@ -262,8 +262,8 @@ struct Known<'a, V> {
 /// duplicates, and dropping them at once keeps the slice's memory to its new states).
 struct Successor<M: Machine> {
     input: M::Input,
-    next: Option<(M, M::Monitor)>,
-    key: u64,
+    /// The state it leads to, its monitor and its key, unless seen before the slice.
+    next: Option<(M, M::Monitor, u64)>,
     /// The coverage points and the invariants it reached that were not known before the slice.
     covered: Vec<String>,
     reached: Vec<M::Invariant>,
@@ -302,9 +302,8 @@ fn expand<M: Explore>(
             .collect();
         let k = key(&m, &mon);
         out.push(Successor {
-            key: k,
             input,
-            next: (!known.seen.contains(&k)).then_some((m, mon)),
+            next: (!known.seen.contains(&k)).then_some((m, mon, k)),
             covered,
             reached,
             broken,
