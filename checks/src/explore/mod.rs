@@ -153,15 +153,21 @@ pub fn explore<M: Explore>(
     };
     let mut seen: HashSet<u64, foldhash::fast::FixedState> = HashSet::default();
     seen.insert(key(&start, &monitor));
-    // For each visited state: its parent and the input that led to it.
-    let mut parents: Vec<(usize, Option<M::Input>)> = vec![(0, None)];
-    let mut frontier = VecDeque::new();
-    frontier.push_back(Node {
+    // For each visited state: its parent and the input that led to it, as its place in the
+    // parent's alphabet (a path is replayed from the start when one is wanted: sixteen bytes a
+    // state, where the input itself is ten times that).
+    let mut parents: Vec<(usize, u32)> = vec![(0, 0)];
+    let origin = start.clone();
+    // The states still to expand, in breadth-first order, in chunks of at most EXPANDED_AT_ONCE
+    // states of one depth: a chunk is expanded at once, and a new state is moved once, into the
+    // chunk at the back.
+    let mut frontier: VecDeque<Vec<Node<M>>> = VecDeque::new();
+    frontier.push_back(vec![Node {
         machine: start,
         monitor,
         index: 0,
         depth: 0,
-    });
+    }]);
     let mut result = Explored {
         states: 1,
         transitions: 0,
@@ -172,81 +178,91 @@ pub fn explore<M: Explore>(
         counterexample: None,
         deepest: Vec::new(),
     };
-    // Level by level: the states of one depth are expanded on every core (rayon), a slice of
-    // them at a time (a slice never spans two depths), and their successors then taken in order
+    // Level by level: the states of one depth are expanded on every core (rayon), a chunk of
+    // them at a time (a chunk never spans two depths), and their successors then taken in order
     // — the order a single thread takes them in — so the counts, the states kept and the first
     // counterexample are the same whatever the number of threads.
     let mut level = 0;
-    while !frontier.is_empty() {
-        let depth = frontier.front().map_or(0, |n: &Node<M>| n.depth);
+    while let Some(chunk) = frontier.pop_front() {
+        let Some(first) = chunk.first() else {
+            continue;
+        };
+        let depth = first.depth;
         if depth != level {
-            progress(depth, frontier.len(), result.states);
+            let waiting = chunk.len() + frontier.iter().map(Vec::len).sum::<usize>();
+            progress(depth, waiting, result.states);
             level = depth;
         }
         result.depth = result.depth.max(depth);
         if depth >= max_depth {
-            result.deepest = path_to(&parents, frontier.front().map_or(0, |n| n.index));
+            result.deepest = path_to(&origin, bounds, &parents, first.index);
             result.truncated = true;
             break;
         }
-        // The next slice of this depth's states, taken off the frontier: once expanded they are
-        // dropped, so memory holds the frontier and one slice's successors, not two depths.
-        let n = frontier
-            .iter()
-            .take(EXPANDED_AT_ONCE)
-            .take_while(|n| n.depth == depth)
-            .count();
-        let slice: Vec<Node<M>> = frontier.drain(..n).collect();
-        {
-            let known = Known {
-                seen: &seen,
-                coverage: &result.coverage,
-                reached: &result.reached,
-            };
-            // Each state is dropped on the core that expanded it, beside the duplicates it led
-            // to: memory is freed by the thread that allocates again, and reused at once.
-            let expanded: Vec<(usize, Vec<Successor<M>>)> = slice
-                .into_par_iter()
-                .map(|node| (node.index, expand(&node, bounds, &key, &known)))
-                .collect();
-            for (index, successors) in expanded {
-                for s in successors {
-                    result.transitions += 1;
-                    result.coverage.extend(s.covered);
-                    result.reached.extend(s.reached);
-                    if let Some(b) = s
-                        .broken
-                        .into_iter()
-                        .find(|b| target.is_none_or(|t| b.invariant == t))
-                    {
-                        let mut path = path_to(&parents, index);
-                        path.push(s.input);
-                        result.counterexample = Some((path, b));
-                        return result;
+        let known = Known {
+            seen: &seen,
+            coverage: &result.coverage,
+            reached: &result.reached,
+        };
+        // Each state is dropped on the core that expanded it, beside the duplicates it led
+        // to: memory is freed by the thread that allocates again, and reused at once.
+        let expanded: Vec<(usize, Vec<Successor<M>>)> = chunk
+            .into_par_iter()
+            .map(|node| (node.index, expand(&node, bounds, &key, &known)))
+            .collect();
+        // Successors found twice within the chunk: dropped together afterwards, on every core.
+        let mut twice = Vec::new();
+        for (index, successors) in expanded {
+            for s in successors {
+                result.transitions += 1;
+                result.coverage.extend(s.covered);
+                result.reached.extend(s.reached);
+                if let Some(b) = s
+                    .broken
+                    .into_iter()
+                    .find(|b| target.is_none_or(|t| b.invariant == t))
+                {
+                    let mut path = path_to(&origin, bounds, &parents, index);
+                    path.push(s.input);
+                    result.counterexample = Some((path, b));
+                    return result;
+                }
+                let Some((machine, monitor, key)) = s.next else {
+                    continue;
+                };
+                if !seen.insert(key) {
+                    twice.push((machine, monitor));
+                    continue;
+                }
+                parents.push((index, s.ordinal));
+                result.states += 1;
+                let node = Node {
+                    machine,
+                    monitor,
+                    index: parents.len() - 1,
+                    depth: depth + 1,
+                };
+                match frontier.back_mut() {
+                    Some(back) if back.len() < EXPANDED_AT_ONCE && back[0].depth == depth + 1 => {
+                        back.push(node)
                     }
-                    let Some((machine, monitor, key)) = s.next else {
-                        continue;
-                    };
-                    if seen.insert(key) {
-                        parents.push((index, Some(s.input)));
-                        result.states += 1;
-                        frontier.push_back(Node {
-                            machine,
-                            monitor,
-                            index: parents.len() - 1,
-                            depth: depth + 1,
-                        });
+                    _ => {
+                        let mut fresh = Vec::with_capacity(EXPANDED_AT_ONCE);
+                        fresh.push(node);
+                        frontier.push_back(fresh);
                     }
                 }
             }
         }
+        twice.into_par_iter().for_each(drop);
     }
     progress(level + 1, 0, result.states);
     result
 }
 
-/// How many states of one depth are expanded together before their successors are taken: it
-/// bounds the successors held at once (those new before the slice) to this many states' worth.
+/// How many states of one depth are expanded together before their successors are taken (a
+/// frontier chunk): it bounds the successors held at once (those new before the chunk) to this
+/// many states' worth.
 const EXPANDED_AT_ONCE: usize = 4_096;
 
 /// What the successors of one slice are judged against while they are made: the states seen,
@@ -262,6 +278,8 @@ struct Known<'a, V> {
 /// duplicates, and dropping them at once keeps the slice's memory to its new states).
 struct Successor<M: Machine> {
     input: M::Input,
+    /// The input's place in the alphabet of the state it was taken from.
+    ordinal: u32,
     /// The state it leads to, its monitor and its key, unless seen before the slice.
     next: Option<(M, M::Monitor, u64)>,
     /// The coverage points and the invariants it reached that were not known before the slice.
@@ -280,7 +298,7 @@ fn expand<M: Explore>(
 ) -> Vec<Successor<M>> {
     let inputs = node.machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
-    for input in inputs {
+    for (ordinal, input) in (0..).zip(inputs) {
         let mut m = node.machine.clone();
         let (steps, ok) = take(&mut m, &input);
         if !ok {
@@ -303,6 +321,7 @@ fn expand<M: Explore>(
         let k = key(&m, &mon);
         out.push(Successor {
             input,
+            ordinal,
             next: (!known.seen.contains(&k)).then_some((m, mon, k)),
             covered,
             reached,
@@ -318,15 +337,32 @@ pub fn exhaustive<M: Explore>(make: &dyn Fn() -> M, bounds: &M::Bounds) -> Explo
     explore(make, bounds, usize::MAX, None, &mut |_, _, _| {})
 }
 
-/// The inputs from the start to a visited state.
-fn path_to<I: Clone>(parents: &[(usize, Option<I>)], mut at: usize) -> Vec<I> {
-    let mut path = Vec::new();
+/// The inputs from the start to a visited state: its ancestors' places in their parents'
+/// alphabets, replayed from the start (the machine is pure: the same inputs lead to the same
+/// states, the ones the exploration kept).
+fn path_to<M: Explore>(
+    origin: &M,
+    bounds: &M::Bounds,
+    parents: &[(usize, u32)],
+    mut at: usize,
+) -> Vec<M::Input> {
+    let mut ordinals = Vec::new();
     while at != 0 {
-        let (parent, input) = &parents[at];
-        path.extend(input.clone());
-        at = *parent;
+        let (parent, ordinal) = parents[at];
+        ordinals.push(ordinal);
+        at = parent;
     }
-    path.reverse();
+    let mut machine = origin.clone();
+    let mut path = Vec::with_capacity(ordinals.len());
+    for ordinal in ordinals.into_iter().rev() {
+        let input = machine
+            .alphabet(bounds)
+            .into_iter()
+            .nth(ordinal as usize)
+            .expect("a kept state's input is in its parent's alphabet");
+        take(&mut machine, &input);
+        path.push(input);
+    }
     path
 }
 
