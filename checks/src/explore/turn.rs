@@ -342,7 +342,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     }
 
     fn covered(&self, input: &Input, outputs: &[Output]) -> Vec<String> {
-        let kind = input_kind(input);
+        let kind = input.kind.name();
         let point = match input.turn() {
             Some(t) => match self.session().turn(t) {
                 Some(turn) => format!("{}/{kind}", phase_name(&turn.phase)),
@@ -406,13 +406,6 @@ fn realtime_points(
         _ => {}
     }
     points
-}
-
-fn input_kind(input: &Input) -> String {
-    serde_json::to_value(input)
-        .ok()
-        .and_then(|v| v.get("input").and_then(|k| k.as_str()).map(str::to_owned))
-        .unwrap_or_default()
 }
 
 /// What the turn explorer must reach: every input kind naming a turn in every phase, every

@@ -90,3 +90,51 @@ fn schema_names_every_kind() {
         );
     }
 }
+
+/// The tags a schema gives `field` (`"const"` values under `properties.<field>`), anywhere in it.
+fn tags(schema: &Value, field: &str, out: &mut std::collections::BTreeSet<String>) {
+    match schema {
+        Value::Object(o) => {
+            if let Some(c) = o
+                .get("properties")
+                .and_then(|p| p.get(field))
+                .and_then(|f| f.get("const"))
+                .and_then(Value::as_str)
+            {
+                out.insert(c.to_owned());
+            }
+            o.values().for_each(|v| tags(v, field, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| tags(v, field, out)),
+        _ => {}
+    }
+}
+
+/// `InputKind::name` (what the explorer's coverage points are named by, without serializing the
+/// input) is the kind's `input` tag in the canonical form: for every input of 200 generated
+/// cases under each profile, and between them every kind the published schema names.
+#[test]
+fn an_input_kind_is_named_by_its_tag() {
+    use turnfence_checks::fuzz;
+    use turnfence_model::turn::{Profile, TurnMachine};
+
+    let mut named = std::collections::BTreeSet::new();
+    for &profile in Profile::ALL {
+        for case in 0..200 {
+            let make = || TurnMachine::new().profiled(profile);
+            for input in fuzz::generate::<TurnMachine>(fuzz::case_seed(7, case), 60, &make).inputs {
+                let tag = serde_json::to_value(&input).unwrap()["input"].clone();
+                assert_eq!(Value::from(input.kind.name()), tag, "{input:?}");
+                named.insert(input.kind.name().to_owned());
+            }
+        }
+    }
+    let schema: Value = serde_json::from_str(&schema_text()).unwrap();
+    let mut published = std::collections::BTreeSet::new();
+    tags(&schema, "input", &mut published);
+    assert!(
+        published.contains("accept") && published.contains("client_receive"),
+        "{published:?}"
+    );
+    assert_eq!(named, published, "the generated cases name every kind");
+}

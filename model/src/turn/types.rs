@@ -330,6 +330,33 @@ pub enum InputKind {
 impl InputKind {
     /// The speaker consumed one frame.
     pub const FRAME_PLAYED: InputKind = InputKind::FramePlayed { frames: 1 };
+
+    /// The kind's name in the canonical form (its `input` tag).
+    pub fn name(&self) -> &'static str {
+        use InputKind::*;
+        match self {
+            Accept { .. } => "accept",
+            Spawn { .. } => "spawn",
+            ChildCompleted { .. } => "child_completed",
+            ChildFailed { .. } => "child_failed",
+            Checkpoint { .. } => "checkpoint",
+            Delta { .. } => "delta",
+            ModelDone { .. } => "model_done",
+            FramePlayed { .. } => "frame_played",
+            Stop { .. } => "stop",
+            SpeechStarted { .. } => "speech_started",
+            SpeechStopped => "speech_stopped",
+            Transcribed => "transcribed",
+            CommitSent { .. } => "commit_sent",
+            CommitAcked { .. } => "commit_acked",
+            CommitFailed { .. } => "commit_failed",
+            Tick => "tick",
+            ClientAck { .. } => "client_ack",
+            Disconnect => "disconnect",
+            Resume { .. } => "resume",
+            ClientReceive { .. } => "client_receive",
+        }
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
