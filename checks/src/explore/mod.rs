@@ -206,34 +206,37 @@ pub fn explore<M: Explore>(
         };
         // Each state is dropped on the core that expanded it, beside the duplicates it led
         // to: memory is freed by the thread that allocates again, and reused at once.
-        let expanded: Vec<(usize, Vec<Successor<M>>)> = chunk
+        let mut expanded: Vec<(usize, Vec<Successor<M>>)> = chunk
             .into_par_iter()
             .map(|node| (node.index, expand(&node, bounds, &key, &known)))
             .collect();
-        // Successors found twice within the chunk: dropped together afterwards, on every core.
-        let mut twice = Vec::new();
-        for (index, successors) in expanded {
+        for (index, successors) in &mut expanded {
+            let index = *index;
             for s in successors {
                 result.transitions += 1;
-                result.coverage.extend(s.covered);
-                result.reached.extend(s.reached);
+                result.coverage.extend(s.covered.drain(..));
+                result.reached.extend(s.reached.drain(..));
                 if let Some(b) = s
                     .broken
-                    .into_iter()
+                    .drain(..)
                     .find(|b| target.is_none_or(|t| b.invariant == t))
                 {
                     let mut path = path_to(&origin, bounds, &parents, index);
-                    path.push(s.input);
+                    path.push(s.input.clone());
                     result.counterexample = Some((path, b));
                     return result;
                 }
-                let Some((machine, monitor, key)) = s.next else {
+                // A successor found twice within the chunk stays where it is, and is dropped
+                // with the others below.
+                let Some(&(_, _, key)) = s.next.as_ref() else {
                     continue;
                 };
                 if !seen.insert(key) {
-                    twice.push((machine, monitor));
                     continue;
                 }
+                let Some((machine, monitor, _)) = s.next.take() else {
+                    continue;
+                };
                 parents.push((index, s.ordinal));
                 result.states += 1;
                 let node = Node {
@@ -254,7 +257,8 @@ pub fn explore<M: Explore>(
                 }
             }
         }
-        twice.into_par_iter().for_each(drop);
+        // What is left (the successors found twice, the inputs), dropped on every core.
+        expanded.into_par_iter().for_each(drop);
     }
     progress(level + 1, 0, result.states);
     result
