@@ -49,7 +49,7 @@ impl Monitor {
             }
             InputKind::ModelDone { turn } => {
                 if let Some(t) = self.turns.get_mut(turn) {
-                    for c in t.children.values_mut() {
+                    for (_, c) in t.children.iter_mut() {
                         if c.kind == ChildKind::Model && c.state == ChildObs::Running {
                             c.state = ChildObs::Resolved;
                         }

@@ -2,7 +2,9 @@
 //! the client as the outputs showed them, the expectations of the current step, and the
 //! violations and reachability it found; the [`crate::Monitor`] interface over them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+use crate::fence::Map;
 
 use super::Invariant;
 use crate::turn::types::*;
@@ -37,8 +39,8 @@ pub(super) struct TurnSeen {
     pub(super) by_deadline: bool,
     pub(super) cancel_effects: u32,
     pub(super) terminal: Option<Terminal>,
-    pub(super) children: BTreeMap<ChildId, ChildSeen>,
-    pub(super) last_seq: BTreeMap<Generation, Seq>,
+    pub(super) children: Map<ChildId, ChildSeen>,
+    pub(super) last_seq: Map<Generation, Seq>,
 }
 
 impl TurnSeen {
@@ -113,11 +115,11 @@ pub struct Monitor {
     pub(super) profile: Profile,
     pub(super) now: Millis,
     pub(super) active_generation: Option<Generation>,
-    pub(super) turns: BTreeMap<TurnId, TurnSeen>,
+    pub(super) turns: Map<TurnId, TurnSeen>,
     /// The persisted events: (turn, text, terminal). Index i has seq i + 1.
     pub(super) store: Vec<(TurnId, Option<String>, bool)>,
     pub(super) client_received: Seq,
-    pub(super) client_text: BTreeMap<TurnId, String>,
+    pub(super) client_text: Map<TurnId, String>,
     pub(super) disconnected_at: Option<Millis>,
     /// A resume was served by a replay.
     pub(super) replayed: bool,
@@ -128,15 +130,15 @@ pub struct Monitor {
     /// The step at which each turn's story moments happened (by `Moment`), for a violation's
     /// `since`. Not part of the fingerprint: it decides no verdict, only where a report says a
     /// story starts.
-    pub(super) moments: BTreeMap<TurnId, [Option<usize>; 3]>,
+    pub(super) moments: Map<TurnId, [Option<usize>; 3]>,
     /// Why each child that had to be refused had to be: it asked too late, or after the cancel.
     /// Not part of the fingerprint either: a machine answers a spawn within the spawn's own step
     /// (`child_started` or `tool_not_started`), where the step's expectation judges it, so in an
     /// explored run a refusal never decides a later step's verdict. Only a log shows a start
     /// later than its spawn, and a log is checked, not explored.
-    pub(super) refusals: BTreeMap<TurnId, BTreeMap<ChildId, &'static str>>,
+    pub(super) refusals: Map<TurnId, Map<ChildId, &'static str>>,
     /// Each turn's audio (`openai-realtime` only; empty otherwise).
-    pub(super) audio: BTreeMap<TurnId, Audio>,
+    pub(super) audio: Map<TurnId, Audio>,
     /// Every generation below this one was fenced off (`openai-realtime` only): its frames
     /// still buffered may not play.
     pub(super) fenced_below: Option<Generation>,
@@ -144,7 +146,7 @@ pub struct Monitor {
     /// only): a later cancel nothing named is that stop hitting the wrong turn.
     pub(super) stale_stop: Option<(TurnId, String)>,
     /// Each tool call started and its answer, once it has one (`livekit-agents` only).
-    pub(super) calls: BTreeMap<(TurnId, ChildId), Option<ToolAnswer>>,
+    pub(super) calls: Map<(TurnId, ChildId), Option<ToolAnswer>>,
     /// The turn whose output is paused, and since when the user is silent (`None` while they
     /// speak: its resume is not due before they stop).
     pub(super) pause: Option<(TurnId, Option<Millis>)>,

@@ -18,7 +18,9 @@ impl Monitor {
         if first.is_none() {
             t.terminal = Some(state);
         }
-        let t = &self.turns[turn];
+        let Some(t) = self.turns.get(turn) else {
+            return;
+        };
         let pending: Vec<String> = t
             .pending_children()
             .into_iter()
