@@ -13,7 +13,7 @@
 //! Worker, task and root ids are not renamed: the machine processes waits that run out at one
 //! instant in worker order, so two workers are not interchangeable even when they start alike.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
 use super::machine::{Ack, Binding, Event, FenceState, Wait, Worker};
@@ -47,7 +47,7 @@ impl Renaming {
     }
 
     /// A set of tokens, renamed.
-    pub fn token_set(&self, set: &BTreeSet<Token>) -> BTreeSet<Token> {
+    pub fn token_set(&self, set: &Set<Token>) -> Set<Token> {
         set.iter().map(|t| self.token(t)).collect()
     }
 

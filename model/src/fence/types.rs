@@ -16,6 +16,72 @@ pub type WorkerId = Id;
 /// entries, where a B-tree allocates nodes of eleven slots. Iterated in key order, like a B-tree.
 pub type Map<K, V> = litemap::LiteMap<K, V>;
 
+/// A set kept as [`Map`] keeps its keys: a flat vector sorted by value, one allocation for all
+/// of them. Iterated in order and serialized as a sequence, like a B-tree set.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Set<T>(Map<T, ()>);
+
+impl<T> Default for Set<T> {
+    fn default() -> Set<T> {
+        Set(Map::new())
+    }
+}
+
+impl<T: Ord> Set<T> {
+    pub fn new() -> Set<T> {
+        Set::default()
+    }
+
+    /// Adds `value`; whether it was new.
+    pub fn insert(&mut self, value: T) -> bool {
+        self.0.insert(value, ()).is_none()
+    }
+
+    /// Takes `value` out; whether it was there.
+    pub fn remove<Q: Ord + ?Sized>(&mut self, value: &Q) -> bool
+    where
+        T: std::borrow::Borrow<Q>,
+    {
+        self.0.remove(value).is_some()
+    }
+
+    pub fn contains<Q: Ord + ?Sized>(&self, value: &Q) -> bool
+    where
+        T: std::borrow::Borrow<Q>,
+    {
+        self.0.contains_key(value)
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The values, in order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + '_ {
+        self.0.keys()
+    }
+}
+
+impl<T: Ord> FromIterator<T> for Set<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(values: I) -> Set<T> {
+        let mut set = Set::new();
+        values.into_iter().for_each(|v| {
+            set.insert(v);
+        });
+        set
+    }
+}
+
+impl<T: Serialize + Ord> Serialize for Set<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.iter())
+    }
+}
+
 /// The fence action a request asks for. Anything else is `invalid` (transition T0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]

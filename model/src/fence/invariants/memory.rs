@@ -2,8 +2,6 @@
 //! each worker as its replies taught it, what each request asked and how often it was sent, the
 //! reply each ack carries, a pending restore; the [`crate::Monitor`] interface over them.
 
-use std::collections::BTreeSet;
-
 use super::Invariant;
 use crate::fence::table::normalize;
 use crate::fence::types::*;
@@ -26,9 +24,9 @@ pub(super) struct WorkerSeen {
     pub(super) waiting: Option<(Token, Req)>,
     pub(super) answered: bool,
     /// Tokens the supervisor told this worker own no row (or that its end gave up).
-    pub(super) gone: BTreeSet<Token>,
+    pub(super) gone: Set<Token>,
     /// Tokens answered `sealed` to this worker; an end of it went unanswered.
-    pub(super) sealed_replies: BTreeSet<Token>,
+    pub(super) sealed_replies: Set<Token>,
     pub(super) unanswered_end: bool,
     pub(super) refused_sealed_after_gap: bool,
     /// The last request's token was chosen by the loop (the input named none).
@@ -51,7 +49,7 @@ pub(super) struct Asked {
 pub struct Monitor {
     pub(super) now: Millis,
     pub(super) rows: Map<RootId, RowSeen>,
-    pub(super) dead: BTreeSet<Token>,
+    pub(super) dead: Set<Token>,
     pub(super) workers: Map<WorkerId, WorkerSeen>,
     pub(super) asked: Map<(WorkerId, Token, Req), Asked>,
     /// Sends per request: (worker, token, req); a worker's reqs are fresh per request.

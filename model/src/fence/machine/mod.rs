@@ -102,7 +102,7 @@ pub struct Worker {
     pub unanswered_end: Option<Token>,
     pub waiting: Option<Wait>,
     /// Every `req` the worker has sent, normalized: each request has a fresh one.
-    pub used_reqs: std::collections::BTreeSet<Req>,
+    pub used_reqs: Set<Req>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]

@@ -2,9 +2,7 @@
 //! the client as the outputs showed them, the expectations of the current step, and the
 //! violations and reachability it found; the [`crate::Monitor`] interface over them.
 
-use std::collections::BTreeSet;
-
-use crate::fence::Map;
+use crate::fence::{Map, Set};
 
 use super::Invariant;
 use crate::turn::types::*;
@@ -124,7 +122,7 @@ pub struct Monitor {
     /// A resume was served by a replay.
     pub(super) replayed: bool,
     /// Standing conditions already reported, so each is reported once.
-    pub(super) reported: BTreeSet<(Invariant, String)>,
+    pub(super) reported: Set<(Invariant, String)>,
     pub(super) expect: StepExpect,
     pub(super) findings: Findings<Invariant>,
     /// The step at which each turn's story moments happened (by `Moment`), for a violation's
@@ -153,7 +151,7 @@ pub struct Monitor {
     /// The user is speaking (`livekit-agents` only).
     pub(super) user_speaking: bool,
     /// The turns accepted uninterruptible.
-    pub(super) uninterruptible: BTreeSet<TurnId>,
+    pub(super) uninterruptible: Set<TurnId>,
 }
 
 /// A turn's moment a later violation's story starts at.
