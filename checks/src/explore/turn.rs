@@ -291,6 +291,9 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             ("turns", b(2, 1, 1, false)),
             ("children", b(1, 2, 1, false)),
             ("stream", b(1, 0, 2, true)),
+            // Two turns each streaming two deltas beside a child: the deeper set the explorer's
+            // speed allows (778 161 states, depth 18).
+            ("streams", b(2, 1, 2, false)),
             (
                 "realtime",
                 TurnBounds {
