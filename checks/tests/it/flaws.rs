@@ -105,3 +105,29 @@ fn every_realtime_flaw_fails_the_realtime_gate_naming_its_check_and_invariant() 
     crate::snapshot_settings()
         .bind(|| insta::assert_snapshot!("flaws_caught_by_realtime_gate", table));
 }
+
+/// The planted `resume_drops_buffered` drops what its paused turn still has buffered, and says
+/// so; a resume whose turn has nothing left buffered (all its audio played before the pause)
+/// drops nothing and says no clear, as the sound machine's resume does. The flaw breaks its rule
+/// only where there is audio to lose.
+#[test]
+fn resume_drops_buffered_says_no_clear_of_nothing() {
+    use turnfence_model::turn::Output;
+
+    let mut m = TurnMachine::with_flaw(Flaw::ResumeDropsBuffered);
+    let inputs = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#,
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":50,"input":"frame_played","frames":2}"#,
+        r#"{"at":100,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":600,"input":"tick"}"#,
+        r#"{"at":700,"input":"speech_stopped"}"#,
+        r#"{"at":2700,"input":"tick"}"#,
+    ];
+    let last = crate::last_outputs(&mut m, &inputs);
+    assert_eq!(
+        last,
+        [Output::PlaybackResumed { turn: "t1".into() }],
+        "the resume at 2 700 ms, the timeout after the speech ended"
+    );
+}

@@ -84,6 +84,22 @@ pub fn fixtures(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Steps `m` through `inputs` (each a JSON input, as a canonical trace's line holds it, without
+/// its session), every one accepted; returns the outputs of the last.
+pub fn last_outputs<M: turnfence_model::Machine>(m: &mut M, inputs: &[&str]) -> Vec<M::Output>
+where
+    M::Input: serde::de::DeserializeOwned,
+{
+    let mut last = Vec::new();
+    for text in inputs {
+        let input: M::Input = serde_json::from_str(text).unwrap();
+        let mut steps = Vec::new();
+        turnfence_model::step(m, &input, &mut steps).unwrap();
+        last = steps.into_iter().flat_map(|s| s.outputs).collect();
+    }
+    last
+}
+
 /// A file the tests read (a fixture, a report they wrote).
 pub fn read(path: &Path) -> String {
     #[allow(clippy::disallowed_methods)] // Fixtures and reports are the tests' input.
