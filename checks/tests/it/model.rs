@@ -368,3 +368,34 @@ fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
         }
     }
 }
+
+/// Timers fire in the order of their times: under livekit-agents, a paused output's resume due
+/// (2 700 ms: the false-interruption timeout after the speech ended at 700) before its turn's
+/// deadline (3 000 ms), both passed by one input (a tick at 3 100), comes first: the output
+/// resumes, then the deadline fires. Not the deadline first, which would end the turn and its
+/// pause with no resume.
+#[test]
+fn a_resume_due_before_a_deadline_comes_first() {
+    use turnfence_model::turn::{Output, Profile};
+
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents);
+    let inputs = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio","deadline_ms":3000}"#,
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":100,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":600,"input":"tick"}"#,
+        r#"{"at":700,"input":"speech_stopped"}"#,
+        r#"{"at":3100,"input":"tick"}"#,
+    ];
+    let last = crate::last_outputs(&mut m, &inputs);
+    assert_eq!(
+        last.get(..2),
+        Some(
+            &[
+                Output::PlaybackResumed { turn: "t1".into() },
+                Output::DeadlineExceeded { turn: "t1".into() },
+            ][..]
+        ),
+        "{last:?}"
+    );
+}
