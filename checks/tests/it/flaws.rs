@@ -115,15 +115,11 @@ fn resume_drops_buffered_says_no_clear_of_nothing() {
     use turnfence_model::turn::Output;
 
     let mut m = TurnMachine::with_flaw(Flaw::ResumeDropsBuffered);
-    let inputs = [
-        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#,
-        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":2}"#,
-        r#"{"at":50,"input":"frame_played","frames":2}"#,
-        r#"{"at":100,"input":"speech_started","confidence":0.9}"#,
-        r#"{"at":600,"input":"tick"}"#,
+    let resumed = [
         r#"{"at":700,"input":"speech_stopped"}"#,
         r#"{"at":2700,"input":"tick"}"#,
     ];
+    let inputs = [&crate::PAUSED_AFTER_PLAYING_ALL[..], &resumed].concat();
     let last = crate::last_outputs(&mut m, &inputs);
     assert_eq!(
         last,

@@ -84,6 +84,16 @@ pub fn fixtures(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Under livekit-agents, a reply that played all its audio (two frames) before the user spoke
+/// over it: the speech, lasting 500 ms, pauses it at 600 ms with nothing left buffered.
+pub const PAUSED_AFTER_PLAYING_ALL: [&str; 5] = [
+    r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#,
+    r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":2}"#,
+    r#"{"at":50,"input":"frame_played","frames":2}"#,
+    r#"{"at":100,"input":"speech_started","confidence":0.9}"#,
+    r#"{"at":600,"input":"tick"}"#,
+];
+
 /// Steps `m` through `inputs` (each a JSON input, as a canonical trace's line holds it, without
 /// its session), every one accepted; returns the outputs of the last.
 pub fn last_outputs<M: turnfence_model::Machine>(m: &mut M, inputs: &[&str]) -> Vec<M::Output>
