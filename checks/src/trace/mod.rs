@@ -655,14 +655,9 @@ pub fn check_as<S: Conform, R: Reader<S>>(
 }
 
 /// Checks events that were never text (a concurrency adapter's record): each with its line
-/// (its position in the record), as a partial capture. An input error here is a bug of the
-/// recorder, reported as one.
-pub fn check_events<S: Conform>(events: Vec<(usize, Event<S>)>) -> Verdict {
-    check_events_as(events, S::default(), &[])
-}
-
-/// [`check_events`], each session starting as `fresh` (a machine made with the record's
-/// profile), the output kinds in `complete` recorded completely.
+/// (its position in the record), as a partial capture, each session starting as `fresh` (a
+/// machine made with the record's profile), the output kinds in `complete` recorded completely.
+/// An input error here is a bug of the recorder, reported as one.
 pub fn check_events_as<S: Conform>(
     events: Vec<(usize, Event<S>)>,
     fresh: S,

@@ -515,3 +515,36 @@ fn adapter_fence_sequential_runs_conform() {
         panic!("reproduce: TURNFENCE_SEED={seed}\n{e}");
     }
 }
+
+/// A record is judged, not taken on trust: an adapter that tells the world it delivered a delta
+/// after the stop was answered (what `Variant::DeliverAfterStaleCheck` does in the window loom
+/// finds) breaks conformance at that action, though every other action is the model's.
+/// Sequential, so no thread's timing decides it; the record is the correct adapter's with the
+/// late delta's drop told as a delivery.
+#[cfg(not(loom))]
+#[test]
+fn adapter_record_telling_a_late_delivery_does_not_conform() {
+    use turnfence_checks::adapter::turn::conformance;
+
+    let a = TurnAdapter::new(Variant::Correct);
+    a.delta(1);
+    a.stop("r1");
+    a.delta(2);
+    let mut record = a.record();
+    assert!(conformance(&record, Profile::Lab).conforms());
+    let late = record.last_mut().unwrap();
+    late.told = vec![Output::Delivered {
+        turn: "t".into(),
+        generation: 1,
+        seq: 2,
+    }];
+    let verdict = conformance(&record, Profile::Lab);
+    let found: Vec<(&str, usize)> = verdict
+        .findings
+        .iter()
+        .map(|f| (f.name(), f.line))
+        .collect();
+    // The delivery breaks no_late_delivery, and the drop the model gives instead is missing
+    // (late drops are told in full); both at the fourth action, the late delta.
+    assert_eq!(found, [("missing_output", 4), ("no_late_delivery", 4)]);
+}

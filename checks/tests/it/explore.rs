@@ -155,3 +155,47 @@ fn exploration_is_the_same_on_any_number_of_threads() {
         assert_eq!(one, many, "{flaw:?}");
     }
 }
+
+/// A bound set's profile is the machine explored: under each profile the explorer puts to the
+/// test only invariants the profile judges, and the profile's own where one audio turn can reach
+/// them — truncated_to_heard under openai-realtime (a barge-in truncates the turn to what was
+/// heard), interruption_decided_once and uninterruptible_output_survives under livekit-agents
+/// (speech pauses the turn; a turn may be accepted uninterruptible). One turn, one delta, no
+/// child: small enough to run with the other tests.
+#[test]
+fn a_bound_sets_profile_is_the_one_explored() {
+    use turnfence_model::turn::{Invariant, Profile};
+
+    let own: [(Profile, &[Invariant]); 3] = [
+        (Profile::Lab, &[]),
+        (Profile::OpenaiRealtime, &[Invariant::TruncatedToHeard]),
+        (
+            Profile::LivekitAgents,
+            &[
+                Invariant::InterruptionDecidedOnce,
+                Invariant::UninterruptibleOutputSurvives,
+            ],
+        ),
+    ];
+    for (profile, own) in own {
+        let b = TurnBounds {
+            turns: 1,
+            children_per_turn: 0,
+            deltas_per_turn: 1,
+            deadline_ms: 100,
+            client: false,
+            profile: Some(profile),
+        };
+        let e = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b);
+        check(&format!("turn/{}", profile.name()), &e);
+        let unjudged: Vec<_> = e.reached.iter().filter(|i| !profile.judges(**i)).collect();
+        assert!(unjudged.is_empty(), "{}: {unjudged:?}", profile.name());
+        for i in own {
+            assert!(
+                e.reached.contains(i),
+                "{}: {i:?} not reached",
+                profile.name()
+            );
+        }
+    }
+}

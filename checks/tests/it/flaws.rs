@@ -105,3 +105,25 @@ fn every_realtime_flaw_fails_the_realtime_gate_naming_its_check_and_invariant() 
     crate::snapshot_settings()
         .bind(|| insta::assert_snapshot!("flaws_caught_by_realtime_gate", table));
 }
+
+/// The planted `resume_drops_buffered` drops what its paused turn still has buffered, and says
+/// so; a resume whose turn has nothing left buffered (all its audio played before the pause)
+/// drops nothing and says no clear, as the sound machine's resume does. The flaw breaks its rule
+/// only where there is audio to lose.
+#[test]
+fn resume_drops_buffered_says_no_clear_of_nothing() {
+    use turnfence_model::turn::Output;
+
+    let mut m = TurnMachine::with_flaw(Flaw::ResumeDropsBuffered);
+    let resumed = [
+        r#"{"at":700,"input":"speech_stopped"}"#,
+        r#"{"at":2700,"input":"tick"}"#,
+    ];
+    let inputs = [&crate::PAUSED_AFTER_PLAYING_ALL[..], &resumed].concat();
+    let last = crate::last_outputs(&mut m, &inputs);
+    assert_eq!(
+        last,
+        [Output::PlaybackResumed { turn: "t1".into() }],
+        "the resume at 2 700 ms, the timeout after the speech ended"
+    );
+}

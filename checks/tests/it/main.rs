@@ -84,6 +84,32 @@ pub fn fixtures(dir: &str) -> Vec<PathBuf> {
     files
 }
 
+/// Under livekit-agents, a reply that played all its audio (two frames) before the user spoke
+/// over it: the speech, lasting 500 ms, pauses it at 600 ms with nothing left buffered.
+pub const PAUSED_AFTER_PLAYING_ALL: [&str; 5] = [
+    r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#,
+    r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":2}"#,
+    r#"{"at":50,"input":"frame_played","frames":2}"#,
+    r#"{"at":100,"input":"speech_started","confidence":0.9}"#,
+    r#"{"at":600,"input":"tick"}"#,
+];
+
+/// Steps `m` through `inputs` (each a JSON input, as a canonical trace's line holds it, without
+/// its session), every one accepted; returns the outputs of the last.
+pub fn last_outputs<M: turnfence_model::Machine>(m: &mut M, inputs: &[&str]) -> Vec<M::Output>
+where
+    M::Input: serde::de::DeserializeOwned,
+{
+    let mut last = Vec::new();
+    for text in inputs {
+        let input: M::Input = serde_json::from_str(text).unwrap();
+        let mut steps = Vec::new();
+        turnfence_model::step(m, &input, &mut steps).unwrap();
+        last = steps.into_iter().flat_map(|s| s.outputs).collect();
+    }
+    last
+}
+
 /// A file the tests read (a fixture, a report they wrote).
 pub fn read(path: &Path) -> String {
     #[allow(clippy::disallowed_methods)] // Fixtures and reports are the tests' input.

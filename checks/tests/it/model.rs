@@ -368,3 +368,74 @@ fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
         }
     }
 }
+
+/// Timers fire in the order of their times: under livekit-agents, a paused output's resume due
+/// (2 700 ms: the false-interruption timeout after the speech ended at 700) before its turn's
+/// deadline (3 000 ms), both passed by one input (a tick at 3 100), comes first: the output
+/// resumes, then the deadline fires. Not the deadline first, which would end the turn and its
+/// pause with no resume.
+#[test]
+fn a_resume_due_before_a_deadline_comes_first() {
+    use turnfence_model::turn::{Output, Profile};
+
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents);
+    let inputs = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio","deadline_ms":3000}"#,
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":100,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":600,"input":"tick"}"#,
+        r#"{"at":700,"input":"speech_stopped"}"#,
+        r#"{"at":3100,"input":"tick"}"#,
+    ];
+    let last = crate::last_outputs(&mut m, &inputs);
+    assert_eq!(
+        last.get(..2),
+        Some(
+            &[
+                Output::PlaybackResumed { turn: "t1".into() },
+                Output::DeadlineExceeded { turn: "t1".into() },
+            ][..]
+        ),
+        "{last:?}"
+    );
+}
+
+/// A pause ends with its turn: under livekit-agents, a reply that played all its audio before
+/// the user's speech paused it, and whose model is then done, ends completed while paused; the
+/// end of the speech arms no resume, and the timeout passing resumes nothing.
+#[test]
+fn a_paused_turn_that_ends_is_never_resumed() {
+    use turnfence_model::turn::Profile;
+
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents);
+    let ended = [
+        r#"{"at":650,"input":"model_done","turn":"t1"}"#,
+        r#"{"at":700,"input":"speech_stopped"}"#,
+        r#"{"at":2800,"input":"tick"}"#,
+    ];
+    let inputs = [&crate::PAUSED_AFTER_PLAYING_ALL[..], &ended].concat();
+    assert_eq!(crate::last_outputs(&mut m, &inputs), []);
+}
+
+/// Under livekit-agents every tool call is answered once: a call whose commit was in flight when
+/// the turn's deadline passed has an unknown outcome, so the turn ends needing reconciliation and
+/// the call is answered with an error (reconciliation, not the model, learns what happened).
+#[test]
+fn a_tool_call_of_unknown_outcome_is_answered_with_an_error() {
+    use turnfence_model::turn::{Output, Profile, ToolAnswer};
+
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents);
+    let inputs = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":100}"#,
+        r#"{"at":5,"input":"spawn","turn":"t1","child":"call_1","kind":{"tool":{"name":"pay","cancellable":false}}}"#,
+        r#"{"at":50,"input":"commit_sent","turn":"t1","child":"call_1","idempotency_key":"k1"}"#,
+        r#"{"at":100,"input":"tick"}"#,
+    ];
+    let last = crate::last_outputs(&mut m, &inputs);
+    let answered = Output::ToolAnswered {
+        turn: "t1".into(),
+        child: "call_1".into(),
+        answer: ToolAnswer::Error,
+    };
+    assert!(last.contains(&answered), "{last:?}");
+}
