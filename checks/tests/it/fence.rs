@@ -292,3 +292,37 @@ fn foreign_begin_refused_is_reached_by_a_refusal_and_by_a_readoption() {
         );
     }
 }
+
+proptest! {
+    /// `fence::Set`, the flat set the machines' states keep, is a set: after any sequence of
+    /// inserts and removes it holds, answers, counts, iterates (in order) and serializes what a
+    /// B-tree set given the same sequence does, and each insert and remove says what it did.
+    #[test]
+    fn a_flat_set_is_a_set(ops in proptest::collection::vec((any::<bool>(), 0u8..6), 0..40)) {
+        let mut flat = fence::Set::new();
+        let mut tree = BTreeSet::new();
+        for (insert, v) in ops {
+            let v = format!("id-{v}");
+            if insert {
+                prop_assert_eq!(flat.insert(fence::Id::from(v.as_str())), tree.insert(v.clone()));
+            } else {
+                prop_assert_eq!(flat.remove(v.as_str()), tree.remove(&v));
+            }
+            prop_assert_eq!(flat.len(), tree.len());
+            prop_assert_eq!(flat.is_empty(), tree.is_empty());
+            for probe in 0u8..6 {
+                let probe = format!("id-{probe}");
+                prop_assert_eq!(flat.contains(probe.as_str()), tree.contains(&probe));
+            }
+            let listed: Vec<&str> = flat.iter().map(|i| i.as_str()).collect();
+            prop_assert!(listed.iter().copied().eq(tree.iter().map(String::as_str)));
+            prop_assert_eq!(
+                serde_json::to_value(&flat).unwrap(),
+                serde_json::to_value(&tree).unwrap()
+            );
+            let collected: fence::Set<fence::Id> =
+                tree.iter().map(|s| fence::Id::from(s.as_str())).collect();
+            prop_assert_eq!(&collected, &flat);
+        }
+    }
+}
