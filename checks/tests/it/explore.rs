@@ -1,5 +1,5 @@
-//! Exhaustive exploration at the CI bounds (run in release by `ci/explore.sh`: one to two
-//! minutes; in a debug build it would take many): every state reachable within the bounds is
+//! Exhaustive exploration at the CI bounds (run in release by `ci/explore.sh`: under a minute;
+//! in a debug build it would take many): every state reachable within the bounds is
 //! visited, no invariant breaks, coverage holds, and the state space is pinned.
 
 use std::collections::BTreeSet;
