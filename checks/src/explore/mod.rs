@@ -269,24 +269,24 @@ pub fn explore<M: Explore>(
 /// many states' worth.
 const EXPANDED_AT_ONCE: usize = 4_096;
 
-/// What the successors of one slice are judged against while they are made: the states seen,
-/// the coverage points and the invariants reached before the slice (read only, on every core).
+/// What the successors of one chunk are judged against while they are made: the states seen,
+/// the coverage points and the invariants reached before the chunk (read only, on every core).
 struct Known<'a, V> {
     seen: &'a HashSet<u64, foldhash::fast::FixedState>,
     coverage: &'a BTreeSet<String>,
     reached: &'a BTreeSet<V>,
 }
 
-/// One input taken from a state: where it leads, unless that state was seen before the slice
+/// One input taken from a state: where it leads, unless that state was seen before the chunk
 /// (then only what the transition covered, reached and broke is kept: most successors are such
-/// duplicates, and dropping them at once keeps the slice's memory to its new states).
+/// duplicates, and dropping them at once keeps the chunk's memory to its new states).
 struct Successor<M: Machine> {
     input: M::Input,
     /// The input's place in the alphabet of the state it was taken from.
     ordinal: u32,
-    /// The state it leads to, its monitor and its key, unless seen before the slice.
+    /// The state it leads to, its monitor and its key, unless seen before the chunk.
     next: Option<(M, M::Monitor, u64)>,
-    /// The coverage points and the invariants it reached that were not known before the slice.
+    /// The coverage points and the invariants it reached that were not known before the chunk.
     covered: Vec<String>,
     reached: Vec<M::Invariant>,
     broken: Vec<Violation<M::Invariant>>,
