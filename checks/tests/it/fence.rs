@@ -293,18 +293,23 @@ fn foreign_begin_refused_is_reached_by_a_refusal_and_by_a_readoption() {
     }
 }
 
-proptest! {
-    /// `fence::Set`, the flat set the machines' states keep, is a set: after any sequence of
-    /// inserts and removes it holds, answers, counts, iterates (in order) and serializes what a
-    /// B-tree set given the same sequence does, and each insert and remove says what it did.
-    #[test]
-    fn a_flat_set_is_a_set(ops in proptest::collection::vec((any::<bool>(), 0u8..6), 0..40)) {
+/// `fence::Set`, the flat set the machines' states keep, is a set: after any sequence of
+/// inserts and removes it holds, answers, counts, iterates (in order) and serializes what a
+/// B-tree set given the same sequence does, and each insert and remove says what it did.
+#[test]
+fn a_flat_set_is_a_set() {
+    let seed = crate::seed();
+    let ops = proptest::collection::vec((any::<bool>(), 0u8..6), 0..40);
+    let result = crate::runner(seed).run(&ops, |ops| {
         let mut flat = fence::Set::new();
         let mut tree = BTreeSet::new();
         for (insert, v) in ops {
             let v = format!("id-{v}");
             if insert {
-                prop_assert_eq!(flat.insert(fence::Id::from(v.as_str())), tree.insert(v.clone()));
+                prop_assert_eq!(
+                    flat.insert(fence::Id::from(v.as_str())),
+                    tree.insert(v.clone())
+                );
             } else {
                 prop_assert_eq!(flat.remove(v.as_str()), tree.remove(&v));
             }
@@ -324,5 +329,9 @@ proptest! {
                 tree.iter().map(|s| fence::Id::from(s.as_str())).collect();
             prop_assert_eq!(&collected, &flat);
         }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::a_flat_set\n{e}");
     }
 }
