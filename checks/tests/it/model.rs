@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use turnfence_model::prelude::*;
+use turnfence_model::turn::state::{Frame, Playback};
 use turnfence_model::turn::{
     Budget, ChildId, ChildKind, Input, InputKind, Mode, Step, TurnId, TurnMachine,
 };
@@ -438,4 +439,86 @@ fn a_tool_call_of_unknown_outcome_is_answered_with_an_error() {
         answer: ToolAnswer::Error,
     };
     assert!(last.contains(&answered), "{last:?}");
+}
+
+/// What the playback buffer is asked to do in [`the_playback_buffer_is_a_queue_of_frames`].
+#[derive(Clone, Debug)]
+enum PlaybackOp {
+    Push(Frame, u32),
+    Play(u32),
+    RemoveTurn(&'static str),
+    Clear,
+}
+
+/// The playback buffer, kept as runs of equal frames, is the plain queue of its frames: after any
+/// sequence of pushes, plays, removals of a turn's frames and clears it holds, plays and counts
+/// what a `Vec` of every frame does, each call says what it did (the frames played, how many
+/// removed), and it has one form per sequence of frames (no two neighbouring runs of one frame,
+/// none empty), so states holding the same frames compare equal however they got there.
+#[test]
+fn the_playback_buffer_is_a_queue_of_frames() {
+    const TURNS: [&str; 3] = ["t1", "t2", "t3"];
+    let frame = (select(&TURNS[..]), 1u64..3, 1u64..3).prop_map(|(turn, generation, seq)| Frame {
+        turn: turn.into(),
+        generation,
+        seq,
+    });
+    let op = prop_oneof![
+        4 => (frame, 0u32..4).prop_map(|(f, n)| PlaybackOp::Push(f, n)),
+        2 => (0u32..6).prop_map(PlaybackOp::Play),
+        2 => select(&TURNS[..]).prop_map(PlaybackOp::RemoveTurn),
+        1 => Just(PlaybackOp::Clear),
+    ];
+    let seed = crate::seed();
+    let result = crate::runner(seed).run(&proptest::collection::vec(op, 0..40), |ops| {
+        let mut runs = Playback::default();
+        let mut plain: Vec<Frame> = Vec::new();
+        for op in ops {
+            match op {
+                PlaybackOp::Push(f, n) => {
+                    runs.push(f.clone(), n);
+                    plain.extend(std::iter::repeat_n(f, n as usize));
+                }
+                PlaybackOp::Play(n) => {
+                    let played: Vec<Frame> = runs
+                        .play(n)
+                        .into_iter()
+                        .flat_map(|(f, k)| std::iter::repeat_n(f, k as usize))
+                        .collect();
+                    let k = plain.len().min(n as usize);
+                    prop_assert_eq!(played, plain.drain(..k).collect::<Vec<_>>());
+                }
+                PlaybackOp::RemoveTurn(turn) => {
+                    let before = plain.len();
+                    plain.retain(|f| f.turn != turn);
+                    prop_assert_eq!(runs.remove_turn(turn) as usize, before - plain.len());
+                }
+                PlaybackOp::Clear => {
+                    prop_assert_eq!(runs.clear() as usize, plain.len());
+                    plain.clear();
+                }
+            }
+            prop_assert_eq!(runs.len(), plain.len());
+            prop_assert_eq!(runs.is_empty(), plain.is_empty());
+            prop_assert!(runs.iter().eq(plain.iter()));
+            prop_assert_eq!(runs.front(), plain.first());
+            for turn in TURNS {
+                let of = plain.iter().filter(|f| f.turn == turn).count();
+                prop_assert_eq!(runs.frames_of(turn) as usize, of);
+                prop_assert_eq!(runs.holds(turn), of > 0);
+            }
+            let mut one_form = Playback::default();
+            for f in &plain {
+                one_form.push(f.clone(), 1);
+            }
+            prop_assert_eq!(&one_form, &runs);
+            let listed: Vec<&(Frame, u32)> = runs.runs().collect();
+            prop_assert!(listed.iter().all(|(_, n)| *n > 0));
+            prop_assert!(listed.windows(2).all(|w| w[0].0 != w[1].0));
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        fail_with_seed(seed, "the playback buffer misbehaved", format!("{e}"));
+    }
 }
