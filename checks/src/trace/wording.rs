@@ -206,4 +206,23 @@ mod tests {
             "a trace line is a JSON object ({…}); this line is a list"
         );
     }
+
+    #[test]
+    fn a_line_that_is_no_object_is_told_what_it_is() {
+        for (line, kind) in [
+            ("[1, 2]", "a list"),
+            ("\"accept\"", "a string"),
+            ("true", "true or false"),
+            (" false", "true or false"),
+            ("null", "null"),
+            ("42", "a number"),
+            ("-1.5", "a number"),
+        ] {
+            assert_eq!(
+                in_schema_words("invalid type", line, Some(1)),
+                format!("a trace line is a JSON object ({{…}}); this line is {kind}"),
+                "{line}"
+            );
+        }
+    }
 }
