@@ -6,7 +6,8 @@
 # own time limit would stop it; cargo-mutants counts these apart and they are listed). The gate
 # fails on any mutant no test catches (missed), read from missed.txt because cargo-mutants' exit
 # code says "timeout" (3) before "missed" (2); a mutant that does not build (unviable) is fine. A mutant shown equivalent to the original is listed, by name and with its reason, in the
-# configuration's `exclude_re`.
+# configuration's `exclude_re` (cargo-mutants 27.1 skips them, but for its "delete field" mutants,
+# which it tests anyway: the gate sets those apart from the missed by the same list).
 #
 # Two parts:
 #   1. the change: the mutants in the lines touched since the previous main (`--in-diff`). The
@@ -68,6 +69,10 @@ timeout=$(( took * 5 > 120 ? took * 5 : 120 ))
 echo "baseline built in $(( built - start )) s, passed in $took s; test timeout $timeout s"
 common+=(--timeout "$timeout")
 
+# The configuration's exclude_re entries, one extended regex a line (each is a whole mutant name).
+sed -n "/^exclude_re = \[/,/^\]/s/^ *'\(.*\)',\$/\1/p" .cargo/mutants.toml >"$out/equivalent.re"
+[ -s "$out/equivalent.re" ] || { echo "no exclude_re entries read from .cargo/mutants.toml"; exit 1; }
+
 status=0 missed=0 over=0
 # One cargo-mutants run into $out/<name>: a missed mutant fails the gate; a timeout is listed.
 run() {
@@ -88,8 +93,17 @@ run() {
   if [ -s "$res/timeout.txt" ]; then
     echo "caught by hanging the tests past ${timeout} s:"; cat "$res/timeout.txt"
   fi
+  # cargo-mutants 27.1 does not apply exclude_re to its "delete field" mutants (its issue #632):
+  # one the configuration names as equivalent is tested anyway, and set apart here.
   if [ -s "$res/missed.txt" ]; then
-    echo "MISSED:"; cat "$res/missed.txt"; status=1; missed=1
+    grep -E -f "$out/equivalent.re" "$res/missed.txt" >"$res/equivalent.txt" || true
+    grep -v -E -f "$out/equivalent.re" "$res/missed.txt" >"$res/missed-not-equivalent.txt" || true
+    if [ -s "$res/equivalent.txt" ]; then
+      echo "missed but listed as equivalent in .cargo/mutants.toml:"; cat "$res/equivalent.txt"
+    fi
+  fi
+  if [ -s "$res/missed-not-equivalent.txt" ]; then
+    echo "MISSED:"; cat "$res/missed-not-equivalent.txt"; status=1; missed=1
   elif [ "$rc" -ne 0 ] && [ "$rc" -ne 2 ] && [ "$rc" -ne 3 ] && [ "$rc" -ne 124 ]; then
     echo "cargo-mutants failed (exit $rc)"; status=1
   fi
