@@ -29,7 +29,13 @@ impl Conform for TurnMachine {
     }
 
     fn is_bare(input: &Input) -> bool {
-        matches!(input.kind, InputKind::Tick | InputKind::Disconnect)
+        matches!(
+            input.kind,
+            InputKind::Tick
+                | InputKind::Disconnect
+                | InputKind::SpeechStopped
+                | InputKind::Transcribed
+        )
     }
 
     fn subject(output: &Output) -> Option<&str> {

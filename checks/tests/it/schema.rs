@@ -110,14 +110,39 @@ fn tags(schema: &Value, field: &str, out: &mut std::collections::BTreeSet<String
     }
 }
 
+/// Each kind of `field` (`input`, `output`) the schema names, with how many properties its object
+/// has beside the tag.
+fn fields_by_tag(schema: &Value, field: &str, out: &mut std::collections::BTreeMap<String, usize>) {
+    match schema {
+        Value::Object(o) => {
+            let properties = o.get("properties").and_then(Value::as_object);
+            if let Some((c, p)) = properties.and_then(|p| {
+                let tag = p.get(field)?.get("const")?.as_str()?;
+                Some((tag, p))
+            }) {
+                out.insert(c.to_owned(), p.len() - 1);
+            }
+            o.values().for_each(|v| fields_by_tag(v, field, out));
+        }
+        Value::Array(a) => a.iter().for_each(|v| fields_by_tag(v, field, out)),
+        _ => {}
+    }
+}
+
 /// `InputKind::name` (what the explorer's coverage points are named by, without serializing the
-/// input) is the kind's `input` tag in the canonical form: for every input of 200 generated
-/// cases under each profile, and between them every kind the published schema names.
+/// input) is the kind's `input` tag in the canonical form, and the checker takes a kind as bare
+/// (a line of it may carry no key but `at`, `session` and its tag) exactly when the published
+/// schema gives it no field: for every input of 200 generated cases under each profile, and
+/// between them every kind the published schema names.
 #[test]
-fn an_input_kind_is_named_by_its_tag() {
+fn an_input_kind_is_named_by_its_tag_and_bare_without_fields() {
     use turnfence_checks::fuzz;
+    use turnfence_checks::trace::conform::Conform;
     use turnfence_model::turn::{Profile, TurnMachine};
 
+    let schema: Value = serde_json::from_str(&schema_text()).unwrap();
+    let mut fields = std::collections::BTreeMap::new();
+    fields_by_tag(&schema, "input", &mut fields);
     let mut named = std::collections::BTreeSet::new();
     for &profile in Profile::ALL {
         for case in 0..200 {
@@ -125,11 +150,12 @@ fn an_input_kind_is_named_by_its_tag() {
             for input in fuzz::generate::<TurnMachine>(fuzz::case_seed(7, case), 60, &make).inputs {
                 let tag = serde_json::to_value(&input).unwrap()["input"].clone();
                 assert_eq!(Value::from(input.kind.name()), tag, "{input:?}");
+                let bare = fields.get(input.kind.name()) == Some(&0);
+                assert_eq!(TurnMachine::is_bare(&input), bare, "{input:?}");
                 named.insert(input.kind.name().to_owned());
             }
         }
     }
-    let schema: Value = serde_json::from_str(&schema_text()).unwrap();
     let mut published = std::collections::BTreeSet::new();
     tags(&schema, "input", &mut published);
     assert!(
