@@ -412,3 +412,64 @@ fn only_a_stale_stop_puts_cancel_targets_its_response_to_the_test() {
         "a stop of an ended turn, none active"
     );
 }
+
+/// `no_false_cancel_claim` is put to the test (its `sometimes`: "a turn ended reconcile_required")
+/// by a turn that ends so, and by no other ending: a turn completed, cancelled or failed by its
+/// deadline with no side effect in doubt has shown nothing of the rule.
+#[test]
+fn only_a_turn_ending_reconcile_required_puts_no_false_cancel_claim_to_the_test() {
+    use turnfence_model::turn::{Input, Invariant as I, TurnMachine};
+
+    let reached = |lines: &[&str]| {
+        let inputs: Vec<Input> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).expect("an input"))
+            .collect();
+        let (steps, refused) = turnfence_model::run(&mut TurnMachine::new(), &inputs);
+        assert!(refused.is_none(), "{refused:?}");
+        let ended: Vec<String> = steps
+            .iter()
+            .flat_map(|s| &s.outputs)
+            .filter_map(|o| match o {
+                turn::Output::Terminal { state, .. } => Some(state.label().to_owned()),
+                _ => None,
+            })
+            .collect();
+        (ended, turnfence_model::reached::<TurnMachine>(&steps))
+    };
+    let accept =
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#;
+    for (lines, ending) in [
+        (
+            vec![accept, r#"{"at":10,"input":"model_done","turn":"t1"}"#],
+            "COMPLETED",
+        ),
+        (
+            vec![
+                accept,
+                r#"{"at":10,"input":"stop","turn":"t1","request_id":"r1"}"#,
+            ],
+            "CANCELLED",
+        ),
+        (
+            vec![accept, r#"{"at":1000,"input":"tick"}"#],
+            "DEADLINE_EXCEEDED",
+        ),
+    ] {
+        let (ended, reached) = reached(&lines);
+        assert!(ended.iter().all(|e| e.starts_with(ending)), "{ended:?}");
+        assert!(
+            !ended.is_empty() && !reached.contains(&I::NoFalseCancelClaim),
+            "{ending}"
+        );
+    }
+    let (ended, reached) = reached(&[
+        accept,
+        r#"{"at":10,"input":"spawn","turn":"t1","child":"charge","kind":{"tool":{"name":"payments.charge","cancellable":false}}}"#,
+        r#"{"at":20,"input":"commit_sent","turn":"t1","child":"charge","idempotency_key":"k1"}"#,
+        r#"{"at":900,"input":"commit_failed","turn":"t1","child":"charge"}"#,
+        r#"{"at":950,"input":"model_done","turn":"t1"}"#,
+    ]);
+    assert_eq!(ended, ["RECONCILE_REQUIRED"]);
+    assert!(reached.contains(&I::NoFalseCancelClaim));
+}
