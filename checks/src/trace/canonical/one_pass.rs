@@ -499,4 +499,23 @@ mod tests {
             "{taken} taken, {refused} refused"
         );
     }
+
+    /// The pass is the fast path: a plain trace (the gate's scenarios, as `check`'s benchmark
+    /// streams them) is read by it alone, every input, output and session end, none left to the
+    /// typed structs.
+    #[test]
+    fn reads_every_line_of_a_plain_trace_itself() {
+        let lines = crate::gate::synthetic::SyntheticTrace::new(2).lines_as_strings();
+        let mut kinds = std::collections::BTreeSet::new();
+        for line in &lines {
+            let event = read::<TurnMachine>(line);
+            kinds.insert(match event {
+                Some(Event::Input { .. }) => "input",
+                Some(Event::Output { .. }) => "output",
+                Some(Event::End { .. }) => "session end",
+                Some(Event::Meta(_) | Event::Fact { .. }) | None => panic!("left over: {line}"),
+            });
+        }
+        assert_eq!(kinds.len(), 3, "{kinds:?}");
+    }
 }
