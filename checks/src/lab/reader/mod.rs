@@ -334,3 +334,50 @@ impl LabReader {
         Ok(o.events)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(turn: &str, component: &str, event: &str, detail: Value) -> (usize, LabLine) {
+        let Value::Object(detail) = detail else {
+            unreachable!("a detail is an object")
+        };
+        let l = LabLine {
+            t_ms: 0,
+            scenario: "s".into(),
+            turn_id: turn.into(),
+            component: component.into(),
+            event: event.into(),
+            detail,
+        };
+        (0, l)
+    }
+
+    /// A `budget allocated` line amends its own turn's accept: not a later turn's accept in
+    /// between, nor another line of its turn.
+    #[test]
+    fn a_budget_amends_its_own_turns_accept() {
+        let budget = serde_json::json!({"retrieval_ms": 25, "model_ms": 55});
+        let mut lines = vec![
+            line(
+                "a",
+                "turn",
+                "accepted",
+                serde_json::json!({"deadline_ms": 90}),
+            ),
+            line("a", "turn", "progress", serde_json::json!({})),
+            line(
+                "b",
+                "turn",
+                "accepted",
+                serde_json::json!({"deadline_ms": 90}),
+            ),
+            line("a", "budget", "allocated", budget.clone()),
+        ];
+        fold_budgets(&mut lines);
+        let budgets: Vec<Option<&Value>> =
+            lines.iter().map(|(_, l)| l.detail.get("budget")).collect();
+        assert_eq!(budgets, [Some(&budget), None, None, None]);
+    }
+}
