@@ -211,14 +211,6 @@ impl Verdict {
         counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         counts
     }
-
-    /// The distinct invariants broken, in order.
-    pub fn invariants(&self) -> Vec<&'static str> {
-        let mut v: Vec<&'static str> = self.findings.iter().filter_map(|f| f.invariant).collect();
-        v.sort();
-        v.dedup();
-        v
-    }
 }
 
 /// The trace dialects `check` reads.
