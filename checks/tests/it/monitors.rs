@@ -413,30 +413,36 @@ fn only_a_stale_stop_puts_cancel_targets_its_response_to_the_test() {
     );
 }
 
+/// The lab machine's run of canonical input lines: how its turns ended (their labels) and the
+/// invariants it put to the test.
+fn endings_and_reached(lines: &[&str]) -> (Vec<String>, BTreeSet<turn::Invariant>) {
+    use turnfence_model::turn::{Input, TurnMachine};
+
+    let inputs: Vec<Input> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line).expect("an input"))
+        .collect();
+    let (steps, refused) = turnfence_model::run(&mut TurnMachine::new(), &inputs);
+    assert!(refused.is_none(), "{refused:?}");
+    let ended: Vec<String> = steps
+        .iter()
+        .flat_map(|s| &s.outputs)
+        .filter_map(|o| match o {
+            turn::Output::Terminal { state, .. } => Some(state.label().to_owned()),
+            _ => None,
+        })
+        .collect();
+    (ended, turnfence_model::reached::<TurnMachine>(&steps))
+}
+
 /// `no_false_cancel_claim` is put to the test (its `sometimes`: "a turn ended reconcile_required")
 /// by a turn that ends so, and by no other ending: a turn completed, cancelled or failed by its
 /// deadline with no side effect in doubt has shown nothing of the rule.
 #[test]
 fn only_a_turn_ending_reconcile_required_puts_no_false_cancel_claim_to_the_test() {
-    use turnfence_model::turn::{Input, Invariant as I, TurnMachine};
+    use turnfence_model::turn::Invariant as I;
 
-    let reached = |lines: &[&str]| {
-        let inputs: Vec<Input> = lines
-            .iter()
-            .map(|line| serde_json::from_str(line).expect("an input"))
-            .collect();
-        let (steps, refused) = turnfence_model::run(&mut TurnMachine::new(), &inputs);
-        assert!(refused.is_none(), "{refused:?}");
-        let ended: Vec<String> = steps
-            .iter()
-            .flat_map(|s| &s.outputs)
-            .filter_map(|o| match o {
-                turn::Output::Terminal { state, .. } => Some(state.label().to_owned()),
-                _ => None,
-            })
-            .collect();
-        (ended, turnfence_model::reached::<TurnMachine>(&steps))
-    };
+    let reached = endings_and_reached;
     let accept =
         r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#;
     for (lines, ending) in [
@@ -472,4 +478,27 @@ fn only_a_turn_ending_reconcile_required_puts_no_false_cancel_claim_to_the_test(
     ]);
     assert_eq!(ended, ["RECONCILE_REQUIRED"]);
     assert!(reached.contains(&I::NoFalseCancelClaim));
+}
+
+/// `no_late_delivery` is put to the test ("the gate dropped a delta, or playback was cleared") by
+/// a delta dropped because its turn was stopped, not by one dropped as out of order (a seq
+/// repeated): a repeat is no late delivery.
+#[test]
+fn a_delta_dropped_out_of_order_does_not_put_no_late_delivery_to_the_test() {
+    let accept =
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#;
+    let delta = r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi"}"#;
+    let repeated = r#"{"at":20,"input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi"}"#;
+    let late = r#"{"at":20,"input":"delta","turn":"t1","generation":1,"seq":2,"text":" there"}"#;
+    let stop = r#"{"at":15,"input":"stop","turn":"t1","request_id":"r1"}"#;
+    let (_, reached) = endings_and_reached(&[accept, delta, repeated]);
+    assert!(
+        !reached.contains(&turn::Invariant::NoLateDelivery),
+        "a repeat"
+    );
+    let (_, reached) = endings_and_reached(&[accept, delta, stop, late]);
+    assert!(
+        reached.contains(&turn::Invariant::NoLateDelivery),
+        "a delta after the stop"
+    );
 }
