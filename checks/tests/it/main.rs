@@ -94,6 +94,24 @@ pub const PAUSED_AFTER_PLAYING_ALL: [&str; 5] = [
     r#"{"at":600,"input":"tick"}"#,
 ];
 
+/// `m` run through `lines` (each a JSON input, as a canonical trace's line holds it, without its
+/// session), every one accepted: its steps.
+pub fn run_lines<M: turnfence_model::Machine>(
+    m: &mut M,
+    lines: &[impl AsRef<str>],
+) -> Vec<turnfence_model::StepOf<M>>
+where
+    M::Input: serde::de::DeserializeOwned,
+{
+    let inputs: Vec<M::Input> = lines
+        .iter()
+        .map(|line| serde_json::from_str(line.as_ref()).expect("an input"))
+        .collect();
+    let (steps, refused) = turnfence_model::run(m, &inputs);
+    assert!(refused.is_none(), "{refused:?}");
+    steps
+}
+
 /// Steps `m` through `inputs` (each a JSON input, as a canonical trace's line holds it, without
 /// its session), every one accepted; returns the outputs of the last.
 pub fn last_outputs<M: turnfence_model::Machine>(m: &mut M, inputs: &[&str]) -> Vec<M::Output>

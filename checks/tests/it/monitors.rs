@@ -135,19 +135,14 @@ where
         Output = turnfence_model::turn::Output,
     >,
 {
-    let inputs: Vec<turnfence_model::turn::Input> = [
+    let lines = [
         r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio","interruptible":false}"#,
         r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
         r#"{"at":15,"input":"speech_started","confidence":0.9}"#,
         // The speech has lasted long enough to count as an interruption.
         r#"{"at":515,"input":"tick"}"#,
-    ]
-    .iter()
-    .map(|line| serde_json::from_str(line).expect("an input"))
-    .collect();
-    let (steps, refused) = turnfence_model::run(machine, &inputs);
-    assert!(refused.is_none(), "{refused:?}");
-    steps
+    ];
+    crate::run_lines(machine, &lines)
 }
 
 /// `uninterruptible_output_survives` has a named check of its own, like every invariant: alone,
@@ -232,21 +227,16 @@ fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own(
 /// finds the pause undecided.
 fn a_pause_stays_open_and_is_not_due(rest: &[&str]) {
     use turnfence_model::prelude::*;
-    use turnfence_model::turn::{self, Input, Output, Profile, TurnMachine};
+    use turnfence_model::turn::{self, Output, Profile, TurnMachine};
 
-    let inputs: Vec<Input> = [
+    let start = [
         r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio"}"#,
         r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
         r#"{"at":15,"input":"speech_started","confidence":0.9}"#,
         r#"{"at":515,"input":"tick"}"#,
-    ]
-    .iter()
-    .chain(rest)
-    .map(|line| serde_json::from_str(line).expect("an input"))
-    .collect();
+    ];
     let mut machine = TurnMachine::with_profile(Profile::LivekitAgents);
-    let (steps, refused) = turnfence_model::run(&mut machine, &inputs);
-    assert!(refused.is_none(), "{refused:?}");
+    let steps = crate::run_lines(&mut machine, &[&start[..], rest].concat());
     let outputs: Vec<&Output> = steps.iter().flat_map(|s| &s.outputs).collect();
     assert!(outputs
         .iter()
@@ -342,21 +332,16 @@ fn a_resume_of_another_reply_than_the_paused_one_breaks_interruption_decided_onc
 fn only_a_profile_that_truncates_to_what_was_heard_keeps_an_audio_account() {
     use std::hash::Hasher;
     use turnfence_model::prelude::*;
-    use turnfence_model::turn::{self, Input, Profile, TurnMachine};
+    use turnfence_model::turn::{self, Profile, TurnMachine};
 
     let state = |profile: Profile, frames: u32| {
-        let inputs: Vec<Input> = [
+        let lines = [
             r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#.to_owned(),
             format!(
                 r#"{{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":{frames}}}"#
             ),
-        ]
-        .iter()
-        .map(|line| serde_json::from_str(line).expect("an input"))
-        .collect();
-        let (steps, refused) =
-            turnfence_model::run(&mut TurnMachine::with_profile(profile), &inputs);
-        assert!(refused.is_none(), "{refused:?}");
+        ];
+        let steps = crate::run_lines(&mut TurnMachine::with_profile(profile), &lines);
         let mut monitor = turn::Monitor::for_profile(profile);
         let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
         assert!(found.is_empty(), "{found:?}");
@@ -379,16 +364,11 @@ fn only_a_profile_that_truncates_to_what_was_heard_keeps_an_audio_account() {
 #[test]
 fn only_a_stale_stop_puts_cancel_targets_its_response_to_the_test() {
     use turnfence_model::prelude::*;
-    use turnfence_model::turn::{self, Input, Invariant, Profile, TurnMachine};
+    use turnfence_model::turn::{self, Invariant, Profile, TurnMachine};
 
     let reached = |lines: &[&str]| {
-        let inputs: Vec<Input> = lines
-            .iter()
-            .map(|line| serde_json::from_str(line).expect("an input"))
-            .collect();
         let mut machine = TurnMachine::with_profile(Profile::OpenaiRealtime);
-        let (steps, refused) = turnfence_model::run(&mut machine, &inputs);
-        assert!(refused.is_none(), "{refused:?}");
+        let steps = crate::run_lines(&mut machine, lines);
         let mut monitor = turn::Monitor::for_profile(Profile::OpenaiRealtime);
         let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
         assert!(found.is_empty(), "{found:?}");
@@ -416,14 +396,9 @@ fn only_a_stale_stop_puts_cancel_targets_its_response_to_the_test() {
 /// The lab machine's run of canonical input lines: how its turns ended (their labels) and the
 /// invariants it put to the test.
 fn endings_and_reached(lines: &[&str]) -> (Vec<String>, BTreeSet<turn::Invariant>) {
-    use turnfence_model::turn::{Input, TurnMachine};
+    use turnfence_model::turn::TurnMachine;
 
-    let inputs: Vec<Input> = lines
-        .iter()
-        .map(|line| serde_json::from_str(line).expect("an input"))
-        .collect();
-    let (steps, refused) = turnfence_model::run(&mut TurnMachine::new(), &inputs);
-    assert!(refused.is_none(), "{refused:?}");
+    let steps = crate::run_lines(&mut TurnMachine::new(), lines);
     let ended: Vec<String> = steps
         .iter()
         .flat_map(|s| &s.outputs)

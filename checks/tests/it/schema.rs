@@ -91,25 +91,6 @@ fn schema_names_every_kind() {
     }
 }
 
-/// The tags a schema gives `field` (`"const"` values under `properties.<field>`), anywhere in it.
-fn tags(schema: &Value, field: &str, out: &mut std::collections::BTreeSet<String>) {
-    match schema {
-        Value::Object(o) => {
-            if let Some(c) = o
-                .get("properties")
-                .and_then(|p| p.get(field))
-                .and_then(|f| f.get("const"))
-                .and_then(Value::as_str)
-            {
-                out.insert(c.to_owned());
-            }
-            o.values().for_each(|v| tags(v, field, out));
-        }
-        Value::Array(a) => a.iter().for_each(|v| tags(v, field, out)),
-        _ => {}
-    }
-}
-
 /// Each kind of `field` (`input`, `output`) the schema names, with how many properties its object
 /// has beside the tag.
 fn fields_by_tag(schema: &Value, field: &str, out: &mut std::collections::BTreeMap<String, usize>) {
@@ -156,8 +137,7 @@ fn an_input_kind_is_named_by_its_tag_and_bare_without_fields() {
             }
         }
     }
-    let mut published = std::collections::BTreeSet::new();
-    tags(&schema, "input", &mut published);
+    let published: std::collections::BTreeSet<String> = fields.into_keys().collect();
     assert!(
         published.contains("accept") && published.contains("client_receive"),
         "{published:?}"
