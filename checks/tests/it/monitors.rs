@@ -477,3 +477,74 @@ fn a_delta_dropped_out_of_order_does_not_put_no_late_delivery_to_the_test() {
         "a delta after the stop"
     );
 }
+
+/// `cancelled_tool_leaves_nothing`: a tool's checkpoint is where it sees its cancel, before the
+/// work of that checkpoint is kept (the model's `checkpoint`). So the temporary outputs a
+/// checkpoint reports after the tool's cancel was asked for are never made, and a cancel that
+/// removes none leaves nothing — even when the trace shows the cancel asked of the tool alone,
+/// its turn running on (no stop, fence or deadline the monitor would read as the turn's own).
+/// Those reported before the cancel are the tool's to remove.
+#[test]
+fn temporaries_reported_after_a_tools_cancel_was_asked_for_are_not_left_behind() {
+    use turnfence_model::turn::{Input, InputKind, Output, Step, TurnMachine};
+    use turnfence_model::Monitor as _;
+
+    let (t, c) = ("t1", "report");
+    let steps = crate::run_lines(
+        &mut TurnMachine::new(),
+        &[
+            r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#,
+            r#"{"at":10,"input":"spawn","turn":"t1","child":"report","kind":{"tool":{"name":"report.build","cancellable":true}}}"#,
+        ],
+    );
+    let cancel_asked = Step {
+        input: Input::new(20, InputKind::Tick),
+        outputs: vec![Output::ChildCancelRequested {
+            turn: t.into(),
+            child: c.into(),
+        }],
+    };
+    let checkpoint = |at, temporary_outputs, outputs| Step {
+        input: Input::new(
+            at,
+            InputKind::Checkpoint {
+                turn: t.into(),
+                child: c.into(),
+                phase: "render".into(),
+                temporary_outputs,
+            },
+        ),
+        outputs,
+    };
+    let cancelled = || Output::ChildCancelled {
+        turn: t.into(),
+        child: c.into(),
+        checkpoint: "render".into(),
+    };
+    let found = |rest: Vec<Step>| {
+        let mut monitor = turn::Monitor::default();
+        steps
+            .iter()
+            .chain(&rest)
+            .flat_map(|s| monitor.observe(s))
+            .map(|v| v.invariant)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        found(vec![
+            cancel_asked.clone(),
+            checkpoint(30, 2, vec![cancelled()])
+        ]),
+        [],
+        "reported after the cancel was asked for"
+    );
+    assert_eq!(
+        found(vec![
+            checkpoint(15, 2, vec![]),
+            cancel_asked,
+            checkpoint(30, 0, vec![cancelled()]),
+        ]),
+        [turn::Invariant::CancelledToolLeavesNothing],
+        "reported before, never removed"
+    );
+}
