@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Mutation testing: does every branch that judges have a test that fails without it?
 # cargo-mutants mutates the files `.cargo/mutants.toml` names (the model, the checker's trace
-# reading and conformance, the lab dialect's reader), and a mutant counts as caught only if the
+# reading and conformance, the dialects' readers), and a mutant counts as caught only if the
 # whole workspace's `cargo test` fails on it, or hangs past the timeout (a hang is caught: CI's
 # own time limit would stop it; cargo-mutants counts these apart and they are listed). The gate
 # fails on any mutant no test catches (missed), read from missed.txt because cargo-mutants' exit
-# code says "timeout" (3) before "missed" (2); a mutant that does not build (unviable) is fine. A mutant shown equivalent to the original is listed, by name and with its reason, in the
+# code says "timeout" (3) before "missed" (2); a mutant that does not build (unviable) is fine.
+# A mutant shown equivalent to the original is listed, by name and with its reason, in the
 # configuration's `exclude_re` (cargo-mutants 27.1 skips them, but for its "delete field" mutants,
-# which it tests anyway: the gate sets those apart from the missed by the same list).
+# which it tests anyway: the gate sets those apart from the missed by the same list). Before
+# anything is built, each entry must name exactly one mutant of the code as it is (one whose code
+# moved names none): the gate fails on a stale entry.
 #
 # Two parts:
 #   1. the change: the mutants in the lines touched since the previous main (`--in-diff`). The
@@ -59,6 +62,27 @@ if [ "${CI:-}" = true ]; then
   common+=(--in-place)
 fi
 
+echo "== the mutants listed as equivalent"
+# The configuration's exclude_re entries, one extended regex a line (each is a whole mutant name).
+sed -n "/^exclude_re = \[/,/^\]/s/^ *'\(.*\)',\$/\1/p" .cargo/mutants.toml >"$out/equivalent.re"
+[ -s "$out/equivalent.re" ] || { echo "no exclude_re entries read from .cargo/mutants.toml"; exit 1; }
+# Each must still name exactly one mutant of the examined files: an entry whose code moved names
+# none (or another), and the mutant it meant would count as missed when a shard draws it. Listed
+# without the configuration, so that its exclusions do not hide what they name.
+globs=()
+while read -r g; do globs+=(-f "$g"); done < <(sed -n '/^examine_globs = \[/,/^\]/s/^ *"\(.*\)",$/\1/p' .cargo/mutants.toml)
+[ "${#globs[@]}" -gt 0 ] || { echo "no examine_globs read from .cargo/mutants.toml"; exit 1; }
+cargo mutants --list --no-config "${globs[@]}" >"$out/all.txt"
+stale=0
+while read -r re; do
+  n=$(grep -cE -- "$re" "$out/all.txt" || true)
+  if [ "$n" -ne 1 ]; then
+    echo "exclude_re entry names $n mutants, not one (has its code moved?): $re"; stale=1
+  fi
+done <"$out/equivalent.re"
+[ "$stale" -eq 0 ] || { echo "mutation testing failed: re-check each entry above and move it with its code"; exit 1; }
+echo "$(wc -l <"$out/equivalent.re") mutants listed as equivalent, each found in the code"
+
 echo "== baseline: cargo test --workspace --profile mutants, unmutated"
 start=$(date +%s)
 cargo test --workspace --profile mutants --no-run -q >"$out/baseline.log" 2>&1 || { cat "$out/baseline.log"; exit 1; }
@@ -68,10 +92,6 @@ took=$(( $(date +%s) - built ))
 timeout=$(( took * 5 > 120 ? took * 5 : 120 ))
 echo "baseline built in $(( built - start )) s, passed in $took s; test timeout $timeout s"
 common+=(--timeout "$timeout")
-
-# The configuration's exclude_re entries, one extended regex a line (each is a whole mutant name).
-sed -n "/^exclude_re = \[/,/^\]/s/^ *'\(.*\)',\$/\1/p" .cargo/mutants.toml >"$out/equivalent.re"
-[ -s "$out/equivalent.re" ] || { echo "no exclude_re entries read from .cargo/mutants.toml"; exit 1; }
 
 status=0 missed=0 over=0
 # One cargo-mutants run into $out/<name>: a missed mutant fails the gate; a timeout is listed.
