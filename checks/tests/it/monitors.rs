@@ -548,3 +548,41 @@ fn temporaries_reported_after_a_tools_cancel_was_asked_for_are_not_left_behind()
         "reported before, never removed"
     );
 }
+
+/// `no_late_delivery` is put to the test by playback cleared of frames still queued (a barge-in
+/// over audio not yet played), and not by a clear that found nothing queued (a barge-in over a
+/// turn whose audio had all played): nothing late was kept from the user.
+#[test]
+fn only_a_clear_of_queued_frames_puts_no_late_delivery_to_the_test() {
+    let accept =
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio","deadline_ms":1000}"#;
+    let delta =
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi","frames":2}"#;
+    let played = r#"{"at":20,"input":"frame_played","frames":2}"#;
+    let speech = r#"{"at":30,"input":"speech_started","confidence":0.9}"#;
+    let cleared = |lines: &[&str]| {
+        let steps = crate::run_lines(&mut turnfence_model::turn::TurnMachine::new(), lines);
+        let frames: Vec<u32> = steps
+            .iter()
+            .flat_map(|s| &s.outputs)
+            .filter_map(|o| match o {
+                turn::Output::PlaybackCleared { frames, .. } => Some(*frames),
+                _ => None,
+            })
+            .collect();
+        (
+            frames,
+            turnfence_model::reached::<turnfence_model::turn::TurnMachine>(&steps),
+        )
+    };
+    let (frames, reached) = cleared(&[accept, delta, speech]);
+    assert_eq!(frames, [2], "the barge-in clears the two frames queued");
+    assert!(reached.contains(&turn::Invariant::NoLateDelivery));
+    let (frames, reached) = cleared(&[accept, delta, played, speech]);
+    assert_eq!(
+        frames,
+        [0],
+        "the barge-in clears a buffer already played out"
+    );
+    assert!(!reached.contains(&turn::Invariant::NoLateDelivery));
+}
