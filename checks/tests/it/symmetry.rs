@@ -401,3 +401,47 @@ fn workers_are_not_interchangeable_waits_run_out_in_worker_order() {
     let queued: Vec<&str> = m.state().queue.iter().map(|e| e.worker.as_str()).collect();
     assert_eq!(queued, ["w0", "w1"]);
 }
+
+/// Why the turn explorer renames nothing. Its alphabet draws every name by position — turn `tN`
+/// by acceptance (each with the next generation, which the machine compares), child `cN` by
+/// spawn, one stop id, one idempotency key — so a renaming alone maps a reachable state to none.
+/// What could merge two states is a renaming that also moves the children: one turn's two
+/// children spawned in the other order. The machine tells those apart: a cancel asks its
+/// children in spawn order, so the one state's stop, renamed, gives the other's outputs in
+/// another order.
+#[test]
+fn children_are_not_interchangeable_a_cancel_asks_them_in_spawn_order() {
+    use turnfence_model::turn::{Output, TurnMachine};
+
+    let spawn = |child: &str, kind: &str| {
+        format!(r#"{{"at":1,"input":"spawn","turn":"t0","child":"{child}","kind":{kind}}}"#)
+    };
+    let (model, tool) = (
+        r#""model""#,
+        r#"{"tool":{"name":"tool","cancellable":true}}"#,
+    );
+    let asked = |first: &str, second: &str| -> Vec<String> {
+        let steps = crate::run_lines(
+            &mut TurnMachine::new(),
+            &[
+                r#"{"at":0,"input":"accept","turn":"t0","generation":1,"mode":"text","deadline_ms":100}"#.to_owned(),
+                spawn("c0", first),
+                spawn("c1", second),
+                r#"{"at":2,"input":"stop","turn":"t0","request_id":"r"}"#.to_owned(),
+            ],
+        );
+        let kind = |child: &str| if child == "c0" { first } else { second };
+        steps
+            .last()
+            .unwrap()
+            .outputs
+            .iter()
+            .filter_map(|o| match o {
+                Output::ChildCancelRequested { child, .. } => Some(kind(child).to_owned()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(asked(model, tool), [model, tool]);
+    assert_eq!(asked(tool, model), [tool, model]);
+}
