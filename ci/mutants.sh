@@ -15,7 +15,9 @@
 # Two parts:
 #   1. the change: the mutants in the lines touched since the previous main (`--in-diff`). The
 #      base is MUTANTS_BASE if set; else, on a branch other than main, its merge-base with main;
-#      else HEAD~1 (CI's clone is of main, whose last commit is the change). A diff that touches
+#      else the commit `ci/mutants.base` records, if the clone holds it as an ancestor (the main
+#      the previous change started from: whoever lands a change moves it there, so CI's run of
+#      main tests the whole change, not its last commit alone); else HEAD~1. A diff that touches
 #      no examined file skips this part, saying so. A big change is capped: beyond
 #      MUTANTS_DIFF_CAP mutants (26; 0 for no cap) it runs shard 0 of the fewest round-robin shards
 #      of the diff's mutants that each hold at most the cap (every file sampled, the same subset
@@ -28,7 +30,8 @@
 # The full run is the N shards, `--shard 0/N` … `--shard N-1/N`, for a nightly job's matrix
 # (README, "Mutation testing").
 #
-# The tests run once unmutated first (cargo-mutants' own baseline runs only the mutated crate's
+# With neither part to run (the change touches no examined line, MUTANTS_SHARD=none) nothing is
+# built. Otherwise the tests run once unmutated first (cargo-mutants' own baseline runs only the mutated crate's
 # tests, which for the model are none), and their time sets the timeout: 5x, at least 120 s.
 # Everything is built with the `mutants` profile (opt-level 1, root Cargo.toml), the baseline too.
 # Under CI (CI=true, a throwaway clone) mutants are applied in place and reuse target/;
@@ -83,16 +86,6 @@ done <"$out/equivalent.re"
 [ "$stale" -eq 0 ] || { echo "mutation testing failed: re-check each entry above and move it with its code"; exit 1; }
 echo "$(wc -l <"$out/equivalent.re") mutants listed as equivalent, each found in the code"
 
-echo "== baseline: cargo test --workspace --profile mutants, unmutated"
-start=$(date +%s)
-cargo test --workspace --profile mutants --no-run -q >"$out/baseline.log" 2>&1 || { cat "$out/baseline.log"; exit 1; }
-built=$(date +%s)
-cargo test --workspace --profile mutants -q >>"$out/baseline.log" 2>&1 || { cat "$out/baseline.log"; exit 1; }
-took=$(( $(date +%s) - built ))
-timeout=$(( took * 5 > 120 ? took * 5 : 120 ))
-echo "baseline built in $(( built - start )) s, passed in $took s; test timeout $timeout s"
-common+=(--timeout "$timeout")
-
 status=0 missed=0 over=0
 # One cargo-mutants run into $out/<name>: a missed mutant fails the gate; a timeout is listed.
 run() {
@@ -129,11 +122,17 @@ run() {
   fi
 }
 
+# What to run, decided before anything is built: the change's mutants, a shard, or nothing.
 echo "== the change"
+change=()
 if [ -n "${MUTANTS_BASE:-}" ]; then
   base=$MUTANTS_BASE
 elif [ "$(git rev-parse --abbrev-ref HEAD)" != main ] && git rev-parse -q --verify main >/dev/null; then
   base=$(git merge-base HEAD main)
+elif recorded=$(sed -n 's/^\([0-9a-f]\{7,40\}\)$/\1/p' ci/mutants.base 2>/dev/null) && [ -n "$recorded" ] \
+    && git merge-base --is-ancestor "$recorded" HEAD 2>/dev/null; then
+  base=$recorded
+  echo "the base is the main ci/mutants.base records ($recorded)"
 else
   base=$(git rev-parse -q --verify HEAD~1 || true)
 fi
@@ -146,14 +145,13 @@ else
     echo "the diff against $(git rev-parse --short "$base") touches no examined line: part skipped"
   else
     echo "$n mutants in the lines changed since $(git rev-parse --short "$base")"
+    change=(--in-diff "$out/change.diff")
     if [ "$CAP" -gt 0 ] && [ "$n" -gt "$CAP" ]; then
       parts=$(( (n + CAP - 1) / CAP ))
       kept=$(( (n + parts - 1) / parts ))
       echo "more than $CAP: testing shard 0/$parts of them (round-robin, $kept mutants), $(( n - kept )) left out;"
       echo "run them all with: MUTANTS_BASE=$(git rev-parse --short "$base") MUTANTS_DIFF_CAP=0 MUTANTS_SHARD=none bash ci/mutants.sh"
-      run change --in-diff "$out/change.diff" --shard "0/$parts"
-    else
-      run change --in-diff "$out/change.diff"
+      change+=(--shard "0/$parts")
     fi
   fi
 fi
@@ -164,6 +162,28 @@ if [ "$shard" = none ]; then
   echo "MUTANTS_SHARD=none: part skipped"
 else
   echo "shard $shard (round-robin; reproduce with MUTANTS_SHARD=$shard bash ci/mutants.sh)"
+fi
+
+if [ "${#change[@]}" -eq 0 ] && [ "$shard" = none ]; then
+  echo "no mutant to test: nothing built (mutation testing took $(( $(date +%s) - begun )) s)"
+  exit 0
+fi
+
+echo "== baseline: cargo test --workspace --profile mutants, unmutated"
+start=$(date +%s)
+cargo test --workspace --profile mutants --no-run -q >"$out/baseline.log" 2>&1 || { cat "$out/baseline.log"; exit 1; }
+built=$(date +%s)
+cargo test --workspace --profile mutants -q >>"$out/baseline.log" 2>&1 || { cat "$out/baseline.log"; exit 1; }
+took=$(( $(date +%s) - built ))
+timeout=$(( took * 5 > 120 ? took * 5 : 120 ))
+echo "baseline built in $(( built - start )) s, passed in $took s; test timeout $timeout s"
+common+=(--timeout "$timeout")
+
+
+if [ "${#change[@]}" -gt 0 ]; then
+  run change "${change[@]}"
+fi
+if [ "$shard" != none ]; then
   run shard --shard "$shard"
 fi
 
