@@ -35,8 +35,9 @@
 # tests, which for the model are none), and their time sets the timeout: 5x, at least 120 s.
 # Everything is built with the `mutants` profile (opt-level 1, root Cargo.toml), the baseline too.
 # Under CI (CI=true, a throwaway clone) mutants are applied in place and reuse target/;
-# elsewhere each run copies the tree and its target/ to a scratch directory, so the work tree
-# is never left mutated.
+# elsewhere each run copies the tree, without its target/, to a scratch directory, so the work
+# tree is never left mutated, and builds in the tree's own target/ (CARGO_TARGET_DIR, absolute,
+# unless already set), reusing its dependencies.
 #
 # Budget: MUTANTS_BUDGET_S (2700 s, 45 minutes) for the whole script, installing cargo-mutants
 # included; past it the running cargo-mutants is stopped and the gate fails, saying so. Cost,
@@ -63,6 +64,8 @@ mkdir -p "$out"
 common=(--baseline=skip --no-times)
 if [ "${CI:-}" = true ]; then
   common+=(--in-place)
+else
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
 fi
 
 echo "== the mutants listed as equivalent"
