@@ -586,3 +586,26 @@ fn only_a_clear_of_queued_frames_puts_no_late_delivery_to_the_test() {
     );
     assert!(!reached.contains(&turn::Invariant::NoLateDelivery));
 }
+
+/// `cancel_tree_drained` is put to the test ("a turn with a stopped child ended cancelled or
+/// failed") by a cancel that stopped a child, not by one of a turn that had none: there was no
+/// tree to drain.
+#[test]
+fn only_a_cancel_that_stopped_a_child_puts_cancel_tree_drained_to_the_test() {
+    use turnfence_model::turn::Invariant as I;
+
+    let accept =
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#;
+    let stop = r#"{"at":20,"input":"stop","turn":"t1","request_id":"r1"}"#;
+    let (ended, reached) = endings_and_reached(&[accept, stop]);
+    assert_eq!(ended, ["CANCELLED"]);
+    assert!(!reached.contains(&I::CancelTreeDrained), "no child");
+    let (ended, reached) = endings_and_reached(&[
+        accept,
+        r#"{"at":10,"input":"spawn","turn":"t1","child":"c1","kind":"model"}"#,
+        stop,
+        r#"{"at":30,"input":"checkpoint","turn":"t1","child":"c1","phase":"decode"}"#,
+    ]);
+    assert_eq!(ended, ["CANCELLED"]);
+    assert!(reached.contains(&I::CancelTreeDrained), "its model stopped");
+}

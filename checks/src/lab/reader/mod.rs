@@ -66,7 +66,9 @@ pub enum Record {
 
 fn parse(text: &str, line: usize) -> Result<Result<LabLine, Value>, InputError> {
     let mut o = parse_object(text, line)?;
-    if line == 1 && o.contains_key("meta") && o.len() == 1 {
+    // A meta line wherever it stands: the checker refuses one past the first line, in every
+    // dialect alike ("a meta line may only be the first line").
+    if o.contains_key("meta") && o.len() == 1 {
         return Ok(Err(o.remove("meta").unwrap_or(Value::Null)));
     }
     if let Some(k) = o.keys().find(|k| !FIELDS.contains(&k.as_str())) {
