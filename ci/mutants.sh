@@ -16,8 +16,8 @@
 #   1. the change: the mutants in the lines touched since the previous main (`--in-diff`). The
 #      base is MUTANTS_BASE if set; else, on a branch other than main, its merge-base with main;
 #      else the commit `ci/mutants.base` records, if the clone holds it as an ancestor (the main
-#      the previous change started from: whoever lands a change moves it there, so CI's run of
-#      main tests the whole change, not its last commit alone); else HEAD~1. A diff that touches
+#      the change started from: whoever lands a change sets it so, and CI's run of main tests the
+#      whole change, not its last commit alone); else HEAD~1. A diff that touches
 #      no examined file skips this part, saying so. A big change is capped: beyond
 #      MUTANTS_DIFF_CAP mutants (26; 0 for no cap) it runs shard 0 of the fewest round-robin shards
 #      of the diff's mutants that each hold at most the cap (every file sampled, the same subset
@@ -31,8 +31,9 @@
 # (README, "Mutation testing").
 #
 # With neither part to run (the change touches no examined line, MUTANTS_SHARD=none) nothing is
-# built. Otherwise the tests run once unmutated first (cargo-mutants' own baseline runs only the mutated crate's
-# tests, which for the model are none), and their time sets the timeout: 5x, at least 120 s.
+# built. Otherwise the tests run once unmutated first (cargo-mutants' own baseline runs only the
+# mutated crate's tests, which for the model are none), and their time sets the timeout: 5x, at
+# least 120 s.
 # Everything is built with the `mutants` profile (opt-level 1, root Cargo.toml), the baseline too.
 # Under CI (CI=true, a throwaway clone) mutants are applied in place and reuse target/;
 # elsewhere each run copies the tree, without its target/, to a scratch directory, so the work
@@ -181,7 +182,6 @@ took=$(( $(date +%s) - built ))
 timeout=$(( took * 5 > 120 ? took * 5 : 120 ))
 echo "baseline built in $(( built - start )) s, passed in $took s; test timeout $timeout s"
 common+=(--timeout "$timeout")
-
 
 if [ "${#change[@]}" -gt 0 ]; then
   run change "${change[@]}"

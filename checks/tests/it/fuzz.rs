@@ -203,8 +203,9 @@ fn catch<M: Fuzz + Explore + 'static>(
     );
     assert_eq!(replayed.rerun, Some(None), "{name}: the re-run differs");
     // The explorer finds it too, no longer: breadth-first up to the shrunk length, in the first
-    // of the machine's CI bound sets that holds it, else in its hunting bounds. (The small sets
-    // first: the hunting bounds hold every one of them but cost up to five times as much.)
+    // of the machine's CI bound sets that holds it, else in its larger hunting bounds. (The small
+    // sets first: today every flaw lies within one, and the hunting bounds' search for it costs
+    // up to five times as much.)
     let mut sets = M::ci_bounds();
     sets.push(("hunt", M::hunt_bounds()));
     let (set, path_len) = sets
