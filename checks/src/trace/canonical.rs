@@ -32,7 +32,7 @@ use turnfence_model::turn::Step;
 use turnfence_model::{Millis, Timed};
 
 use super::conform::{Conform, Observed};
-use super::{Event, InputError, Reader, Sessions};
+use super::{Event, InputError, MakeEvents, ReadLines, Reader, Sessions};
 
 mod one_pass;
 pub(super) mod tagged;
@@ -239,21 +239,45 @@ impl<K: DeserializeOwned> LineInput for Timed<K> {
     }
 }
 
-/// The canonical dialect's reader, for a machine.
-pub struct CanonicalReader<S>(PhantomData<S>);
+/// The canonical dialect's reader, for a machine: each line parsed into its event where it is
+/// read.
+pub struct CanonicalReader<S> {
+    lines: CanonicalLines<S>,
+    events: Parsed,
+}
 
 impl<S> Default for CanonicalReader<S> {
     fn default() -> CanonicalReader<S> {
-        CanonicalReader(PhantomData)
+        CanonicalReader {
+            lines: CanonicalLines(PhantomData),
+            events: Parsed,
+        }
     }
 }
+
+/// Canonical lines parsed into events, for a machine `S`.
+pub struct CanonicalLines<S>(PhantomData<fn() -> S>);
+
+/// Events already made where their lines were read: each passed on as it is.
+pub struct Parsed;
 
 impl<S: Conform> Reader<S> for CanonicalReader<S>
 where
     S::Input: LineInput,
 {
     type Record = Event<S>;
+    type Lines = CanonicalLines<S>;
+    type Events = Parsed;
 
+    fn halves(&mut self) -> (&mut CanonicalLines<S>, &mut Parsed) {
+        (&mut self.lines, &mut self.events)
+    }
+}
+
+impl<S: Conform> ReadLines<Event<S>> for CanonicalLines<S>
+where
+    S::Input: LineInput,
+{
     fn read(
         &mut self,
         text: &str,
@@ -263,7 +287,9 @@ where
         out.push((line, read_line(text, line)?));
         Ok(())
     }
+}
 
+impl<S: Conform> MakeEvents<S, Event<S>> for Parsed {
     fn events(
         &mut self,
         record: Event<S>,

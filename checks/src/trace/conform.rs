@@ -22,12 +22,13 @@ mod end;
 
 /// What the conformance engine needs of a machine beyond the [`Machine`] trait: which inputs
 /// carry no fields, what an output is about, the hidden steps a log may leave out, and the
-/// refusals that are evidence of a broken invariant.
-pub trait Conform: Machine {
+/// refusals that are evidence of a broken invariant. A machine, its inputs, outputs, monitor and
+/// facts can be sent to another thread: a long trace is read on one while it is judged on another.
+pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send {
     /// A fact a log states beside its events (a count, a remaining time, a position) that the
     /// machine can predict: judged where it is stated. A machine whose logs state none uses
     /// [`std::convert::Infallible`].
-    type Fact: Clone + std::fmt::Debug + PartialEq;
+    type Fact: Clone + std::fmt::Debug + PartialEq + Send;
 
     /// The machine a session starts as, following `profile` (a trace's meta line, or
     /// `--profile`). A machine with one set of rules has the lab's only: `None` for any other.

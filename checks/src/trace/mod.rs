@@ -12,8 +12,9 @@ pub mod canonical;
 pub mod conform;
 pub mod fence_conform;
 pub mod limits;
-mod reading;
+pub(crate) mod reading;
 mod render;
+mod stream;
 pub mod turn_conform;
 pub mod turn_facts;
 mod wording;
@@ -247,22 +248,23 @@ pub enum StackRecord {
     Line(String),
 }
 
-/// The lines of a real stack's log: its first line is its meta line (given `complete`, the output
-/// kinds the dialect's logs record completely, unless it names its own) or — a log without one —
-/// an event, before which the dialect's meta is put.
+/// The lines of a real stack's log: its first line is its meta line (given the dialect's
+/// `complete`, the output kinds its logs record completely, unless it names its own) or — a log
+/// without one — an event, before which the dialect's meta is put.
 #[derive(Default)]
 pub struct StackLines {
     started: bool,
+    /// The dialect's `complete` ([`StackDialect::COMPLETE`]), set when the reader is split.
+    complete: &'static [&'static str],
 }
 
-impl StackLines {
-    pub fn read(
+impl ReadLines<StackRecord> for StackLines {
+    fn read(
         &mut self,
         text: &str,
         line: usize,
-        complete: &[&str],
-    ) -> Result<Vec<(usize, StackRecord)>, InputError> {
-        let mut out = Vec::new();
+        out: &mut Vec<(usize, StackRecord)>,
+    ) -> Result<(), InputError> {
         if !self.started {
             self.started = true;
             let v: serde_json::Value = serde_json::from_str(text)
@@ -272,21 +274,22 @@ impl StackLines {
                     return match o.remove("meta") {
                         Some(serde_json::Value::Object(mut meta)) if o.is_empty() => {
                             meta.entry("complete")
-                                .or_insert(serde_json::json!(complete));
+                                .or_insert(serde_json::json!(self.complete));
                             let meta = serde_json::Value::Object(meta);
-                            Ok(vec![(line, StackRecord::Meta(meta))])
+                            out.push((line, StackRecord::Meta(meta)));
+                            Ok(())
                         }
                         _ => Err(InputError::at(line, "the meta line holds one object")),
                     };
                 }
                 _ => {
-                    let meta = serde_json::json!({ "complete": complete });
+                    let meta = serde_json::json!({ "complete": self.complete });
                     out.push((line, StackRecord::Meta(meta)));
                 }
             }
         }
         out.push((line, StackRecord::Line(text.to_owned())));
-        Ok(out)
+        Ok(())
     }
 }
 
@@ -307,23 +310,26 @@ pub trait StackDialect<S: Conform>: Default {
 /// dialect `D`.
 #[derive(Default)]
 pub struct StackReader<D> {
-    dialect: D,
     lines: StackLines,
+    events: StackEvents<D>,
 }
 
-impl<S: Conform, D: StackDialect<S>> Reader<S> for StackReader<D> {
+/// A real stack's lines made into events by its dialect `D`.
+#[derive(Default)]
+pub struct StackEvents<D>(D);
+
+impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
     type Record = StackRecord;
+    type Lines = StackLines;
+    type Events = StackEvents<D>;
 
-    fn read(
-        &mut self,
-        text: &str,
-        line: usize,
-        out: &mut Vec<(usize, StackRecord)>,
-    ) -> Result<(), InputError> {
-        out.extend(self.lines.read(text, line, D::COMPLETE)?);
-        Ok(())
+    fn halves(&mut self) -> (&mut StackLines, &mut StackEvents<D>) {
+        self.lines.complete = D::COMPLETE;
+        (&mut self.lines, &mut self.events)
     }
+}
 
+impl<S: Conform, D: StackDialect<S>> MakeEvents<S, StackRecord> for StackEvents<D> {
     fn events(
         &mut self,
         record: StackRecord,
@@ -333,7 +339,7 @@ impl<S: Conform, D: StackDialect<S>> Reader<S> for StackReader<D> {
     ) -> Result<(), InputError> {
         match record {
             StackRecord::Meta(v) => out.push(Event::Meta(v)),
-            StackRecord::Line(text) => out.extend(self.dialect.line(&text, line, sessions)?),
+            StackRecord::Line(text) => out.extend(self.0.line(&text, line, sessions)?),
         }
         Ok(())
     }
@@ -353,39 +359,46 @@ pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
     })
 }
 
-/// Reads a dialect's lines. `read` parses a line into records (a dialect may hold lines back and
-/// release them later, e.g. a whole lab scenario); `events` turns one record into events, seeing
-/// the open sessions as they stand after every earlier event was applied. Each pushes what it
-/// makes onto `out`, a buffer the checker empties and uses again for every line.
+/// Reads a dialect's lines, in two halves: [`ReadLines`] parses each line into records (a dialect
+/// may hold lines back and release them later, e.g. a whole lab scenario); [`MakeEvents`] turns
+/// one record into events, seeing the open sessions as they stand after every earlier event was
+/// applied. The halves may run on two threads (`stream`): a long trace's lines are parsed on one
+/// while the records already parsed are judged on the other, and either finds what one thread
+/// would, line for line.
 pub trait Reader<S: Conform> {
-    type Record;
+    type Record: Send;
+    type Lines: ReadLines<Self::Record>;
+    type Events: MakeEvents<S, Self::Record> + Send;
 
+    /// The two halves, borrowed apart.
+    fn halves(&mut self) -> (&mut Self::Lines, &mut Self::Events);
+}
+
+/// A reader's first half: lines into records. Each pushes what it makes onto `out`.
+pub trait ReadLines<Record> {
     fn read(
         &mut self,
         text: &str,
         line: usize,
-        out: &mut Vec<(usize, Self::Record)>,
+        out: &mut Vec<(usize, Record)>,
     ) -> Result<(), InputError>;
 
     /// End of input: records still held back.
-    fn flush(&mut self, _out: &mut Vec<(usize, Self::Record)>) -> Result<(), InputError> {
+    fn flush(&mut self, _out: &mut Vec<(usize, Record)>) -> Result<(), InputError> {
         Ok(())
     }
+}
 
+/// A reader's second half: a record into events, pushed onto `out`, a buffer the checker empties
+/// and uses again for every record.
+pub trait MakeEvents<S: Conform, Record> {
     fn events(
         &mut self,
-        record: Self::Record,
+        record: Record,
         line: usize,
         sessions: &Sessions<S>,
         out: &mut Vec<Event<S>>,
     ) -> Result<(), InputError>;
-}
-
-/// The checker's buffers for a reader's records and events, emptied and used again line after
-/// line.
-struct Buffers<S: Conform, R: Reader<S>> {
-    records: Vec<(usize, R::Record)>,
-    events: Vec<Event<S>>,
 }
 
 /// The open sessions.
@@ -532,19 +545,43 @@ impl<S: Conform> Checker<S> {
 }
 
 impl<S: Conform> Checker<S> {
-    /// The records in `buffers` made into events, each applied.
-    fn records<R: Reader<S>>(
+    /// A fresh checker: each session starts as `fresh`.
+    fn new(keep: Keep, fresh: S) -> Checker<S> {
+        let mut c = Checker::<S> {
+            sessions: Sessions::default(),
+            verdict: Verdict::default(),
+        };
+        c.sessions.keep = keep;
+        c.sessions.fresh = fresh;
+        c
+    }
+
+    /// `records` made into events by `events`, each applied; `buf` is emptied and used again.
+    fn records<R, E: MakeEvents<S, R>>(
         &mut self,
-        reader: &mut R,
-        buffers: &mut Buffers<S, R>,
+        events: &mut E,
+        records: impl IntoIterator<Item = (usize, R)>,
+        buf: &mut Vec<Event<S>>,
     ) -> Result<(), InputError> {
-        for (line, record) in buffers.records.drain(..) {
-            reader.events(record, line, &self.sessions, &mut buffers.events)?;
-            for event in buffers.events.drain(..) {
+        for (line, record) in records {
+            events.events(record, line, &self.sessions, buf)?;
+            for event in buf.drain(..) {
                 self.event(event, line)?;
             }
         }
         Ok(())
+    }
+
+    /// The end of a trace of `lines` lines, every one read and applied: the sessions still open
+    /// are judged.
+    fn conclude(mut self, lines: usize) -> Verdict {
+        self.verdict.lines = lines;
+        let open: Vec<String> = self.sessions.open.keys().cloned().collect();
+        for s in open {
+            self.end(&s, None);
+        }
+        self.verdict.findings.sort_by_key(|f| f.line);
+        self.verdict
     }
 }
 
@@ -584,66 +621,18 @@ pub fn check_as<S: Conform, R: Reader<S>>(
     keep: Keep,
     fresh: S,
 ) -> Result<Verdict, InputError> {
-    let mut c = Checker::<S> {
-        sessions: Sessions::default(),
-        verdict: Verdict::default(),
-    };
-    c.sessions.keep = keep;
-    c.sessions.fresh = fresh;
-    let mut buffers = Buffers {
-        records: Vec::new(),
-        events: Vec::new(),
-    };
-    let mut bytes = Vec::new();
-    let mut input = input;
-    let mut line = 0;
-    // The first of a run of blank lines, not yet followed by a line.
-    let mut blank: Option<usize> = None;
-    loop {
-        bytes.clear();
-        // Never more than a line's limit (and its line ending) read into memory.
-        let n = std::io::Read::take(&mut input, limits::MAX_LINE_BYTES as u64 + 2)
-            .read_until(b'\n', &mut bytes)
-            .map_err(|e| InputError::at(line + 1, format!("cannot read: {e}")))?;
-        if n == 0 {
-            break;
-        }
-        line += 1;
-        let body = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
-        let body = body.strip_suffix(b"\r").unwrap_or(body);
-        if body.len() > limits::MAX_LINE_BYTES {
-            return Err(limits::line_too_long(line, body.len()));
-        }
-        let mut text = std::str::from_utf8(body)
-            .map_err(|e| InputError::at(line, format!("not UTF-8 text: {e}")))?;
-        if line == 1 {
-            // A byte-order mark some editors write: not part of the first line's JSON.
-            text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        }
-        if text.trim().is_empty() {
-            // Blank lines at the very end are tolerated; one between lines is an input error.
-            blank.get_or_insert(line);
-            continue;
-        }
-        if let Some(at) = blank {
-            return Err(InputError::at(at, "empty line"));
-        }
-        reader.read(text, line, &mut buffers.records)?;
-        c.records(reader, &mut buffers)?;
-    }
-    let line = line - blank.map_or(0, |at| line + 1 - at);
-    c.verdict.lines = line;
-    if line == 0 {
-        return Err(InputError::at(0, "the trace is empty"));
-    }
-    reader.flush(&mut buffers.records)?;
-    c.records(reader, &mut buffers)?;
-    let open: Vec<String> = c.sessions.open.keys().cloned().collect();
-    for s in open {
-        c.end(&s, None);
-    }
-    c.verdict.findings.sort_by_key(|f| f.line);
-    Ok(c.verdict)
+    check_batched(input, reader, keep, fresh, stream::BATCH)
+}
+
+/// [`check_as`], its records judged `batch` at a time (on a thread of their own past the first).
+pub(crate) fn check_batched<S: Conform, R: Reader<S>>(
+    input: impl BufRead,
+    reader: &mut R,
+    keep: Keep,
+    fresh: S,
+    batch: usize,
+) -> Result<Verdict, InputError> {
+    stream::check(input, reader, Checker::new(keep, fresh), batch)
 }
 
 /// Checks events that were never text (a concurrency adapter's record): each with its line
@@ -655,11 +644,7 @@ pub fn check_events_as<S: Conform>(
     fresh: S,
     complete: &[&str],
 ) -> Verdict {
-    let mut c = Checker::<S> {
-        sessions: Sessions::default(),
-        verdict: Verdict::default(),
-    };
-    c.sessions.fresh = fresh;
+    let mut c = Checker::new(Keep::Findings, fresh);
     c.sessions.complete = complete.iter().map(|k| (*k).to_owned()).collect();
     // A record is a window of a system's activity: it may end with turns unfinished.
     c.sessions.partial = true;
@@ -679,10 +664,6 @@ pub fn check_events_as<S: Conform>(
         }
         c.verdict.lines = line;
     }
-    let open: Vec<String> = c.sessions.open.keys().cloned().collect();
-    for s in open {
-        c.end(&s, None);
-    }
-    c.verdict.findings.sort_by_key(|f| f.line);
-    c.verdict
+    let lines = c.verdict.lines;
+    c.conclude(lines)
 }

@@ -7,7 +7,7 @@ use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::{self, TurnMachine};
 
 use super::conform::Conform;
-use super::{canonical, check_as, Dialect, InputError, Keep, Reader, Verdict};
+use super::{canonical, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
 use crate::livekit::LivekitReader;
 use crate::realtime::RealtimeReader;
@@ -73,6 +73,16 @@ pub fn check_dialect(
     read: &Reading,
     keep: Keep,
 ) -> Result<Verdict, InputError> {
+    check_dialect_batched(input, read, keep, super::stream::BATCH)
+}
+
+/// [`check_dialect`], its records judged `batch` at a time.
+pub(crate) fn check_dialect_batched(
+    input: impl BufRead,
+    read: &Reading,
+    keep: Keep,
+    batch: usize,
+) -> Result<Verdict, InputError> {
     let profile = read.profile;
     match (read.dialect, read.machine) {
         (Dialect::Canonical, Machine::Turn) => check_with(
@@ -80,21 +90,23 @@ pub fn check_dialect(
             &mut canonical::CanonicalReader::<TurnMachine>::default(),
             keep,
             profile,
+            batch,
         ),
         (Dialect::Canonical, Machine::Fence) => check_with(
             input,
             &mut canonical::CanonicalReader::<FenceMachine>::default(),
             keep,
             profile,
+            batch,
         ),
         (Dialect::Lab, Machine::Turn) => {
-            check_with(input, &mut LabReader::default(), keep, profile)
+            check_with(input, &mut LabReader::default(), keep, profile, batch)
         }
         (Dialect::OpenaiRealtime, Machine::Turn) => {
-            check_with(input, &mut RealtimeReader::default(), keep, profile)
+            check_with(input, &mut RealtimeReader::default(), keep, profile, batch)
         }
         (Dialect::LivekitAgents, Machine::Turn) => {
-            check_with(input, &mut LivekitReader::default(), keep, profile)
+            check_with(input, &mut LivekitReader::default(), keep, profile, batch)
         }
         (Dialect::OpenaiRealtime | Dialect::LivekitAgents, Machine::Fence) => Err(InputError::at(
             0,
@@ -114,6 +126,7 @@ fn check_with<S: Conform, R: Reader<S>>(
     reader: &mut R,
     keep: Keep,
     profile: Profile,
+    batch: usize,
 ) -> Result<Verdict, InputError> {
     let Some(fresh) = S::for_profile(profile.model()) else {
         return Err(InputError::at(
@@ -125,7 +138,7 @@ fn check_with<S: Conform, R: Reader<S>>(
             ),
         ));
     };
-    check_as(input, reader, keep, fresh)
+    super::check_batched(input, reader, keep, fresh, batch)
 }
 
 /// How a trace was read: its dialect, machine and profile, and each flag that overrode its meta

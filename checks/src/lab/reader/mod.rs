@@ -29,7 +29,7 @@ use turnfence_model::Millis;
 
 use super::FIELDS;
 use crate::trace::canonical::parse_object;
-use crate::trace::{InputError, Reader};
+use crate::trace::{InputError, MakeEvents, ReadLines, Reader};
 use context::{Line, Memory, Out, View};
 use detail::Detail;
 use turnfence_model::turn::TurnMachine;
@@ -51,9 +51,20 @@ pub struct LabLine {
 /// The lab dialect's reader.
 #[derive(Default)]
 pub struct LabReader {
+    lines: LabLines,
+    events: LabEvents,
+}
+
+/// The lab's lines, each scenario held back until it is complete.
+#[derive(Default)]
+pub struct LabLines {
     scenario: Option<String>,
     held: Vec<(usize, LabLine)>,
-    meta_seen: bool,
+}
+
+/// The lab's lines made into events, with what the lab's earlier lines told.
+#[derive(Default)]
+pub struct LabEvents {
     memory: Memory,
 }
 
@@ -104,7 +115,15 @@ fn parse(text: &str, line: usize) -> Result<Result<LabLine, Value>, InputError> 
 
 impl Reader<TurnMachine> for LabReader {
     type Record = Record;
+    type Lines = LabLines;
+    type Events = LabEvents;
 
+    fn halves(&mut self) -> (&mut LabLines, &mut LabEvents) {
+        (&mut self.lines, &mut self.events)
+    }
+}
+
+impl ReadLines<Record> for LabLines {
     fn read(
         &mut self,
         text: &str,
@@ -113,7 +132,6 @@ impl Reader<TurnMachine> for LabReader {
     ) -> Result<(), InputError> {
         let parsed = match parse(text, line)? {
             Err(meta) => {
-                self.meta_seen = true;
                 out.push((line, Record::Meta(meta)));
                 return Ok(());
             }
@@ -139,7 +157,9 @@ impl Reader<TurnMachine> for LabReader {
         out.push((last, Record::End(scenario)));
         Ok(())
     }
+}
 
+impl MakeEvents<TurnMachine, Record> for LabEvents {
     fn events(
         &mut self,
         record: Record,
@@ -303,7 +323,7 @@ fn handler(component: &str, event: &str) -> Option<Handler> {
     })
 }
 
-impl LabReader {
+impl LabEvents {
     /// One lab line as inputs and observed outputs, by its `(component, event)`'s handler.
     fn translate(
         &mut self,

@@ -1,0 +1,437 @@
+//! `check`'s loop over a trace's lines, on one thread or two.
+//!
+//! Lines are read, and parsed into records by the reader's first half ([`ReadLines`]), on the
+//! caller's thread, a batch of records at a time. A trace that ends within its first batch is
+//! judged on that thread too. A longer one is judged — its records made into events by the
+//! reader's second half ([`MakeEvents`]) and applied — on a thread of its own, the batches sent
+//! to it through a bounded channel, so that reading and judging run at once and memory stays flat
+//! (at most [`IN_FLIGHT`] batches wait).
+//!
+//! What either thread finds is what one thread would find: the records are judged in the order
+//! they were read, each line's only after the line was read whole, so an error found judging is
+//! at an earlier line than one found reading and is the one reported; a judging that stops on an
+//! error stops the reading at its next batch.
+
+use std::io::BufRead;
+use std::panic;
+use std::sync::mpsc::sync_channel;
+
+use super::{limits, Checker, Conform, InputError, MakeEvents, ReadLines, Reader, Verdict};
+
+/// Records read before they are judged, at most, on the reading thread: a trace that ends within
+/// its first batch is judged there.
+pub(super) const BATCH: usize = 1024;
+/// Batches read ahead of the judging, at most.
+const IN_FLIGHT: usize = 4;
+
+/// Checks the trace `input` with `reader`, judging with `checker` `batch` records at a time
+/// (at least one; [`BATCH`] but in tests).
+pub(super) fn check<S: Conform, R: Reader<S>>(
+    input: impl BufRead,
+    reader: &mut R,
+    mut checker: Checker<S>,
+    batch: usize,
+) -> Result<Verdict, InputError> {
+    let (lines, events) = reader.halves();
+    let mut reading = Reading {
+        input,
+        lines,
+        batch,
+        bytes: Vec::new(),
+        line: 0,
+        blank: None,
+    };
+    let (records, end) = reading.next();
+    let Some(end) = end else {
+        return on_two_threads(reading, records, checker, events);
+    };
+    checker.records(events, records, &mut Vec::new())?;
+    end.map(|lines| checker.conclude(lines))
+}
+
+/// The rest of a trace longer than a batch, `first` read: judged on a thread of its own while the
+/// reading goes on.
+fn on_two_threads<S: Conform, Record: Send>(
+    mut reading: Reading<impl BufRead, impl ReadLines<Record>>,
+    first: Vec<(usize, Record)>,
+    mut checker: Checker<S>,
+    events: &mut (impl MakeEvents<S, Record> + Send),
+) -> Result<Verdict, InputError> {
+    std::thread::scope(|scope| {
+        let (to, from) = sync_channel::<Vec<(usize, Record)>>(IN_FLIGHT);
+        let judging = scope.spawn(move || {
+            let mut buf = Vec::new();
+            for records in from {
+                // On an error the channel closes: the reading stops at its next batch.
+                checker.records(&mut *events, records, &mut buf)?;
+            }
+            Ok(checker)
+        });
+        let mut batch = (first, None);
+        let end = loop {
+            let (records, end) = batch;
+            if to.send(records).is_err() {
+                break Err(InputError::at(
+                    reading.line,
+                    "not read on: the judging stopped on an earlier line",
+                ));
+            }
+            if let Some(end) = end {
+                break end;
+            }
+            batch = reading.next();
+        };
+        drop(to);
+        let judged = judging.join().unwrap_or_else(|p| panic::resume_unwind(p));
+        // An error judging is at an earlier line than one reading: it comes first.
+        let checker = judged?;
+        end.map(|lines| checker.conclude(lines))
+    })
+}
+
+/// Records with their lines and, after the last batch, how the reading ended.
+type Batch<Record> = (Vec<(usize, Record)>, Option<Result<usize, InputError>>);
+
+/// A trace's lines, read into records.
+struct Reading<'a, I, L> {
+    input: I,
+    lines: &'a mut L,
+    /// Records in a batch.
+    batch: usize,
+    /// The line being read, its ending included.
+    bytes: Vec<u8>,
+    /// Lines read so far.
+    line: usize,
+    /// The first of a run of blank lines, not yet followed by a line.
+    blank: Option<usize>,
+}
+
+impl<I: BufRead, L> Reading<'_, I, L> {
+    /// The next batch of records: a full one, or the last, with how the reading ended — the
+    /// number of lines, the blank lines at the end left out, or an input error (the batch then
+    /// holds what the lines before the error made).
+    fn next<Record>(&mut self) -> Batch<Record>
+    where
+        L: ReadLines<Record>,
+    {
+        let mut records = Vec::new();
+        while records.len() < self.batch {
+            match self.line(&mut records) {
+                Ok(true) => {}
+                Ok(false) => {
+                    let end = self.end(&mut records);
+                    return (records, Some(end));
+                }
+                Err(e) => return (records, Some(Err(e))),
+            }
+        }
+        (records, None)
+    }
+
+    /// Reads one line into `records`: `false` at the end of the input. On an error, `records`
+    /// holds only what the lines before made.
+    fn line<Record>(&mut self, records: &mut Vec<(usize, Record)>) -> Result<bool, InputError>
+    where
+        L: ReadLines<Record>,
+    {
+        self.bytes.clear();
+        // Never more than a line's limit (and its line ending) read into memory.
+        let n = std::io::Read::take(&mut self.input, limits::MAX_LINE_BYTES as u64 + 2)
+            .read_until(b'\n', &mut self.bytes)
+            .map_err(|e| InputError::at(self.line + 1, format!("cannot read: {e}")))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line += 1;
+        let line = self.line;
+        let body = self.bytes.strip_suffix(b"\n").unwrap_or(&self.bytes);
+        let body = body.strip_suffix(b"\r").unwrap_or(body);
+        if body.len() > limits::MAX_LINE_BYTES {
+            return Err(limits::line_too_long(line, body.len()));
+        }
+        let mut text = std::str::from_utf8(body)
+            .map_err(|e| InputError::at(line, format!("not UTF-8 text: {e}")))?;
+        if line == 1 {
+            // A byte-order mark some editors write: not part of the first line's JSON.
+            text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        }
+        if text.trim().is_empty() {
+            // Blank lines at the very end are tolerated; one between lines is an input error.
+            self.blank.get_or_insert(line);
+            return Ok(true);
+        }
+        if let Some(at) = self.blank {
+            return Err(InputError::at(at, "empty line"));
+        }
+        kept_on_success(records, |records| self.lines.read(text, line, records))?;
+        Ok(true)
+    }
+
+    /// The end of the input: the number of lines, the records the reader held back pushed onto
+    /// `records`.
+    fn end<Record>(&mut self, records: &mut Vec<(usize, Record)>) -> Result<usize, InputError>
+    where
+        L: ReadLines<Record>,
+    {
+        let line = self.line - self.blank.map_or(0, |at| self.line + 1 - at);
+        if line == 0 {
+            return Err(InputError::at(0, "the trace is empty"));
+        }
+        kept_on_success(records, |records| self.lines.flush(records))?;
+        Ok(line)
+    }
+}
+
+/// `f` run on `records`: what it pushed is kept only if it succeeds (a line the reader refuses
+/// makes no records).
+fn kept_on_success<Record>(
+    records: &mut Vec<(usize, Record)>,
+    f: impl FnOnce(&mut Vec<(usize, Record)>) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    let before = records.len();
+    let result = f(records);
+    if result.is_err() {
+        records.truncate(before);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufReader, Read};
+    use std::path::Path;
+
+    use turnfence_model::turn::TurnMachine;
+
+    use super::BATCH;
+    use crate::gate::synthetic::SyntheticTrace;
+    use crate::trace::canonical::CanonicalReader;
+    use crate::trace::reading::check_dialect_batched;
+    use crate::trace::{
+        check_batched, reading, Event, InputError, Keep, MakeEvents, ReadLines, Reader, Sessions,
+        Verdict,
+    };
+
+    /// Batch sizes that judge a trace's records on one thread, or all but the first on a second
+    /// one, a record at a time or a few.
+    const BATCHES: [usize; 4] = [usize::MAX, BATCH, 3, 1];
+
+    fn canonical(text: &str, batch: usize) -> Result<Verdict, InputError> {
+        let mut reader = CanonicalReader::<TurnMachine>::default();
+        check_batched(
+            text.as_bytes(),
+            &mut reader,
+            Keep::Effective,
+            TurnMachine::default(),
+            batch,
+        )
+    }
+
+    /// The synthetic trace's first `n` lines (more than four batches' worth of records).
+    fn long(n: usize) -> Vec<String> {
+        let lines: Vec<String> = SyntheticTrace::new(400).lines_as_strings();
+        assert!(lines.len() >= n && n > 4 * BATCH, "{} lines", lines.len());
+        lines[..n].to_vec()
+    }
+
+    #[test]
+    fn every_fixture_is_judged_alike_on_one_thread_or_two() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures");
+        let mut judged = 0;
+        for dir in ["accepted", "rejected"] {
+            let mut files: Vec<_> = std::fs::read_dir(root.join(dir))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect();
+            files.sort();
+            for file in files {
+                let text = std::fs::read_to_string(&file).unwrap();
+                let first = text.lines().next().unwrap_or_default();
+                let Ok(read) = reading(first, None, None, None) else {
+                    // Refused from its first line, before any is judged.
+                    continue;
+                };
+                let by =
+                    |batch| check_dialect_batched(text.as_bytes(), &read, Keep::Effective, batch);
+                let one_thread = by(usize::MAX);
+                for batch in BATCHES {
+                    assert_eq!(
+                        by(batch),
+                        one_thread,
+                        "{} in batches of {batch}",
+                        file.display()
+                    );
+                }
+                judged += 1;
+            }
+        }
+        assert!(judged > 150, "{judged} fixtures");
+    }
+
+    #[test]
+    fn a_long_trace_is_judged_alike_in_any_batch() {
+        let text = long(6 * BATCH).join("\n");
+        let one_thread = canonical(&text, usize::MAX).unwrap();
+        assert!(one_thread.conforms());
+        assert_eq!(one_thread.lines, 6 * BATCH);
+        for batch in BATCHES {
+            assert_eq!(
+                canonical(&text, batch).as_ref(),
+                Ok(&one_thread),
+                "batches of {batch}"
+            );
+        }
+    }
+
+    /// A meta line past the first is refused where it is judged; a line that is no JSON, where it
+    /// is read.
+    const JUDGED_WRONG: &str = r#"{"meta":{}}"#;
+    const READ_WRONG: &str = "{";
+
+    #[test]
+    fn an_error_judging_comes_before_a_later_one_reading() {
+        let mut lines = long(5 * BATCH);
+        let (judged, read) = (2 * BATCH + 5, 3 * BATCH + 7);
+        lines[judged - 1] = JUDGED_WRONG.into();
+        lines[read - 1] = READ_WRONG.into();
+        for batch in BATCHES {
+            let e = canonical(&lines.join("\n"), batch).unwrap_err();
+            assert_eq!(e.line, judged, "batches of {batch}: {e:?}");
+            assert!(e.message.contains("meta line"), "{e:?}");
+        }
+    }
+
+    #[test]
+    fn an_error_reading_comes_before_a_later_one_judging() {
+        let mut lines = long(5 * BATCH);
+        let (read, judged) = (2 * BATCH + 5, 3 * BATCH + 7);
+        lines[read - 1] = READ_WRONG.into();
+        lines[judged - 1] = JUDGED_WRONG.into();
+        for batch in BATCHES {
+            let e = canonical(&lines.join("\n"), batch).unwrap_err();
+            assert_eq!(e.line, read, "batches of {batch}: {e:?}");
+            assert!(!e.message.contains("meta line"), "{e:?}");
+        }
+    }
+
+    /// Counts the bytes read through it.
+    struct Counted<R> {
+        inner: R,
+        read: std::rc::Rc<std::cell::Cell<usize>>,
+    }
+
+    impl<R: Read> Read for Counted<R> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.inner.read(buf)?;
+            self.read.set(self.read.get() + n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn an_error_judging_stops_the_reading() {
+        // A trace of some 200 000 lines, refused where it is judged at line 1500.
+        let mut head = long(6 * BATCH);
+        head.truncate(1499);
+        head.push(JUDGED_WRONG.into());
+        let head = head.join("\n") + "\n";
+        let total = head.len() + SyntheticTrace::new(8_000).bytes().count();
+        let read = std::rc::Rc::new(std::cell::Cell::new(0));
+        let input = Counted {
+            inner: head.as_bytes().chain(SyntheticTrace::new(8_000)),
+            read: read.clone(),
+        };
+        let mut reader = CanonicalReader::<TurnMachine>::default();
+        let e = check_batched(
+            BufReader::new(input),
+            &mut reader,
+            Keep::Findings,
+            TurnMachine::default(),
+            BATCH,
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 1500, "{e:?}");
+        // The batches in flight and the one being read, at most, read past it.
+        assert!(
+            read.get() * 20 < total,
+            "{} of {total} bytes read",
+            read.get()
+        );
+    }
+
+    /// Lines kept as they are, a line "refused" pushed and then refused; the lines made into
+    /// events seen.
+    #[derive(Default)]
+    struct Refusing {
+        lines: RefusingLines,
+        seen: Seen,
+    }
+
+    #[derive(Default)]
+    struct RefusingLines;
+
+    #[derive(Default)]
+    struct Seen(Vec<String>);
+
+    impl Reader<TurnMachine> for Refusing {
+        type Record = String;
+        type Lines = RefusingLines;
+        type Events = Seen;
+
+        fn halves(&mut self) -> (&mut RefusingLines, &mut Seen) {
+            (&mut self.lines, &mut self.seen)
+        }
+    }
+
+    impl ReadLines<String> for RefusingLines {
+        fn read(
+            &mut self,
+            text: &str,
+            line: usize,
+            out: &mut Vec<(usize, String)>,
+        ) -> Result<(), InputError> {
+            out.push((line, text.to_owned()));
+            if text == "refused" {
+                return Err(InputError::at(line, "refused"));
+            }
+            Ok(())
+        }
+    }
+
+    impl MakeEvents<TurnMachine, String> for Seen {
+        fn events(
+            &mut self,
+            record: String,
+            _: usize,
+            _: &Sessions<TurnMachine>,
+            _: &mut Vec<Event<TurnMachine>>,
+        ) -> Result<(), InputError> {
+            self.0.push(record);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_refused_line_makes_no_records_and_the_lines_before_it_are_judged() {
+        for (n, batch) in [(3, usize::MAX), (3, 1), (2 * BATCH, BATCH)] {
+            let mut lines: Vec<String> = (1..n).map(|i| format!("line {i}")).collect();
+            lines.push("refused".into());
+            let mut reader = Refusing::default();
+            let text = lines.join("\n");
+            let e = check_batched(
+                text.as_bytes(),
+                &mut reader,
+                Keep::Findings,
+                TurnMachine::default(),
+                batch,
+            );
+            assert_eq!(e.unwrap_err().line, n);
+            assert_eq!(
+                reader.seen.0,
+                lines[..n - 1],
+                "{n} lines in batches of {batch}"
+            );
+        }
+    }
+}
