@@ -1,7 +1,7 @@
 //! `check`'s loop over a trace's lines, on one thread or two.
 //!
 //! Lines are read, and parsed into records by the reader's first half ([`ReadLines`]), on the
-//! caller's thread, a batch of records at a time. A trace that ends within its first batch is
+//! caller's thread, a batch of lines at a time. A trace that ends within its first batch is
 //! judged on that thread too. A longer one is judged — its records made into events by the
 //! reader's second half ([`MakeEvents`]) and applied — on a thread of its own, the batches sent
 //! to it through a bounded channel, so that reading and judging run at once and memory stays flat
@@ -18,14 +18,14 @@ use std::sync::mpsc::sync_channel;
 
 use super::{limits, Checker, Conform, InputError, MakeEvents, ReadLines, Reader, Verdict};
 
-/// Records read before they are judged, at most, on the reading thread: a trace that ends within
-/// its first batch is judged there.
+/// Lines read before their records are judged: a trace that ends within its first batch is judged
+/// on the reading thread.
 pub(super) const BATCH: usize = 1024;
 /// Batches read ahead of the judging, at most.
 const IN_FLIGHT: usize = 4;
 
-/// Checks the trace `input` with `reader`, judging with `checker` `batch` records at a time
-/// (at least one; [`BATCH`] but in tests).
+/// Checks the trace `input` with `reader`, judging with `checker` the records of `batch` lines at
+/// a time ([`BATCH`] but in tests).
 pub(super) fn check<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,
@@ -96,7 +96,7 @@ type Batch<Record> = (Vec<(usize, Record)>, Option<Result<usize, InputError>>);
 struct Reading<'a, I, L> {
     input: I,
     lines: &'a mut L,
-    /// Records in a batch.
+    /// Lines in a batch.
     batch: usize,
     /// The line being read, its ending included.
     bytes: Vec<u8>,
@@ -107,7 +107,7 @@ struct Reading<'a, I, L> {
 }
 
 impl<I: BufRead, L> Reading<'_, I, L> {
-    /// The next batch of records: a full one, or the last, with how the reading ended — the
+    /// The next batch's records: a full batch's, or the last's, with how the reading ended — the
     /// number of lines, the blank lines at the end left out, or an input error (the batch then
     /// holds what the lines before the error made).
     fn next<Record>(&mut self) -> Batch<Record>
@@ -115,7 +115,7 @@ impl<I: BufRead, L> Reading<'_, I, L> {
         L: ReadLines<Record>,
     {
         let mut records = Vec::new();
-        while records.len() < self.batch {
+        for _ in 0..self.batch {
             match self.line(&mut records) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -227,7 +227,7 @@ mod tests {
         )
     }
 
-    /// The synthetic trace's first `n` lines (more than four batches' worth of records).
+    /// The synthetic trace's first `n` lines (more than four batches).
     fn long(n: usize) -> Vec<String> {
         let lines: Vec<String> = SyntheticTrace::new(400).lines_as_strings();
         assert!(lines.len() >= n && n > 4 * BATCH, "{} lines", lines.len());
