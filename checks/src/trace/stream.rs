@@ -315,6 +315,57 @@ mod tests {
         }
     }
 
+    /// A line's limit: one of exactly the limit is read (here a blank one, refused only as a blank
+    /// line between lines), a longer one is refused having read no more than the limit and a
+    /// line ending; blank lines at the end are not counted; a failing read is an error at the
+    /// line it could not read.
+    #[test]
+    fn a_line_is_read_to_its_limit_and_no_further() {
+        use crate::trace::limits::MAX_LINE_BYTES;
+        let first = &long(6 * BATCH)[0];
+        let blank = " ".repeat(MAX_LINE_BYTES);
+        let e = canonical(&format!("{first}\n{blank}\n{first}"), BATCH).unwrap_err();
+        assert_eq!((e.line, &*e.message), (2, "empty line"));
+        let long_line = "x".repeat(MAX_LINE_BYTES + 10);
+        let e = canonical(&format!("{first}\n{long_line}"), BATCH).unwrap_err();
+        assert_eq!(e.line, 2);
+        let read = MAX_LINE_BYTES + 2;
+        assert!(
+            e.message
+                .starts_with(&format!("the line has {read} bytes or more")),
+            "{e:?}"
+        );
+        let v = canonical(&format!("{first}\n{first}\n\n \n"), BATCH).unwrap();
+        assert_eq!(v.lines, 2);
+
+        /// A first line, then a read that fails.
+        struct Failing(Option<Vec<u8>>);
+        impl Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let Some(line) = self.0.take() else {
+                    return Err(std::io::Error::other("the disk is gone"));
+                };
+                buf[..line.len()].copy_from_slice(&line);
+                Ok(line.len())
+            }
+        }
+        let mut reader = CanonicalReader::<TurnMachine>::default();
+        let input = BufReader::new(Failing(Some(format!("{first}\n").into_bytes())));
+        let e = check_batched(
+            input,
+            &mut reader,
+            Keep::Findings,
+            TurnMachine::default(),
+            BATCH,
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 2, "{e:?}");
+        assert!(
+            e.message.starts_with("cannot read: the disk is gone"),
+            "{e:?}"
+        );
+    }
+
     /// Counts the bytes read through it.
     struct Counted<R> {
         inner: R,
