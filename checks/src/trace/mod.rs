@@ -12,7 +12,7 @@ pub mod canonical;
 pub mod conform;
 pub mod fence_conform;
 pub mod limits;
-pub(crate) mod reading;
+mod reading;
 mod render;
 mod stream;
 pub mod turn_conform;
@@ -625,7 +625,7 @@ pub fn check_as<S: Conform, R: Reader<S>>(
 }
 
 /// [`check_as`], its records judged `batch` at a time (on a thread of their own past the first).
-pub(crate) fn check_batched<S: Conform, R: Reader<S>>(
+fn check_batched<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,
     keep: Keep,

@@ -77,7 +77,7 @@ pub fn check_dialect(
 }
 
 /// [`check_dialect`], its records judged `batch` at a time.
-pub(crate) fn check_dialect_batched(
+pub(super) fn check_dialect_batched(
     input: impl BufRead,
     read: &Reading,
     keep: Keep,
