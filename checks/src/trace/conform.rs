@@ -671,3 +671,38 @@ pub fn compact(value: &Value, wildcards: &[&str]) -> String {
         .collect();
     format!("{kind}{{{}}}", fields.join(","))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Pending;
+
+    #[derive(Debug)]
+    enum Out {
+        A,
+        B,
+    }
+
+    /// What a session holds unshown (the count the limit judges) is the outputs the model gave
+    /// and the trace has not shown yet: up with each given, down with each shown, unchanged by a
+    /// place that holds none.
+    #[test]
+    fn the_outputs_held_unshown_are_counted_down_as_they_are_shown() {
+        let mut p = Pending::<Out>::default();
+        for step in 0..3 {
+            p.push(&Out::A, (step, 0));
+            p.push(&Out::B, (step, 1));
+        }
+        assert_eq!(p.len, 6);
+        let a = std::mem::discriminant(&Out::A);
+        assert_eq!(p.remove(&a, 1), Some((1, 0)));
+        assert_eq!(p.len, 5);
+        assert_eq!(p.remove(&a, 2), None);
+        assert_eq!(p.len, 5);
+        let b = std::mem::discriminant(&Out::B);
+        while p.remove(&b, 0).is_some() {}
+        assert_eq!(
+            (p.remove(&a, 0), p.remove(&a, 0), p.len),
+            (Some((0, 0)), Some((2, 0)), 0)
+        );
+    }
+}
