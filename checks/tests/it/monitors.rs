@@ -609,3 +609,57 @@ fn only_a_cancel_that_stopped_a_child_puts_cancel_tree_drained_to_the_test() {
     assert_eq!(ended, ["CANCELLED"]);
     assert!(reached.contains(&I::CancelTreeDrained), "its model stopped");
 }
+
+/// A resume plays on what its pause held: a manager that clears the reply's queued audio as it
+/// resumes skips what was never played and breaks `interruption_decided_once`, at the resume; a
+/// clear that found nothing queued (no frame) skipped nothing.
+#[test]
+fn a_resume_that_clears_queued_audio_breaks_interruption_decided_once_one_clearing_none_does_not() {
+    let resumed_clearing = |frames: u32| {
+        let resume = format!(
+            r#"{{"input":{{"at":2600,"input":"tick"}},"outputs":[{{"output":"playback_resumed","turn":"speech_1"}},{{"output":"playback_cleared","turn":"speech_1","frames":{frames}}}]}}"#
+        );
+        decided_once_found_after_a_pause(&[
+            r#"{"input":{"at":600,"input":"speech_stopped"},"outputs":[]}"#,
+            &resume,
+        ])
+    };
+    let decided_once = turnfence_model::turn::Invariant::InterruptionDecidedOnce;
+    assert_eq!(resumed_clearing(1), [(decided_once, 5)]);
+    assert_eq!(resumed_clearing(0), []);
+}
+
+/// A spawn that must not start (a tool needing 10 ms with 4 ms left) is answered by its own
+/// `tool_not_started`: a manager that answers it with another child's starts it unannounced and
+/// breaks `deadline_respected`, at the spawn.
+#[test]
+fn a_spawn_refused_under_another_childs_name_breaks_deadline_respected() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Invariant, Profile, Step};
+
+    let found = |refused: &str| {
+        let steps: Vec<Step> = [
+            r#"{"input":{"at":0,"input":"accept","turn":"t","generation":1,"mode":"text","deadline_ms":90,"budget":{"retrieval_ms":25,"model_ms":55,"reserve_ms":10}},"outputs":[]}"#.to_owned(),
+            format!(
+                r#"{{"input":{{"at":86,"input":"spawn","turn":"t","child":"lookup","kind":{{"tool":{{"name":"inventory.lookup","cancellable":true}}}},"need_ms":10}},"outputs":[{{"output":"tool_not_started","turn":"t","child":"{refused}","reason":"no_budget"}}]}}"#
+            ),
+        ]
+        .iter()
+        .map(|line| serde_json::from_str(line).expect("a step"))
+        .collect();
+        let mut monitor = turn::Monitor::for_profile(Profile::Lab);
+        let found: Vec<(Invariant, usize)> = steps
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| {
+                monitor
+                    .observe(s)
+                    .into_iter()
+                    .map(move |v| (v.invariant, i))
+            })
+            .collect();
+        found
+    };
+    assert_eq!(found("lookup"), []);
+    assert_eq!(found("other"), [(Invariant::DeadlineRespected, 1)]);
+}
