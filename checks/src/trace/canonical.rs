@@ -50,7 +50,9 @@ pub fn parse_object(text: &str, line: usize) -> Result<Map<String, Value>, Input
 }
 
 fn syntax(e: serde_json::Error, line: usize, text: &str) -> InputError {
-    let column = (e.column() > 0).then_some(e.column());
+    // serde_json counts columns from 1 once it has read a character; only an empty text has none
+    // (column 0), and no line parsed here is empty (blank lines are skipped before).
+    let column = Some(e.column());
     // serde's own position is within the line; the column says it, the message need not.
     let said = e.to_string();
     let raw = match said.rfind(" at line ") {
