@@ -624,7 +624,8 @@ pub fn check_as<S: Conform, R: Reader<S>>(
     check_batched(input, reader, keep, fresh, stream::BATCH)
 }
 
-/// [`check_as`], its records judged `batch` at a time (on a thread of their own past the first).
+/// [`check_as`], the records of `batch` lines judged at a time (on a thread of their own past the
+/// first batch).
 fn check_batched<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,

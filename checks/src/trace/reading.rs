@@ -76,7 +76,7 @@ pub fn check_dialect(
     check_dialect_batched(input, read, keep, super::stream::BATCH)
 }
 
-/// [`check_dialect`], its records judged `batch` at a time.
+/// [`check_dialect`], the records of `batch` lines judged at a time.
 pub(super) fn check_dialect_batched(
     input: impl BufRead,
     read: &Reading,
