@@ -289,28 +289,33 @@ mod tests {
     const JUDGED_WRONG: &str = r#"{"meta":{}}"#;
     const READ_WRONG: &str = "{";
 
+    /// The error a long trace gives, in every batch size, with `first` at one line and `second`
+    /// at a later one: it must be `first`'s, at its line.
+    fn the_first_error_wins(first: &str, second: &str) -> Vec<InputError> {
+        let mut lines = long(5 * BATCH);
+        let (at, later) = (2 * BATCH + 5, 3 * BATCH + 7);
+        lines[at - 1] = first.into();
+        lines[later - 1] = second.into();
+        BATCHES
+            .iter()
+            .map(|&batch| {
+                let e = canonical(&lines.join("\n"), batch).unwrap_err();
+                assert_eq!(e.line, at, "batches of {batch}: {e:?}");
+                e
+            })
+            .collect()
+    }
+
     #[test]
     fn an_error_judging_comes_before_a_later_one_reading() {
-        let mut lines = long(5 * BATCH);
-        let (judged, read) = (2 * BATCH + 5, 3 * BATCH + 7);
-        lines[judged - 1] = JUDGED_WRONG.into();
-        lines[read - 1] = READ_WRONG.into();
-        for batch in BATCHES {
-            let e = canonical(&lines.join("\n"), batch).unwrap_err();
-            assert_eq!(e.line, judged, "batches of {batch}: {e:?}");
+        for e in the_first_error_wins(JUDGED_WRONG, READ_WRONG) {
             assert!(e.message.contains("meta line"), "{e:?}");
         }
     }
 
     #[test]
     fn an_error_reading_comes_before_a_later_one_judging() {
-        let mut lines = long(5 * BATCH);
-        let (read, judged) = (2 * BATCH + 5, 3 * BATCH + 7);
-        lines[read - 1] = READ_WRONG.into();
-        lines[judged - 1] = JUDGED_WRONG.into();
-        for batch in BATCHES {
-            let e = canonical(&lines.join("\n"), batch).unwrap_err();
-            assert_eq!(e.line, read, "batches of {batch}: {e:?}");
+        for e in the_first_error_wins(READ_WRONG, JUDGED_WRONG) {
             assert!(!e.message.contains("meta line"), "{e:?}");
         }
     }
