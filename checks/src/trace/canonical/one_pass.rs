@@ -502,10 +502,16 @@ mod tests {
 
     /// The pass is the fast path: a plain trace (the gate's scenarios, as `check`'s benchmark
     /// streams them) is read by it alone, every input, output and session end, none left to the
-    /// typed structs.
+    /// typed structs — and so are lines holding a nested object, an input's (a tool child's kind)
+    /// and an output's (a failed turn's state), whose kind the pass checks against what the
+    /// typed structs would take before it keeps them.
     #[test]
     fn reads_every_line_of_a_plain_trace_itself() {
-        let lines = crate::gate::synthetic::SyntheticTrace::new(2).lines_as_strings();
+        let mut lines = crate::gate::synthetic::SyntheticTrace::new(2).lines_as_strings();
+        lines.extend([
+            r#"{"at":1,"session":"s","input":"spawn","turn":"t1","child":"lookup","kind":{"tool":{"name":"order.lookup","cancellable":true}}}"#.to_owned(),
+            r#"{"at":9,"session":"s","output":"terminal","turn":"t1","state":{"failed":{"code":"DEADLINE_EXCEEDED"}}}"#.to_owned(),
+        ]);
         let mut kinds = std::collections::BTreeSet::new();
         for line in &lines {
             let event = read::<TurnMachine>(line);
