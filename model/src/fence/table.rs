@@ -10,6 +10,8 @@
 //!       └─────────────────┴─┴────────────────────────────┘
 //! ```
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 use super::types::{Action, EndOutcome, Id, Map, Reply, RootId, Status, TaskId, Token};
@@ -241,12 +243,21 @@ pub fn valid_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit())
 }
 
-/// The normalized form of an id (trimmed, lower-cased).
+/// The normalized form of an id (trimmed, lower-cased), owned: to be kept.
 pub fn normalize(id: &str) -> Id {
+    match normalized(id) {
+        Cow::Borrowed(id) => id.into(),
+        Cow::Owned(id) => id.into(),
+    }
+}
+
+/// The normalized form of an id, borrowed when it is one already: to look up or compare with,
+/// without making an id of it.
+pub fn normalized(id: &str) -> Cow<'_, str> {
     let id = id.trim();
     if id.bytes().any(|b| b.is_ascii_uppercase()) {
-        id.to_ascii_lowercase().into()
+        Cow::Owned(id.to_ascii_lowercase())
     } else {
-        id.into()
+        Cow::Borrowed(id)
     }
 }

@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::misuse::Misuse;
-use super::table::{normalize, Request, Table, TableFlaws};
+use super::table::{normalized, Request, Table, TableFlaws};
 use super::types::*;
 use super::{Flaw, Invariant, Monitor};
 use crate::{Millis, Plant, Sound};
@@ -204,7 +204,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
                         worker: worker.clone(),
                     });
                 }
-                if w.used_reqs.contains(&normalize(req)) {
+                if w.used_reqs.contains(&*normalized(req)) {
                     return Err(Misuse::ReqReused {
                         worker: worker.clone(),
                         req: req.clone(),

@@ -3,7 +3,9 @@
 //! transition and the pruning of old acks.
 
 use super::{Ack, Event, FenceMachine, Wait, ACK_KEEP, ACK_TTL_MS, ACK_WAIT_MS};
-use crate::fence::table::{normalize, valid_id, Request};
+use std::borrow::Cow;
+
+use crate::fence::table::{normalize, normalized, valid_id, Request};
 use crate::fence::types::*;
 use crate::fence::Flaw;
 use crate::Millis;
@@ -67,10 +69,16 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
 
     /// The mailbox key of an ack. Per (token, req); the flaw keys it by token alone.
     fn ack_key(&self, token: &str, req: &str) -> (Token, Req) {
+        let (token, req) = self.ack_key_of(token, req);
+        (token.as_ref().into(), req.as_ref().into())
+    }
+
+    /// The mailbox key of an ack, borrowed where the ids are normalized already: to look with.
+    fn ack_key_of<'a>(&self, token: &'a str, req: &'a str) -> (Cow<'a, str>, Cow<'a, str>) {
         if flawed!(self, AckPerToken) {
-            (normalize(token), Req::default())
+            (normalized(token), Cow::Borrowed(""))
         } else {
-            (normalize(token), normalize(req))
+            (normalized(token), normalized(req))
         }
     }
 
@@ -80,12 +88,27 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             .state
             .workers
             .get(worker)
-            .and_then(|w| w.waiting.clone())
+            .and_then(|w| w.waiting.as_ref())
         else {
             return;
         };
-        let key = self.ack_key(&wait.token, &wait.req);
+        // Looked for by the borrowed key: most polls find nothing, and make no key.
+        let (token, req) = self.ack_key_of(&wait.token, &wait.req);
+        let by_key =
+            |(t, r): &(Token, Req)| t.as_str().cmp(&token).then_with(|| r.as_str().cmp(&req));
+        if self.state.mailbox.get_by(by_key).is_none() {
+            return;
+        }
+        let key: (Token, Req) = (token.as_ref().into(), req.as_ref().into());
         let Some(ack) = self.state.mailbox.remove(&key) else {
+            return;
+        };
+        let Some(wait) = self
+            .state
+            .workers
+            .get_mut(worker)
+            .and_then(|w| w.waiting.take())
+        else {
             return;
         };
         // The ack answers this very request: the worker spent the req on it, so the key is its own.
@@ -101,9 +124,6 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             token: ack.token.clone(),
             req: ack.req.clone(),
         });
-        if let Some(w) = self.state.workers.get_mut(worker) {
-            w.waiting = None;
-        }
         self.conclude(worker, &wait.request, &wait.req, Some(ack.reply));
     }
 
@@ -223,12 +243,12 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             "a waiter's ack never lies unread"
         );
         for worker in due {
+            // The wait is taken out: a re-send puts its next attempt back, an end leaves none.
             while let Some(wait) = self
                 .state
                 .workers
-                .get(&worker)
-                .and_then(|w| w.waiting.clone())
-                .filter(|w| w.deadline_at <= now)
+                .get_mut(&worker)
+                .and_then(|w| w.waiting.take_if(|w| w.deadline_at <= now))
             {
                 // Not at attempt 1 means at attempt 2: the one re-send is spent.
                 debug_assert!(
@@ -240,9 +260,6 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
                 if resend {
                     self.resend(&worker, wait);
                 } else {
-                    if let Some(w) = self.state.workers.get_mut(&worker) {
-                        w.waiting = None;
-                    }
                     self.conclude(&worker, &wait.request, &wait.req, None);
                 }
             }

@@ -3,7 +3,7 @@
 //! to its binding and to its belief that it sealed its root.
 
 use super::{Binding, FenceMachine, TaskStatus, Worker};
-use crate::fence::table::{normalize, Request};
+use crate::fence::table::{normalized, Request};
 use crate::fence::types::*;
 use crate::fence::Flaw;
 use crate::Plant;
@@ -55,7 +55,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         let known = w
             .binding
             .as_ref()
-            .filter(|b| normalize(&b.token) == normalize(&token))
+            .filter(|b| normalized(&b.token) == normalized(&token))
             .map(|b| b.generation);
         let expected = match action {
             Action::End if !flawed!(self, BlindSeal) => stated.or(known),
