@@ -631,17 +631,23 @@ fn a_resume_that_clears_queued_audio_breaks_interruption_decided_once_one_cleari
 
 /// A spawn that must not start (a tool needing 10 ms with 4 ms left) is answered by its own
 /// `tool_not_started`: a manager that answers it with another child's starts it unannounced and
-/// breaks `deadline_respected`, at the spawn.
+/// breaks `deadline_respected`, at the spawn. So does one that shows another child starting: only
+/// the spawned child's own start is the start the rule judges.
 #[test]
 fn a_spawn_refused_under_another_childs_name_breaks_deadline_respected() {
     use turnfence_model::prelude::*;
     use turnfence_model::turn::{self, Invariant, Profile, Step};
 
-    let found = |refused: &str| {
+    let found = |output: &str, child: &str| {
+        let reason = if output == "tool_not_started" {
+            r#","reason":"no_budget""#
+        } else {
+            ""
+        };
         let steps: Vec<Step> = [
             r#"{"input":{"at":0,"input":"accept","turn":"t","generation":1,"mode":"text","deadline_ms":90,"budget":{"retrieval_ms":25,"model_ms":55,"reserve_ms":10}},"outputs":[]}"#.to_owned(),
             format!(
-                r#"{{"input":{{"at":86,"input":"spawn","turn":"t","child":"lookup","kind":{{"tool":{{"name":"inventory.lookup","cancellable":true}}}},"need_ms":10}},"outputs":[{{"output":"tool_not_started","turn":"t","child":"{refused}","reason":"no_budget"}}]}}"#
+                r#"{{"input":{{"at":86,"input":"spawn","turn":"t","child":"lookup","kind":{{"tool":{{"name":"inventory.lookup","cancellable":true}}}},"need_ms":10}},"outputs":[{{"output":"{output}","turn":"t","child":"{child}"{reason}}}]}}"#
             ),
         ]
         .iter()
@@ -660,6 +666,18 @@ fn a_spawn_refused_under_another_childs_name_breaks_deadline_respected() {
             .collect();
         found
     };
-    assert_eq!(found("lookup"), []);
-    assert_eq!(found("other"), [(Invariant::DeadlineRespected, 1)]);
+    assert_eq!(found("tool_not_started", "lookup"), []);
+    assert_eq!(
+        found("tool_not_started", "other"),
+        [(Invariant::DeadlineRespected, 1)]
+    );
+    // Started anyway: broken at its start. Another child started: the spawn ran unannounced.
+    assert_eq!(
+        found("child_started", "lookup"),
+        [(Invariant::DeadlineRespected, 1)]
+    );
+    assert_eq!(
+        found("child_started", "other"),
+        [(Invariant::DeadlineRespected, 1)]
+    );
 }
