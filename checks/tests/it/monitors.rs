@@ -681,3 +681,24 @@ fn a_spawn_refused_under_another_childs_name_breaks_deadline_respected() {
         [(Invariant::DeadlineRespected, 1)]
     );
 }
+
+/// `restore_fails_closed` is put to the test ("a restore cancelled a fenced descendant or failed
+/// closed") by a restore from a well-formed snapshot only when it cancelled a task of a fenced
+/// root: one whose pending tasks are all of other roots came back whole and showed nothing of
+/// the rule.
+#[test]
+fn only_a_restore_that_cancelled_a_fenced_task_puts_restore_fails_closed_to_the_test() {
+    use turnfence_model::fence::{FenceMachine, Invariant as I};
+
+    let reached = |pending: &str| {
+        let restore = format!(
+            r#"{{"at":1,"input":"restore","fences":{{"rows":[{{"root":"root-6","status":"active"}}]}},"pending":[{pending}]}}"#
+        );
+        let steps = crate::run_lines(&mut FenceMachine::new(), &[&restore]);
+        turnfence_model::reached::<FenceMachine>(&steps)
+    };
+    let fenced = r#"{"task":"child-6","root":"root-6"}"#;
+    let other = r#"{"task":"unrelated","root":"root-x"}"#;
+    assert!(reached(&format!("{fenced},{other}")).contains(&I::RestoreFailsClosed));
+    assert!(!reached(other).contains(&I::RestoreFailsClosed));
+}
