@@ -702,3 +702,28 @@ fn only_a_restore_that_cancelled_a_fenced_task_puts_restore_fails_closed_to_the_
     assert!(reached(&format!("{fenced},{other}")).contains(&I::RestoreFailsClosed));
     assert!(!reached(other).contains(&I::RestoreFailsClosed));
 }
+
+/// `quiescent_turns_terminal` is put to the test ("a turn past its deadline ended") by a turn
+/// that ends at or after its deadline, not by one stopped before it.
+#[test]
+fn only_a_turn_ending_past_its_deadline_puts_quiescent_turns_terminal_to_the_test() {
+    use turnfence_model::turn::Invariant as I;
+
+    let accept =
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":100}"#;
+    let (ended, reached) = endings_and_reached(&[
+        accept,
+        r#"{"at":20,"input":"stop","turn":"t1","request_id":"r1"}"#,
+    ]);
+    assert_eq!(ended, ["CANCELLED"]);
+    assert!(
+        !reached.contains(&I::QuiescentTurnsTerminal),
+        "stopped in time"
+    );
+    let (ended, reached) = endings_and_reached(&[accept, r#"{"at":100,"input":"tick"}"#]);
+    assert_eq!(ended.len(), 1, "the deadline ends it: {ended:?}");
+    assert!(
+        reached.contains(&I::QuiescentTurnsTerminal),
+        "ended at its deadline"
+    );
+}
