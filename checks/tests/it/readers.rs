@@ -61,3 +61,29 @@ fn a_realtime_refusal_is_of_the_create_its_error_names_else_the_oldest_waiting()
         .collect();
     assert_eq!(refused, ["evt_c2", "evt_c3"], "{:#?}", v.effective);
 }
+
+/// A child shown started that the model already has, or of a turn it does not know, has no
+/// hidden spawn to explain it: nothing unlogged starts a child twice or in no turn. Each is an
+/// unexpected output, and the checker supplies no step for it.
+#[test]
+fn no_hidden_spawn_explains_a_child_started_again_or_in_no_turn() {
+    let log = [
+        r#"{"meta":{"dialect":"canonical","expect":"rejected","invariant":"unexpected_output","partial":true}}"#,
+        r#"{"at":0,"session":"s","input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":500}"#,
+        r#"{"at":14,"session":"s","input":"spawn","turn":"t1","child":"report-build","kind":{"tool":{"name":"report.build","cancellable":true}}}"#,
+        r#"{"at":14,"session":"s","output":"child_started","turn":"t1","child":"report-build"}"#,
+        r#"{"at":20,"session":"s","output":"child_started","turn":"t1","child":"report-build"}"#,
+        r#"{"at":21,"session":"s","output":"child_started","turn":"t9","child":"lookup"}"#,
+    ]
+    .join("\n");
+    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let v = checked.verdict.expect("a canonical trace");
+    let found: Vec<(usize, &str)> = v.findings.iter().map(|f| (f.line, f.name())).collect();
+    assert_eq!(
+        found,
+        [(5, "unexpected_output"), (6, "unexpected_output")],
+        "{:#?}",
+        v.findings
+    );
+    assert!(v.hidden.is_empty(), "{:#?}", v.hidden);
+}
