@@ -335,3 +335,50 @@ fn a_flat_set_is_a_set() {
         panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::a_flat_set\n{e}");
     }
 }
+
+/// What the fence machine holds is bounded, and reaching a bound is a typed misuse that changes
+/// nothing: the last worker and the last task within the limits are taken, the next of each is
+/// refused with `LimitReached` naming what is full.
+#[test]
+fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
+    fn take(m: &mut FenceMachine, kind: fence::InputKind) -> Result<(), fence::Misuse> {
+        let r = m.handle(&fence::Input::new(0, kind));
+        while m.poll_output().is_some() {}
+        r
+    }
+    let worker = |i: usize| fence::InputKind::WorkerStart {
+        worker: format!("w{i:05}").into(),
+        path: Route::Direct,
+        task: format!("t{i:05}").into(),
+        root: "root-a".into(),
+    };
+    let mut m = FenceMachine::new();
+    for i in 0..fence::MAX_WORKERS {
+        take(&mut m, worker(i)).unwrap_or_else(|e| panic!("worker {i}: {e}"));
+    }
+    let before = m.state().clone();
+    assert_eq!(
+        take(&mut m, worker(fence::MAX_WORKERS)),
+        Err(fence::Misuse::LimitReached {
+            what: "workers",
+            limit: fence::MAX_WORKERS
+        })
+    );
+    assert_eq!(m.state(), &before, "a refused start changed the state");
+
+    let task = |i: usize| fence::InputKind::Enqueue {
+        task: format!("c{i:05}").into(),
+        root: "root-a".into(),
+    };
+    let mut m = FenceMachine::new();
+    for i in 0..fence::MAX_TASKS {
+        take(&mut m, task(i)).unwrap_or_else(|e| panic!("task {i}: {e}"));
+    }
+    assert_eq!(
+        take(&mut m, task(fence::MAX_TASKS)),
+        Err(fence::Misuse::LimitReached {
+            what: "tasks",
+            limit: fence::MAX_TASKS
+        })
+    );
+}
