@@ -265,9 +265,8 @@ pub struct SessionCheck<M: Conform> {
     last_line: usize,
     /// The capture is partial (meta line): a session may end with its turns unfinished.
     partial: bool,
-    /// How many inputs the checker supplied that the trace does not show (explained hidden
-    /// steps), and, when kept, each as JSON.
-    hidden: usize,
+    /// The inputs the checker supplied that the trace does not show (explained hidden steps),
+    /// each as JSON, when kept.
     hidden_kept: Option<Vec<String>>,
 }
 
@@ -292,7 +291,6 @@ impl<M: Conform> SessionCheck<M> {
             last_at: 0,
             last_line: 0,
             partial,
-            hidden: 0,
             hidden_kept: keep_hidden.then(Vec::new),
         }
     }
@@ -560,9 +558,8 @@ impl<M: Conform> SessionCheck<M> {
         });
     }
 
-    /// A hidden input is supplied: counted, and kept if asked.
+    /// A hidden input is supplied: kept, if asked.
     fn supplied(&mut self, input: &M::Input) {
-        self.hidden += 1;
         if let Some(kept) = &mut self.hidden_kept {
             kept.push(value_of(input).to_string());
         }
@@ -581,11 +578,6 @@ impl<M: Conform> SessionCheck<M> {
             return Err(limits::too_many_pending(line, &self.session, pending));
         }
         Ok(())
-    }
-
-    /// How many hidden inputs the checker supplied for this session.
-    pub fn hidden_steps(&self) -> usize {
-        self.hidden
     }
 
     /// The hidden inputs supplied, as JSON, in order (when kept; else none).

@@ -185,10 +185,6 @@ pub struct Verdict {
     /// The most sessions open at once: what the checker's memory follows.
     pub peak_open_sessions: usize,
     pub findings: Vec<Finding>,
-    /// How many steps the checker supplied that the trace does not show (hidden inputs it
-    /// explained).
-    #[serde(skip)]
-    pub hidden_steps: usize,
     /// Each session's effective trace, one line per step (with [`Keep::Effective`] only).
     #[serde(skip)]
     pub effective: Vec<String>,
@@ -534,7 +530,6 @@ impl<S: Conform> Checker<S> {
     fn end(&mut self, session: &str, line: Option<usize>) {
         if let Some(s) = self.sessions.open.remove(session) {
             self.verdict.sessions += 1;
-            self.verdict.hidden_steps += s.hidden_steps();
             if self.sessions.keep == Keep::Effective {
                 self.verdict.effective.extend(s.effective());
                 self.verdict.hidden.extend(s.hidden_kept().iter().cloned());
