@@ -522,3 +522,47 @@ fn the_playback_buffer_is_a_queue_of_frames() {
         fail_with_seed(seed, "the playback buffer misbehaved", format!("{e}"));
     }
 }
+
+/// What a turn holds is bounded, and reaching a bound is a typed misuse that changes nothing:
+/// the last child within the limit is taken, the next is refused with `LimitReached`.
+#[test]
+fn a_child_past_the_limit_is_refused_and_changes_nothing() {
+    use turnfence_model::turn::{Misuse, MAX_CHILDREN};
+    let mut m = TurnMachine::new();
+    let accept = InputKind::Accept {
+        turn: "t".into(),
+        generation: 1,
+        mode: Mode::Text,
+        deadline_ms: None,
+        budget: None,
+        interruptible: true,
+    };
+    m.handle(&Input::new(0, accept)).unwrap();
+    drain(&mut m);
+    let spawn = |i: usize| {
+        Input::new(
+            0,
+            InputKind::Spawn {
+                turn: "t".into(),
+                child: format!("lookup-{i:03}").into(),
+                kind: ChildKind::Retrieval,
+                need_ms: None,
+            },
+        )
+    };
+    for i in 0..MAX_CHILDREN {
+        m.handle(&spawn(i))
+            .unwrap_or_else(|e| panic!("child {i}: {e}"));
+        drain(&mut m);
+    }
+    let before = m.session().clone();
+    assert_eq!(
+        m.handle(&spawn(MAX_CHILDREN)),
+        Err(Misuse::LimitReached {
+            what: "children per turn",
+            limit: MAX_CHILDREN
+        })
+    );
+    assert!(drain(&mut m).is_empty());
+    assert_eq!(m.session(), &before, "a refused spawn changed the session");
+}
