@@ -727,3 +727,67 @@ fn only_a_turn_ending_past_its_deadline_puts_quiescent_turns_terminal_to_the_tes
         "ended at its deadline"
     );
 }
+
+/// `replay_exactly_once` asks of each step that names a seq an answer in its outputs: a seq the
+/// client takes in again is ignored as a duplicate, a resume is replayed or refused. A step
+/// without the answer breaks it, about that seq; the model's own steps answer both.
+#[test]
+fn a_duplicate_receive_or_a_resume_left_unanswered_breaks_replay_exactly_once() {
+    use turnfence_model::turn::{Input, InputKind, Step, TurnMachine};
+    use turnfence_model::Monitor as _;
+
+    let lines = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#,
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi"}"#,
+        r#"{"at":11,"input":"client_receive","seq":1}"#,
+        r#"{"at":12,"input":"disconnect"}"#,
+    ];
+    let steps = crate::run_lines(&mut TurnMachine::new(), &lines);
+    let judged = |rest: &[Step]| {
+        let mut monitor = turn::Monitor::default();
+        steps
+            .iter()
+            .chain(rest)
+            .flat_map(|s| monitor.observe(s))
+            .map(|v| (v.invariant, v.message))
+            .collect::<Vec<_>>()
+    };
+    let unanswered = |at, kind| Step {
+        input: Input::new(at, kind),
+        outputs: vec![],
+    };
+    assert_eq!(
+        judged(&[unanswered(20, InputKind::ClientReceive { seq: 1 })]),
+        [(
+            turn::Invariant::ReplayExactlyOnce,
+            "the client took in seq 1 a second time".to_owned()
+        )]
+    );
+    assert_eq!(
+        judged(&[unanswered(20, InputKind::Resume { after_seq: 0 })]),
+        [(
+            turn::Invariant::ReplayExactlyOnce,
+            "resume after seq 0 was neither replayed nor refused".to_owned()
+        )]
+    );
+    // The model answers both.
+    let answered = crate::run_lines(
+        &mut TurnMachine::new(),
+        &[
+            lines[0],
+            lines[1],
+            lines[2],
+            r#"{"at":11,"input":"client_receive","seq":1}"#,
+            lines[3],
+            r#"{"at":20,"input":"resume","after_seq":0}"#,
+        ],
+    );
+    let outputs: Vec<&turn::Output> = answered.iter().flat_map(|s| &s.outputs).collect();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, turn::Output::DuplicateIgnored { seq: 1 })));
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, turn::Output::Replayed { .. })));
+    assert!(turnfence_model::check_all::<TurnMachine>(&answered).is_empty());
+}
