@@ -87,3 +87,27 @@ fn no_hidden_spawn_explains_a_child_started_again_or_in_no_turn() {
     );
     assert!(v.hidden.is_empty(), "{:#?}", v.hidden);
 }
+
+/// A resume shown for a turn that is not paused has no hidden tick to explain it: only a
+/// paused output resumes when its timer fires. It breaks `interruption_decided_once` (the
+/// turn's interruption was decided already), and the checker supplies no step for it.
+#[test]
+fn no_hidden_tick_explains_a_resume_of_a_turn_not_paused() {
+    let log = [
+        r#"{"meta":{"dialect":"canonical","expect":"rejected","invariant":"interruption_decided_once","profile":"livekit-agents","partial":true}}"#,
+        r#"{"at":0,"session":"s","input":"accept","turn":"t1","generation":1,"mode":"audio","deadline_ms":5000}"#,
+        r#"{"at":10,"session":"s","input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi","frames":20}"#,
+        r#"{"at":3000,"session":"s","output":"playback_resumed","turn":"t1"}"#,
+    ]
+    .join("\n");
+    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let v = checked.verdict.expect("a canonical trace");
+    let found: Vec<(usize, &str)> = v.findings.iter().map(|f| (f.line, f.name())).collect();
+    assert_eq!(
+        found,
+        [(4, "interruption_decided_once")],
+        "{:#?}",
+        v.findings
+    );
+    assert!(v.hidden.is_empty(), "{:#?}", v.hidden);
+}
