@@ -14,6 +14,7 @@ mod fixtures;
 mod flaws;
 mod fuzz;
 mod gate;
+mod mangled;
 mod model;
 mod monitors;
 mod mutation;
