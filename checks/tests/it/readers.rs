@@ -111,3 +111,45 @@ fn no_hidden_tick_explains_a_resume_of_a_turn_not_paused() {
     );
     assert!(v.hidden.is_empty(), "{:#?}", v.hidden);
 }
+
+/// In the lab dialect a child's own component names its kind, whatever the child is called: a
+/// `retriever` line's child is a retrieval, a `tts` line's a TTS buffer, a `model` line's a model
+/// stream, a `tool` line's a tool by the child's name. Only a `cancel-tree` line, which speaks
+/// for every kind, leaves the kind to the name (docs/MAPPING.md).
+#[test]
+fn a_lab_childs_own_component_names_its_kind() {
+    let log = [
+        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
+        r#"{"t_ms":0,"scenario":"s","turn_id":"t1","component":"turn","event":"accepted","detail":{"deadline_ms":500}}"#,
+        r#"{"t_ms":1,"scenario":"s","turn_id":"t1","component":"retriever","event":"started","detail":{"child":"search-docs"}}"#,
+        r#"{"t_ms":2,"scenario":"s","turn_id":"t1","component":"tts","event":"started","detail":{"child":"voice-1"}}"#,
+        r#"{"t_ms":3,"scenario":"s","turn_id":"t1","component":"model","event":"started","detail":{"child":"llm"}}"#,
+        r#"{"t_ms":4,"scenario":"s","turn_id":"t1","component":"tool","event":"started","detail":{"child":"model-eval","cancellable":false}}"#,
+        r#"{"t_ms":5,"scenario":"s","turn_id":"t1","component":"cancel-tree","event":"child.spawned","detail":{"child":"retriever-2"}}"#,
+    ]
+    .join("\n");
+    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let v = checked.verdict.expect("a lab log");
+    assert!(v.conforms(), "{:#?}", v.findings);
+    let kinds: Vec<String> = v
+        .effective
+        .iter()
+        .filter_map(|l| {
+            let json = &l[l.find('{')?..l.rfind("} [")? + 1];
+            let step: serde_json::Value = serde_json::from_str(json).ok()?;
+            (step["input"] == "spawn").then(|| format!("{} {}", step["child"], step["kind"]))
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            r#""search-docs" "retrieval""#,
+            r#""voice-1" "tts""#,
+            r#""llm" "model""#,
+            r#""model-eval" {"tool":{"name":"model-eval","cancellable":false}}"#,
+            r#""retriever-2" "retrieval""#,
+        ],
+        "{:#?}",
+        v.effective
+    );
+}

@@ -166,7 +166,16 @@ fn spawned(l: &LabLine, d: &Detail) -> Result<(String, ChildKind), InputError> {
         Some("model") => ChildKind::Model,
         Some("tts") => ChildKind::Tts,
         Some(k) => return Err(InputError::at(d.line, format!("unknown child kind {k:?}"))),
-        None => kind_from_name(&child),
+        // A child's own component names its kind, whatever the child is called; only a
+        // `cancel-tree` line, which speaks for every kind, leaves it to the name.
+        None => match l.component.as_str() {
+            "retriever" | "model" | "tts" => kind_of(&l.component),
+            "tool" => ChildKind::Tool {
+                name: child.clone(),
+                cancellable: d.bool("cancellable")?.unwrap_or(true),
+            },
+            _ => kind_from_name(&child),
+        },
     };
     Ok((child, kind))
 }
