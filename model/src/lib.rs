@@ -79,11 +79,12 @@ macro_rules! named {
 }
 
 /// The [`Monitor`] interface of a machine module's `Monitor`, over the module's `Input`, `Output`
-/// and `Invariant`: its `findings`, its handlers (`on_input`, `on_output`, `on_end_step`, and
-/// `on_finish` where the run's end is judged), and a fingerprint of the memory fields named. Also
+/// and `Invariant`: its `findings`, its handlers (`on_input`, `on_output`, `on_end_step`), and a
+/// fingerprint of the memory fields named (both machines judge a run's end at its last step's
+/// end, so neither needs `Monitor::finish`). Also
 /// its own `violate` (at the monitor's `now`) and `reach`, for the handlers.
 macro_rules! monitor {
-    (fingerprint: $($field:ident),+; $(finish: $finish:ident;)?) => {
+    (fingerprint: $($field:ident),+;) => {
         impl $crate::Monitor for Monitor {
             type Input = Input;
             type Output = Output;
@@ -108,10 +109,6 @@ macro_rules! monitor {
             fn end_step(&mut self) {
                 self.on_end_step();
             }
-
-            $(fn finish(&mut self) {
-                self.$finish();
-            })?
 
             fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
                 use std::hash::Hash;

@@ -286,25 +286,4 @@ impl Monitor {
             self.violate(Invariant::ReplayExactlyOnce, &[&seq.to_string()], why(seq));
         }
     }
-
-    /// The run is over.
-    pub(super) fn on_finish(&mut self) {
-        self.check_pause_in_time();
-        let now = self.now;
-        let mut stuck = Vec::new();
-        for (id, t) in &self.turns {
-            let quiet = t.terminal.is_none() && t.pending_children().is_empty();
-            if quiet && t.deadline_at.is_some_and(|d| now >= d) {
-                stuck.push(id.clone());
-            }
-        }
-        for turn in stuck {
-            self.violate_once(
-                Invariant::QuiescentTurnsTerminal,
-                &[&turn],
-                "the run ended with the turn quiescent past its deadline but not terminal"
-                    .to_owned(),
-            );
-        }
-    }
 }

@@ -170,7 +170,6 @@ monitor! {
     fingerprint: profile, now, active_generation, turns, store, client_received, client_text,
         disconnected_at, replayed, reported, audio, fenced_below, stale_stop, calls, pause,
         user_speaking, uninterruptible;
-    finish: on_finish;
 }
 
 impl Monitor {
