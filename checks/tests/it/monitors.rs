@@ -791,3 +791,53 @@ fn a_duplicate_receive_or_a_resume_left_unanswered_breaks_replay_exactly_once() 
         .any(|o| matches!(o, turn::Output::Replayed { .. })));
     assert!(turnfence_model::check_all::<TurnMachine>(&answered).is_empty());
 }
+
+/// `idempotent_stop`: a stop is answered by an answer naming both its turn and its request id.
+/// A step that answers the stop with another request's id (an earlier stop's answer re-sent)
+/// leaves the stop unanswered; the model answers it by its own id.
+#[test]
+fn a_stop_answered_under_another_request_id_is_unanswered() {
+    use turnfence_model::turn::{
+        Input, InputKind, Output, Step, StopAnswer, Terminal, TurnMachine,
+    };
+    use turnfence_model::Monitor as _;
+
+    let lines = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#,
+        r#"{"at":10,"input":"stop","turn":"t1","request_id":"stop-1"}"#,
+    ];
+    let steps = crate::run_lines(&mut TurnMachine::new(), &lines);
+    let again = |answered: &str| Step {
+        input: Input::new(
+            20,
+            InputKind::Stop {
+                turn: "t1".into(),
+                request_id: "stop-2".into(),
+            },
+        ),
+        outputs: vec![Output::StopAnswered {
+            turn: "t1".into(),
+            request_id: answered.into(),
+            answer: StopAnswer::AlreadyTerminal {
+                state: Terminal::Cancelled,
+            },
+        }],
+    };
+    let judged = |last: Step| {
+        let mut monitor = turn::Monitor::default();
+        steps
+            .iter()
+            .chain([&last])
+            .flat_map(|s| monitor.observe(s))
+            .map(|v| (v.invariant, v.message))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        judged(again("stop-1")),
+        [(
+            turn::Invariant::IdempotentStop,
+            "stop stop-2 was never answered".to_owned()
+        )]
+    );
+    assert_eq!(judged(again("stop-2")), []);
+}
