@@ -137,6 +137,21 @@ fn inputs() -> impl Strategy<Value = Vec<Input>> {
     })
 }
 
+/// A machine that accepted a text turn `t` at 0 ms, with no deadline or budget.
+fn text_turn_t_accepted() -> TurnMachine {
+    let mut m = TurnMachine::new();
+    let accept = InputKind::Accept {
+        turn: "t".into(),
+        generation: 1,
+        mode: Mode::Text,
+        deadline_ms: None,
+        budget: None,
+        interruptible: true,
+    };
+    m.handle(&Input::new(0, accept)).unwrap();
+    m
+}
+
 fn drain(m: &mut TurnMachine) -> Vec<turnfence_model::turn::Output> {
     std::iter::from_fn(|| m.poll_output()).collect()
 }
@@ -317,16 +332,7 @@ fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
     for (child, kind) in kinds {
         let cancellable = kind.is_cancellable_tool();
         let noncancellable = kind.is_noncancellable_tool();
-        let mut m = TurnMachine::new();
-        let accept = InputKind::Accept {
-            turn: "t".into(),
-            generation: 1,
-            mode: Mode::Text,
-            deadline_ms: None,
-            budget: None,
-            interruptible: true,
-        };
-        m.handle(&Input::new(0, accept)).unwrap();
+        let mut m = text_turn_t_accepted();
         let spawn = InputKind::Spawn {
             turn: "t".into(),
             child: child.into(),
@@ -528,16 +534,7 @@ fn the_playback_buffer_is_a_queue_of_frames() {
 #[test]
 fn a_child_past_the_limit_is_refused_and_changes_nothing() {
     use turnfence_model::turn::{Misuse, MAX_CHILDREN};
-    let mut m = TurnMachine::new();
-    let accept = InputKind::Accept {
-        turn: "t".into(),
-        generation: 1,
-        mode: Mode::Text,
-        deadline_ms: None,
-        budget: None,
-        interruptible: true,
-    };
-    m.handle(&Input::new(0, accept)).unwrap();
+    let mut m = text_turn_t_accepted();
     drain(&mut m);
     let spawn = |i: usize| {
         Input::new(

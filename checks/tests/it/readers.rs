@@ -76,15 +76,16 @@ fn no_hidden_spawn_explains_a_child_started_again_or_in_no_turn() {
         r#"{"at":21,"session":"s","output":"child_started","turn":"t9","child":"lookup"}"#,
     ]
     .join("\n");
+    found_unexplained(&log, &[(5, "unexpected_output"), (6, "unexpected_output")]);
+}
+
+/// Checks a canonical trace: its findings, by line and name, are `expected`, and the checker
+/// supplied no hidden step to explain any of them.
+fn found_unexplained(log: &str, expected: &[(usize, &str)]) {
     let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
     let v = checked.verdict.expect("a canonical trace");
     let found: Vec<(usize, &str)> = v.findings.iter().map(|f| (f.line, f.name())).collect();
-    assert_eq!(
-        found,
-        [(5, "unexpected_output"), (6, "unexpected_output")],
-        "{:#?}",
-        v.findings
-    );
+    assert_eq!(found, expected, "{:#?}", v.findings);
     assert!(v.hidden.is_empty(), "{:#?}", v.hidden);
 }
 
@@ -100,16 +101,7 @@ fn no_hidden_tick_explains_a_resume_of_a_turn_not_paused() {
         r#"{"at":3000,"session":"s","output":"playback_resumed","turn":"t1"}"#,
     ]
     .join("\n");
-    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
-    let v = checked.verdict.expect("a canonical trace");
-    let found: Vec<(usize, &str)> = v.findings.iter().map(|f| (f.line, f.name())).collect();
-    assert_eq!(
-        found,
-        [(4, "interruption_decided_once")],
-        "{:#?}",
-        v.findings
-    );
-    assert!(v.hidden.is_empty(), "{:#?}", v.hidden);
+    found_unexplained(&log, &[(4, "interruption_decided_once")]);
 }
 
 /// In the lab dialect a child's own component names its kind, whatever the child is called: a
