@@ -92,12 +92,26 @@ impl Monitor {
             ResumeRefusal::Expired => expired,
         };
         if !fair {
+            // Why the refusal's own reason does not hold.
+            let why = match (reason, self.disconnected_at) {
+                (ResumeRefusal::UnknownCursor, _) => {
+                    format!("the store holds events up to seq {last}: the cursor is known")
+                }
+                (ResumeRefusal::Expired, Some(d)) => format!(
+                    "it came {} ms after the disconnect, within the {RESUME_TTL_MS} ms window",
+                    self.now.saturating_sub(d)
+                ),
+                (ResumeRefusal::Expired, None) => {
+                    "no disconnect was open (the client was never away, or its resume was served)"
+                        .to_owned()
+                }
+            };
             let a = after_seq.to_string();
             self.violate(
                 Invariant::ReplayExactlyOnce,
                 &[&a],
                 format!(
-                    "resume after seq {after_seq} was refused ({}) though it could be served",
+                    "resume after seq {after_seq} was refused ({}), though {why}",
                     reason.name()
                 ),
             );
