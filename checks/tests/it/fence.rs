@@ -128,6 +128,33 @@ fn every_fence_flaw_is_caught_naming_its_invariant() {
     crate::snapshot_settings().bind(|| insta::assert_snapshot!("fence_flaws_caught", table));
 }
 
+/// Each planted historical bug is that bug: replaying the inputs of a rejected fixture of bug N
+/// (SPEC §4, 1–10) with flaw N planted breaks the flaw's invariant. Caught on some fixture is not
+/// enough — a flaw that drifted to a neighbouring bug (bug 9's `released` read as a seal on a
+/// revision's end instead of a terminal one) still breaks its invariant somewhere.
+#[test]
+fn each_historical_bug_is_reproduced_by_its_own_flaw_on_its_own_fixture() {
+    let rejected = fence_fixtures("rejected");
+    // The flaws list the ten historical bugs first, in their order.
+    for (bug, &flaw) in (1..=10).zip(fence::Flaw::ALL) {
+        let prefix = format!("_fence_bug{bug}_");
+        let reproduced = rejected
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(&prefix))
+            .any(|p| {
+                let steps = record(&mut FenceMachine::with_flaw(flaw), &inputs_of(p));
+                turnfence_model::check_all::<FenceMachine>(&steps)
+                    .iter()
+                    .any(|v| v.invariant == flaw.breaks())
+            });
+        assert!(
+            reproduced,
+            "{flaw:?} breaks {} on no fixture of bug {bug}",
+            flaw.breaks().name()
+        );
+    }
+}
+
 /// Every accepted fence scenario's whole trace, as the model produces it, is reviewed.
 #[test]
 fn fence_scenario_traces_snapshots() {
