@@ -504,13 +504,16 @@ mod tests {
     /// streams them) is read by it alone, every input, output and session end, none left to the
     /// typed structs — and so are lines holding a nested object, an input's (a tool child's kind)
     /// and an output's (a failed turn's state), whose kind the pass checks against what the
-    /// typed structs would take before it keeps them.
+    /// typed structs would take before it keeps them, and inputs of no field but their tag.
     #[test]
     fn reads_every_line_of_a_plain_trace_itself() {
         let mut lines = crate::gate::synthetic::SyntheticTrace::new(2).lines_as_strings();
         lines.extend([
             r#"{"at":1,"session":"s","input":"spawn","turn":"t1","child":"lookup","kind":{"tool":{"name":"order.lookup","cancellable":true}}}"#.to_owned(),
             r#"{"at":9,"session":"s","output":"terminal","turn":"t1","state":{"failed":{"code":"DEADLINE_EXCEEDED"}}}"#.to_owned(),
+            // Inputs of no field but their tag (bare), with a session and without.
+            r#"{"at":10,"session":"s","input":"tick"}"#.to_owned(),
+            r#"{"at":11,"input":"speech_stopped"}"#.to_owned(),
         ]);
         let mut kinds = std::collections::BTreeSet::new();
         for line in &lines {
@@ -523,5 +526,22 @@ mod tests {
             });
         }
         assert_eq!(kinds.len(), 3, "{kinds:?}");
+        // A fence trace too: bare ticks and dropped events, supervisor steps with a lost ack and
+        // without (after its meta line, which is the structs' to read).
+        let fence = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "../fixtures/accepted/0122_fence_mismatch_ack_lost_resend_sees_no_row_never_a_seal.jsonl",
+        );
+        let text = std::fs::read_to_string(fence).expect("the fixture is readable");
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        let extra = [r#"{"at":20000,"session":"s","input":"drop_event"}"#];
+        for line in lines.into_iter().chain(extra) {
+            assert!(
+                matches!(
+                    read::<FenceMachine>(line),
+                    Some(Event::Input { .. } | Event::Output { .. } | Event::End { .. })
+                ),
+                "left over: {line}"
+            );
+        }
     }
 }
