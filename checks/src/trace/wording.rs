@@ -73,24 +73,27 @@ fn field_of_value<'a>(text: &'a str, token: &str) -> Option<&'a str> {
     keys.next().is_none().then_some(first)
 }
 
-/// The key whose value ends at `column` (1-based): the last `"key":` that starts before it.
+/// The key whose value ends at `column` (1-based): the last `"key":` that starts before it. A
+/// string is read to its closing quote, past escaped ones (`\"`, `\\`), so a quote within a
+/// value is never taken for the end of one string and the start of the next.
 fn field_before(text: &str, column: usize) -> Option<&str> {
     let upto = text.get(..column.min(text.len()))?;
+    let bytes = upto.as_bytes();
     let mut found = None;
-    let mut rest = upto;
-    let mut offset = 0;
-    while let Some(i) = rest.find('"') {
-        let start = offset + i + 1;
-        let Some(len) = upto[start..].find('"') else {
-            break;
-        };
-        let key = &upto[start..start + len];
-        let after = upto[start + len + 1..].trim_start();
-        if after.starts_with(':') && !key.is_empty() {
-            found = Some(key);
+    let mut i = 0;
+    while let Some(open) = bytes.get(i..)?.iter().position(|&b| b == b'"') {
+        let start = i + open + 1;
+        let mut end = start;
+        while end < bytes.len() && bytes[end] != b'"' {
+            end += if bytes[end] == b'\\' { 2 } else { 1 };
         }
-        offset = start + len + 1;
-        rest = &upto[offset..];
+        if end >= bytes.len() {
+            break;
+        }
+        if upto[end + 1..].trim_start().starts_with(':') && end > start {
+            found = upto.get(start..end);
+        }
+        i = end + 1;
     }
     found
 }
@@ -205,6 +208,27 @@ mod tests {
             ),
             "a trace line is a JSON object ({…}); this line is a list"
         );
+    }
+
+    /// The field of an error serde gives no value for is the key before the error's column,
+    /// read past strings that hold quotes and colons of their own.
+    #[test]
+    fn the_field_before_the_column_is_read_past_quotes_within_strings() {
+        let null = "invalid type: null, expected u64";
+        for line in [
+            r#"{"at":1,"session":"x\":","input":"client_receive","seq":null}"#,
+            r#"{"at":1,"session":":a","input":"client_receive","seq":null}"#,
+            r#"{"at":1,"session":"\\","input":"client_receive","seq":null}"#,
+            r#"{"at":1, "session" : "a\"b\":c" , "input":"client_receive", "seq" :null}"#,
+        ] {
+            assert_eq!(
+                worded_after(null, line, "null"),
+                "field `seq`: expected a non-negative integer, got null",
+                "{line}"
+            );
+        }
+        // No key before the column: no field named.
+        assert_eq!(field_before(r#"{"a\":1"#, 3), None);
     }
 
     #[test]
