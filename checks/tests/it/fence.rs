@@ -409,3 +409,48 @@ fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
         })
     );
 }
+
+/// A begin is the one request that never goes by the loop's token: it names a token of its own,
+/// fresh or re-adopted (a bound worker inspects instead). A begin naming none is refused
+/// `NoToken`, bound or not, and changes nothing; an inspect naming none takes the bound token.
+#[test]
+fn a_begin_naming_no_token_is_refused_even_when_bound() {
+    let take = |m: &mut FenceMachine, at, kind| {
+        let r = m.handle(&fence::Input::new(at, kind));
+        while m.poll_output().is_some() {}
+        r
+    };
+    let req = |n: u32| fence::Id::from(format!("{n:032x}"));
+    let mut m = FenceMachine::new();
+    let start = fence::InputKind::WorkerStart {
+        worker: "w".into(),
+        path: Route::Direct,
+        task: "root-a".into(),
+        root: "root-a".into(),
+    };
+    take(&mut m, 0, start).expect("a worker starts");
+    let begin = |token: Option<&str>, n| {
+        fence::InputKind::request(
+            "w".into(),
+            Action::Begin,
+            token.map(Into::into),
+            req(n),
+            None,
+        )
+    };
+    assert_eq!(
+        take(&mut m, 1, begin(None, 1)),
+        Err(fence::Misuse::NoToken { worker: "w".into() }),
+        "unbound"
+    );
+    take(&mut m, 2, begin(Some(&"a".repeat(32)), 2)).expect("a begin with a token");
+    let bound = m.state().clone();
+    assert_eq!(
+        take(&mut m, 2, begin(None, 3)),
+        Err(fence::Misuse::NoToken { worker: "w".into() }),
+        "bound"
+    );
+    assert_eq!(m.state(), &bound, "a refused begin changed the state");
+    let inspect = fence::InputKind::request("w".into(), Action::Inspect, None, req(4), None);
+    take(&mut m, 4, inspect).expect("an inspect takes the bound token");
+}
