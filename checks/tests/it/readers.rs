@@ -145,3 +145,48 @@ fn a_lab_childs_own_component_names_its_kind() {
         v.effective
     );
 }
+
+/// The generations of the turns a lab log accepts, as the checker read them.
+fn accepted_generations(log: &str) -> Vec<String> {
+    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let v = checked.verdict.expect("a lab log");
+    assert!(v.conforms(), "{:#?}", v.findings);
+    v.effective
+        .iter()
+        .filter_map(|l| {
+            let json = &l[l.find('{')?..l.rfind("} [")? + 1];
+            let step: serde_json::Value = serde_json::from_str(json).ok()?;
+            (step["input"] == "accept").then(|| format!("{} {}", step["turn"], step["generation"]))
+        })
+        .collect()
+}
+
+/// A lab turn that names no generation takes the lowest the model allows: one past every
+/// generation the session used, or, after a barge-in fenced the old one off (the log naming no
+/// `barge_in.accepted` generation), the generation the fence made active.
+#[test]
+fn a_lab_turn_naming_no_generation_takes_the_next_the_model_allows() {
+    let one_after_another = [
+        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
+        r#"{"t_ms":0,"scenario":"s","turn_id":"t1","component":"turn","event":"accepted","detail":{"mode":"text"}}"#,
+        r#"{"t_ms":5,"scenario":"s","turn_id":"t1","component":"turn","event":"completed","detail":{}}"#,
+        r#"{"t_ms":9,"scenario":"s","turn_id":"t2","component":"turn","event":"accepted","detail":{"mode":"text"}}"#,
+    ]
+    .join("\n");
+    assert_eq!(
+        accepted_generations(&one_after_another),
+        [r#""t1" 1"#, r#""t2" 2"#]
+    );
+    let after_a_barge_in = [
+        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
+        r#"{"t_ms":0,"scenario":"s","turn_id":"v1","component":"turn","event":"accepted","detail":{"mode":"realtime_audio","generation":7}}"#,
+        r#"{"t_ms":18,"scenario":"s","turn_id":"v1","component":"model","event":"response.audio.delta","detail":{"seq":1}}"#,
+        r#"{"t_ms":70,"scenario":"s","turn_id":"v1","component":"vad","event":"input_audio.speech_started","detail":{"confidence":0.94}}"#,
+        r#"{"t_ms":84,"scenario":"s","turn_id":"v1","component":"turn","event":"created_from_barge_in","detail":{"new_turn":"v2"}}"#,
+    ]
+    .join("\n");
+    assert_eq!(
+        accepted_generations(&after_a_barge_in),
+        [r#""v1" 7"#, r#""v2" 8"#]
+    );
+}

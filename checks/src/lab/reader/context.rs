@@ -181,13 +181,10 @@ impl<'a> View<'a> {
         self.session?.turn(turn).map(|t| t.mode)
     }
 
+    /// The generation a turn the log accepts without naming one takes: the lowest the model
+    /// allows (its own rule, so the reader never disagrees with the model about it).
     pub fn next_generation(&self) -> u64 {
-        let Some(s) = self.session else { return 1 };
-        match (s.max_generation, s.active_generation) {
-            (Some(max), Some(active)) if active > max => active,
-            (Some(max), _) => max.saturating_add(1),
-            _ => 1,
-        }
+        self.session.map_or(1, |s| s.next_generation())
     }
 
     pub fn child_of(&self, turn: &str, kind: &ChildKind, running: bool) -> Option<ChildId> {
