@@ -152,7 +152,7 @@ fn judge_turn(
             let actual = s.turn(turn)?.mode;
             (actual != mode).then(|| {
                 format!(
-                    "the log states a {} stream; the turn was accepted in {} mode",
+                    "the log states the stream is {}; the turn was accepted in {} mode",
                     mode_name(mode),
                     mode_name(actual)
                 )

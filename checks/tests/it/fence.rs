@@ -412,9 +412,10 @@ fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
 
 /// A begin is the one request that never goes by the loop's token: it names a token of its own,
 /// fresh or re-adopted (a bound worker inspects instead). A begin naming none is refused
-/// `NoToken`, bound or not, and changes nothing; an inspect naming none takes the bound token.
+/// `NoToken`, bound or not, and changes nothing; an inspect or end naming none takes the bound
+/// token, and with none bound only a revision's end takes the last seal's.
 #[test]
-fn a_begin_naming_no_token_is_refused_even_when_bound() {
+fn a_request_naming_no_token_takes_the_loops_token_or_is_refused() {
     let take = |m: &mut FenceMachine, at, kind| {
         let r = m.handle(&fence::Input::new(at, kind));
         while m.poll_output().is_some() {}
@@ -453,4 +454,30 @@ fn a_begin_naming_no_token_is_refused_even_when_bound() {
     assert_eq!(m.state(), &bound, "a refused begin changed the state");
     let inspect = fence::InputKind::request("w".into(), Action::Inspect, None, req(4), None);
     take(&mut m, 4, inspect).expect("an inspect takes the bound token");
+    // An end seals the root and drops the binding; then only a revision's end goes by the token
+    // of the last seal (an owner follow-up un-seals the root): any other end naming none has no
+    // token to send.
+    let end = |outcome, n| {
+        fence::InputKind::request("w".into(), Action::End, None, req(n), Some(outcome))
+    };
+    take(&mut m, 5, end(EndOutcome::Terminal, 5)).expect("an end takes the bound token");
+    assert!(
+        m.state()
+            .workers
+            .get("w")
+            .is_some_and(|w| w.binding.is_none()),
+        "an end drops the binding"
+    );
+    for outcome in [
+        EndOutcome::Terminal,
+        EndOutcome::AuthorStop,
+        EndOutcome::Degraded,
+    ] {
+        assert_eq!(
+            take(&mut m, 6, end(outcome, 6)),
+            Err(fence::Misuse::NoToken { worker: "w".into() }),
+            "{outcome:?} after the seal"
+        );
+    }
+    take(&mut m, 6, end(EndOutcome::Revision, 6)).expect("a revision goes by the seal's token");
 }
