@@ -210,6 +210,18 @@ mod tests {
         );
     }
 
+    /// A struct serde names by its Rust type is an object to the user: the type's name is ours.
+    #[test]
+    fn a_struct_expected_is_an_object() {
+        let worded = worded_after(
+            "invalid type: integer `5`, expected struct Budget",
+            r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","budget":5}"#,
+            "5}",
+        );
+        assert!(worded.contains("expected an object"), "{worded}");
+        assert!(!worded.contains("Budget"), "{worded}");
+    }
+
     /// The field of an error serde gives no value for is the key before the error's column,
     /// read past strings that hold quotes and colons of their own.
     #[test]

@@ -481,3 +481,61 @@ fn a_request_naming_no_token_takes_the_loops_token_or_is_refused() {
     }
     take(&mut m, 6, end(EndOutcome::Revision, 6)).expect("a revision goes by the seal's token");
 }
+
+/// A row's owner is the task whose begin made it; a begin that carries the row's own token
+/// (a re-send, or another task that came by the token) answers the row as it stands and gives it
+/// no new owner. So the owner's own re-adoption with a fresh token later is no takeover, and the
+/// other task's begin with a fresh token still is refused as foreign.
+#[test]
+fn a_begin_with_the_rows_own_token_leaves_its_owner() {
+    let (a, c, d) = ("a".repeat(32), "c".repeat(32), "d".repeat(32));
+    let req = |n: u32| fence::Id::from(format!("{n:032x}"));
+    let start = |worker: &str, task: &str| fence::InputKind::WorkerStart {
+        worker: worker.into(),
+        path: Route::Direct,
+        task: task.into(),
+        root: "root-a".into(),
+    };
+    let begin = |worker: &str, token: &str, n| {
+        fence::InputKind::request(
+            worker.into(),
+            Action::Begin,
+            Some(token.into()),
+            req(n),
+            None,
+        )
+    };
+    let inputs: Vec<fence::Input> = [
+        start("w1", "root-a"),
+        start("w2", "task-b"),
+        begin("w1", &a, 1),
+        begin("w2", &a, 2),
+        begin("w1", &c, 3),
+        begin("w2", &d, 4),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(at, kind)| fence::Input::new(at as u64, kind))
+    .collect();
+    let steps = record(&mut FenceMachine::new(), &inputs);
+    let broken = turnfence_model::check_all::<FenceMachine>(&steps);
+    assert!(broken.is_empty(), "{broken:#?}\n{steps:#?}");
+    let last = steps.last().map(|s| &s.outputs[..]).unwrap_or_default();
+    assert!(
+        last.iter().any(|o| matches!(
+            o,
+            fence::Output::Verdict {
+                verdict: fence::Verdict::Refused {
+                    status: Status::Active
+                },
+                ..
+            }
+        )),
+        "the other task's fresh begin: {last:#?}"
+    );
+    assert!(
+        turnfence_model::reached::<FenceMachine>(&steps)
+            .contains(&fence::Invariant::ForeignBeginRefused),
+        "{steps:#?}"
+    );
+}
