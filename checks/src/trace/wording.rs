@@ -212,7 +212,7 @@ mod tests {
 
     /// A struct serde names by its Rust type is an object to the user: the type's name is ours.
     #[test]
-    fn a_struct_expected_is_an_object() {
+    fn a_struct_expected_is_an_object_and_the_unknown_is_kept() {
         let worded = worded_after(
             "invalid type: integer `5`, expected struct Budget",
             r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","budget":5}"#,
@@ -220,6 +220,11 @@ mod tests {
         );
         assert!(worded.contains("expected an object"), "{worded}");
         assert!(!worded.contains("Budget"), "{worded}");
+        // What the schema has no word for is said as serde says it.
+        assert_eq!(
+            reword("invalid type: integer `5`, expected enum Kind", "{}", None),
+            "expected enum Kind, got 5"
+        );
     }
 
     /// The field of an error serde gives no value for is the key before the error's column,
