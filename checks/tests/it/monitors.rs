@@ -841,3 +841,28 @@ fn a_stop_answered_under_another_request_id_is_unanswered() {
     );
     assert_eq!(judged(again("stop-2")), []);
 }
+
+/// `idempotent_stop` is put to the test ("a stop was answered for a turn already stopping or
+/// ended") by a stop that finds the turn stopping or ended, not by the first stop of a running
+/// turn, which any cancel test has.
+#[test]
+fn only_a_repeated_or_late_stop_puts_idempotent_stop_to_the_test() {
+    use turnfence_model::turn::Invariant as I;
+
+    let accept = r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text"}"#;
+    let spawn = r#"{"at":1,"input":"spawn","turn":"t1","child":"model","kind":"model"}"#;
+    let done = r#"{"at":10,"input":"model_done","turn":"t1"}"#;
+    let stop = |at: u32, id: &str| {
+        format!(r#"{{"at":{at},"input":"stop","turn":"t1","request_id":"{id}"}}"#)
+    };
+    let reached = |lines: &[&str]| endings_and_reached(lines).1.contains(&I::IdempotentStop);
+    assert!(!reached(&[accept, spawn, &stop(5, "a")]), "the first stop");
+    assert!(
+        reached(&[accept, spawn, &stop(5, "a"), &stop(6, "b")]),
+        "a second stop"
+    );
+    assert!(
+        reached(&[accept, done, &stop(20, "a")]),
+        "a stop after the end"
+    );
+}
