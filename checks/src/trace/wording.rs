@@ -73,27 +73,28 @@ fn field_of_value<'a>(text: &'a str, token: &str) -> Option<&'a str> {
     keys.next().is_none().then_some(first)
 }
 
-/// The key whose value ends at `column` (1-based): the last `"key":` that starts before it. A
-/// string is read to its closing quote, past escaped ones (`\"`, `\\`), so a quote within a
-/// value is never taken for the end of one string and the start of the next.
+/// The key whose value ends at `column` (1-based): the last `"key":` that starts before it. The
+/// line is read as JSON strings and the rest: a string runs to its closing quote, past escaped
+/// ones (`\"`, `\\`), so a quote or colon within a value is never taken for a key's; a colon
+/// outside any string makes the string just before it a key.
 fn field_before(text: &str, column: usize) -> Option<&str> {
     let upto = text.get(..column.min(text.len()))?;
-    let bytes = upto.as_bytes();
-    let mut found = None;
-    let mut i = 0;
-    while let Some(open) = bytes.get(i..)?.iter().position(|&b| b == b'"') {
-        let start = i + open + 1;
-        let mut end = start;
-        while end < bytes.len() && bytes[end] != b'"' {
-            end += if bytes[end] == b'\\' { 2 } else { 1 };
+    let (mut found, mut last_string) = (None, None);
+    // Within a string: where it started, and whether the byte before was an escaping backslash.
+    let (mut within, mut escaped) = (None, false);
+    for (i, b) in upto.bytes().enumerate() {
+        match (within, b) {
+            (Some(_), _) if escaped => escaped = false,
+            (Some(_), b'\\') => escaped = true,
+            (Some(start), b'"') => {
+                last_string = Some(start..i);
+                within = None;
+            }
+            (Some(_), _) => {}
+            (None, b'"') => within = Some(i + 1),
+            (None, b':') => found = last_string.take().and_then(|r| upto.get(r)),
+            (None, _) => {}
         }
-        if end >= bytes.len() {
-            break;
-        }
-        if upto[end + 1..].trim_start().starts_with(':') && end > start {
-            found = upto.get(start..end);
-        }
-        i = end + 1;
     }
     found
 }
