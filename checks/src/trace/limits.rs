@@ -114,5 +114,18 @@ mod tests {
         assert!(long_id(&line, 1).is_ok());
         let exact = "y".repeat(MAX_ID_BYTES);
         assert!(long_id(&format!(r#"{{"turn":"{exact}"}}"#), 1).is_ok());
+        // Only strings are ids: a long stretch between two (spaces, here) is none; a string of
+        // escaped backslashes and quotes is one string, as long as all of it.
+        let gap = " ".repeat(MAX_ID_BYTES + 1);
+        let line = format!(r#"{{"at":0,"input":{gap}"model_done","turn":"t"}}"#);
+        assert!(long_id(&line, 1).is_ok(), "{:?}", long_id(&line, 1));
+        let quoted = r#"\\\""#.repeat(MAX_ID_BYTES / 4 + 1);
+        let line = format!(r#"{{"at":0,"input":"model_done","turn":"{quoted}"}}"#);
+        let e = long_id(&line, 1).unwrap_err();
+        assert!(
+            e.message.starts_with("field `turn`: an id of 260 bytes"),
+            "{}",
+            e.message
+        );
     }
 }
