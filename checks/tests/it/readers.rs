@@ -146,8 +146,8 @@ fn a_lab_childs_own_component_names_its_kind() {
     );
 }
 
-/// The generations of the turns a lab log accepts, as the checker read them.
-fn accepted_generations(log: &str) -> Vec<String> {
+/// The turns a lab log accepts, as the checker read them: each one's generation and mode.
+fn accepted_turns(log: &str) -> Vec<String> {
     let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
     let v = checked.verdict.expect("a lab log");
     assert!(v.conforms(), "{:#?}", v.findings);
@@ -156,7 +156,8 @@ fn accepted_generations(log: &str) -> Vec<String> {
         .filter_map(|l| {
             let json = &l[l.find('{')?..l.rfind("} [")? + 1];
             let step: serde_json::Value = serde_json::from_str(json).ok()?;
-            (step["input"] == "accept").then(|| format!("{} {}", step["turn"], step["generation"]))
+            (step["input"] == "accept")
+                .then(|| format!("{} {} {}", step["turn"], step["generation"], step["mode"]))
         })
         .collect()
 }
@@ -174,8 +175,8 @@ fn a_lab_turn_naming_no_generation_takes_the_next_the_model_allows() {
     ]
     .join("\n");
     assert_eq!(
-        accepted_generations(&one_after_another),
-        [r#""t1" 1"#, r#""t2" 2"#]
+        accepted_turns(&one_after_another),
+        [r#""t1" 1 "text""#, r#""t2" 2 "text""#]
     );
     let after_a_barge_in = [
         r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
@@ -186,7 +187,19 @@ fn a_lab_turn_naming_no_generation_takes_the_next_the_model_allows() {
     ]
     .join("\n");
     assert_eq!(
-        accepted_generations(&after_a_barge_in),
-        [r#""v1" 7"#, r#""v2" 8"#]
+        accepted_turns(&after_a_barge_in),
+        [r#""v1" 7 "audio""#, r#""v2" 8 "audio""#]
+    );
+    // A turn made from another takes the other's mode.
+    let from_a_text_turn = [
+        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
+        r#"{"t_ms":0,"scenario":"s","turn_id":"t1","component":"turn","event":"accepted","detail":{"mode":"text"}}"#,
+        r#"{"t_ms":5,"scenario":"s","turn_id":"t1","component":"turn","event":"completed","detail":{}}"#,
+        r#"{"t_ms":9,"scenario":"s","turn_id":"t1","component":"turn","event":"created_from_barge_in","detail":{"new_turn":"t2"}}"#,
+    ]
+    .join("\n");
+    assert_eq!(
+        accepted_turns(&from_a_text_turn),
+        [r#""t1" 1 "text""#, r#""t2" 2 "text""#]
     );
 }
