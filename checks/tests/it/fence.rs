@@ -363,16 +363,23 @@ fn a_flat_set_is_a_set() {
     }
 }
 
+/// One input taken by the machine at `at`, its outputs drained: what it answered.
+fn take(m: &mut FenceMachine, at: u64, kind: fence::InputKind) -> Result<(), fence::Misuse> {
+    let r = m.handle(&fence::Input::new(at, kind));
+    while m.poll_output().is_some() {}
+    r
+}
+
+/// The `n`th request id: 32 hex digits.
+fn req_id(n: u32) -> fence::Id {
+    format!("{n:032x}").into()
+}
+
 /// What the fence machine holds is bounded, and reaching a bound is a typed misuse that changes
 /// nothing: the last worker and the last task within the limits are taken, the next of each is
 /// refused with `LimitReached` naming what is full.
 #[test]
 fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
-    fn take(m: &mut FenceMachine, kind: fence::InputKind) -> Result<(), fence::Misuse> {
-        let r = m.handle(&fence::Input::new(0, kind));
-        while m.poll_output().is_some() {}
-        r
-    }
     let worker = |i: usize| fence::InputKind::WorkerStart {
         worker: format!("w{i:05}").into(),
         path: Route::Direct,
@@ -381,11 +388,11 @@ fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
     };
     let mut m = FenceMachine::new();
     for i in 0..fence::MAX_WORKERS {
-        take(&mut m, worker(i)).unwrap_or_else(|e| panic!("worker {i}: {e}"));
+        take(&mut m, 0, worker(i)).unwrap_or_else(|e| panic!("worker {i}: {e}"));
     }
     let before = m.state().clone();
     assert_eq!(
-        take(&mut m, worker(fence::MAX_WORKERS)),
+        take(&mut m, 0, worker(fence::MAX_WORKERS)),
         Err(fence::Misuse::LimitReached {
             what: "workers",
             limit: fence::MAX_WORKERS
@@ -399,10 +406,10 @@ fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
     };
     let mut m = FenceMachine::new();
     for i in 0..fence::MAX_TASKS {
-        take(&mut m, task(i)).unwrap_or_else(|e| panic!("task {i}: {e}"));
+        take(&mut m, 0, task(i)).unwrap_or_else(|e| panic!("task {i}: {e}"));
     }
     assert_eq!(
-        take(&mut m, task(fence::MAX_TASKS)),
+        take(&mut m, 0, task(fence::MAX_TASKS)),
         Err(fence::Misuse::LimitReached {
             what: "tasks",
             limit: fence::MAX_TASKS
@@ -416,12 +423,6 @@ fn the_fence_machine_refuses_a_worker_or_task_past_its_limit() {
 /// token, and with none bound only a revision's end takes the last seal's.
 #[test]
 fn a_request_naming_no_token_takes_the_loops_token_or_is_refused() {
-    let take = |m: &mut FenceMachine, at, kind| {
-        let r = m.handle(&fence::Input::new(at, kind));
-        while m.poll_output().is_some() {}
-        r
-    };
-    let req = |n: u32| fence::Id::from(format!("{n:032x}"));
     let mut m = FenceMachine::new();
     let start = fence::InputKind::WorkerStart {
         worker: "w".into(),
@@ -435,7 +436,7 @@ fn a_request_naming_no_token_takes_the_loops_token_or_is_refused() {
             "w".into(),
             Action::Begin,
             token.map(Into::into),
-            req(n),
+            req_id(n),
             None,
         )
     };
@@ -452,13 +453,13 @@ fn a_request_naming_no_token_takes_the_loops_token_or_is_refused() {
         "bound"
     );
     assert_eq!(m.state(), &bound, "a refused begin changed the state");
-    let inspect = fence::InputKind::request("w".into(), Action::Inspect, None, req(4), None);
+    let inspect = fence::InputKind::request("w".into(), Action::Inspect, None, req_id(4), None);
     take(&mut m, 4, inspect).expect("an inspect takes the bound token");
     // An end seals the root and drops the binding; then only a revision's end goes by the token
     // of the last seal (an owner follow-up un-seals the root): any other end naming none has no
     // token to send.
     let end = |outcome, n| {
-        fence::InputKind::request("w".into(), Action::End, None, req(n), Some(outcome))
+        fence::InputKind::request("w".into(), Action::End, None, req_id(n), Some(outcome))
     };
     take(&mut m, 5, end(EndOutcome::Terminal, 5)).expect("an end takes the bound token");
     assert!(
@@ -489,7 +490,6 @@ fn a_request_naming_no_token_takes_the_loops_token_or_is_refused() {
 #[test]
 fn a_begin_with_the_rows_own_token_leaves_its_owner() {
     let (a, c, d) = ("a".repeat(32), "c".repeat(32), "d".repeat(32));
-    let req = |n: u32| fence::Id::from(format!("{n:032x}"));
     let start = |worker: &str, task: &str| fence::InputKind::WorkerStart {
         worker: worker.into(),
         path: Route::Direct,
@@ -501,7 +501,7 @@ fn a_begin_with_the_rows_own_token_leaves_its_owner() {
             worker.into(),
             Action::Begin,
             Some(token.into()),
-            req(n),
+            req_id(n),
             None,
         )
     };

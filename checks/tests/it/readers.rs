@@ -111,26 +111,16 @@ fn no_hidden_tick_explains_a_resume_of_a_turn_not_paused() {
 #[test]
 fn a_lab_childs_own_component_names_its_kind() {
     let log = [
-        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
         r#"{"t_ms":0,"scenario":"s","turn_id":"t1","component":"turn","event":"accepted","detail":{"deadline_ms":500}}"#,
         r#"{"t_ms":1,"scenario":"s","turn_id":"t1","component":"retriever","event":"started","detail":{"child":"search-docs"}}"#,
         r#"{"t_ms":2,"scenario":"s","turn_id":"t1","component":"tts","event":"started","detail":{"child":"voice-1"}}"#,
         r#"{"t_ms":3,"scenario":"s","turn_id":"t1","component":"model","event":"started","detail":{"child":"llm"}}"#,
         r#"{"t_ms":4,"scenario":"s","turn_id":"t1","component":"tool","event":"started","detail":{"child":"model-eval","cancellable":false}}"#,
         r#"{"t_ms":5,"scenario":"s","turn_id":"t1","component":"cancel-tree","event":"child.spawned","detail":{"child":"retriever-2"}}"#,
-    ]
-    .join("\n");
-    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
-    let v = checked.verdict.expect("a lab log");
-    assert!(v.conforms(), "{:#?}", v.findings);
-    let kinds: Vec<String> = v
-        .effective
+    ];
+    let kinds: Vec<String> = lab_inputs(&log, "spawn")
         .iter()
-        .filter_map(|l| {
-            let json = &l[l.find('{')?..l.rfind("} [")? + 1];
-            let step: serde_json::Value = serde_json::from_str(json).ok()?;
-            (step["input"] == "spawn").then(|| format!("{} {}", step["child"], step["kind"]))
-        })
+        .map(|s| format!("{} {}", s["child"], s["kind"]))
         .collect();
     assert_eq!(
         kinds,
@@ -140,14 +130,18 @@ fn a_lab_childs_own_component_names_its_kind() {
             r#""llm" "model""#,
             r#""model-eval" {"tool":{"name":"model-eval","cancellable":false}}"#,
             r#""retriever-2" "retrieval""#,
-        ],
-        "{:#?}",
-        v.effective
+        ]
     );
 }
 
-/// The turns a lab log accepts, as the checker read them: each one's generation and mode.
-fn accepted_turns(log: &str) -> Vec<String> {
+/// The inputs of `kind` the checker read from a lab log of `lines` (a meta line of an accepted,
+/// partial capture put first), each step as JSON; the log conforms.
+fn lab_inputs(lines: &[&str], kind: &str) -> Vec<serde_json::Value> {
+    let meta = r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#;
+    let log = std::iter::once(meta)
+        .chain(lines.iter().copied())
+        .collect::<Vec<_>>()
+        .join("\n");
     let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
     let v = checked.verdict.expect("a lab log");
     assert!(v.conforms(), "{:#?}", v.findings);
@@ -156,9 +150,16 @@ fn accepted_turns(log: &str) -> Vec<String> {
         .filter_map(|l| {
             let json = &l[l.find('{')?..l.rfind("} [")? + 1];
             let step: serde_json::Value = serde_json::from_str(json).ok()?;
-            (step["input"] == "accept")
-                .then(|| format!("{} {} {}", step["turn"], step["generation"], step["mode"]))
+            (step["input"] == kind).then_some(step)
         })
+        .collect()
+}
+
+/// The turns a lab log accepts, as the checker read them: each one's generation and mode.
+fn accepted_turns(lines: &[&str]) -> Vec<String> {
+    lab_inputs(lines, "accept")
+        .iter()
+        .map(|s| format!("{} {} {}", s["turn"], s["generation"], s["mode"]))
         .collect()
 }
 
@@ -167,39 +168,29 @@ fn accepted_turns(log: &str) -> Vec<String> {
 /// `barge_in.accepted` generation), the generation the fence made active.
 #[test]
 fn a_lab_turn_naming_no_generation_takes_the_next_the_model_allows() {
-    let one_after_another = [
-        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
+    let t1_done = [
         r#"{"t_ms":0,"scenario":"s","turn_id":"t1","component":"turn","event":"accepted","detail":{"mode":"text"}}"#,
         r#"{"t_ms":5,"scenario":"s","turn_id":"t1","component":"turn","event":"completed","detail":{}}"#,
-        r#"{"t_ms":9,"scenario":"s","turn_id":"t2","component":"turn","event":"accepted","detail":{"mode":"text"}}"#,
-    ]
-    .join("\n");
+    ];
+    let t2 = r#"{"t_ms":9,"scenario":"s","turn_id":"t2","component":"turn","event":"accepted","detail":{"mode":"text"}}"#;
     assert_eq!(
-        accepted_turns(&one_after_another),
+        accepted_turns(&[t1_done[0], t1_done[1], t2]),
         [r#""t1" 1 "text""#, r#""t2" 2 "text""#]
     );
     let after_a_barge_in = [
-        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
         r#"{"t_ms":0,"scenario":"s","turn_id":"v1","component":"turn","event":"accepted","detail":{"mode":"realtime_audio","generation":7}}"#,
         r#"{"t_ms":18,"scenario":"s","turn_id":"v1","component":"model","event":"response.audio.delta","detail":{"seq":1}}"#,
         r#"{"t_ms":70,"scenario":"s","turn_id":"v1","component":"vad","event":"input_audio.speech_started","detail":{"confidence":0.94}}"#,
         r#"{"t_ms":84,"scenario":"s","turn_id":"v1","component":"turn","event":"created_from_barge_in","detail":{"new_turn":"v2"}}"#,
-    ]
-    .join("\n");
+    ];
     assert_eq!(
         accepted_turns(&after_a_barge_in),
         [r#""v1" 7 "audio""#, r#""v2" 8 "audio""#]
     );
     // A turn made from another takes the other's mode.
-    let from_a_text_turn = [
-        r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#,
-        r#"{"t_ms":0,"scenario":"s","turn_id":"t1","component":"turn","event":"accepted","detail":{"mode":"text"}}"#,
-        r#"{"t_ms":5,"scenario":"s","turn_id":"t1","component":"turn","event":"completed","detail":{}}"#,
-        r#"{"t_ms":9,"scenario":"s","turn_id":"t1","component":"turn","event":"created_from_barge_in","detail":{"new_turn":"t2"}}"#,
-    ]
-    .join("\n");
+    let made_from_t1 = r#"{"t_ms":9,"scenario":"s","turn_id":"t1","component":"turn","event":"created_from_barge_in","detail":{"new_turn":"t2"}}"#;
     assert_eq!(
-        accepted_turns(&from_a_text_turn),
+        accepted_turns(&[t1_done[0], t1_done[1], made_from_t1]),
         [r#""t1" 1 "text""#, r#""t2" 2 "text""#]
     );
 }
