@@ -539,3 +539,37 @@ fn a_begin_with_the_rows_own_token_leaves_its_owner() {
         "{steps:#?}"
     );
 }
+
+/// The supervisor's id rules, as the fast paths of `normalized` and `valid_id` implement them,
+/// are the rules as stated: trimmed of Unicode white space (`str::trim`) and lower-cased; valid
+/// when 1–64 of `[0-9a-f]` remain. Ids drawn from hex digits, upper-case letters, other ASCII and
+/// the white space at either end that a byte test alone would miss (vertical tab, no-break
+/// space, the ideographic space).
+#[test]
+fn ids_are_normalized_and_validated_as_the_rules_say() {
+    use turnfence_model::fence::table::{normalize, normalized, valid_id};
+    let seed = crate::seed();
+    let edge = select(vec![
+        "", " ", "\t", "\u{b}", "\u{a0}", "\u{3000}", "\n", "x", "\u{e9}",
+    ]);
+    let body = proptest::collection::vec(
+        select(vec![
+            '0', '9', 'a', 'f', 'A', 'F', 'g', 'Z', '.', ' ', '\u{a0}', '\u{e9}',
+        ]),
+        0..70,
+    );
+    let result = crate::runner(seed).run(&(edge.clone(), body, edge), |(front, body, back)| {
+        let id = format!("{front}{}{back}", body.iter().collect::<String>());
+        let stated = id.trim().to_ascii_lowercase();
+        prop_assert_eq!(normalized(&id).into_owned(), stated.clone());
+        prop_assert_eq!(normalize(&id).to_string(), stated.clone());
+        let valid = !stated.is_empty()
+            && stated.chars().count() <= 64
+            && stated.chars().all(|c| c.is_ascii_hexdigit());
+        prop_assert_eq!(valid_id(&id), valid, "valid_id({:?})", id);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::ids_are\n{e}");
+    }
+}

@@ -239,8 +239,8 @@ pub enum OwnerMessage {
 /// A token or request id as the supervisor accepts it: 1–64 of `[0-9a-f]` after trimming and
 /// lower-casing. Anything else never reaches a transition or the mailbox.
 pub fn valid_id(id: &str) -> bool {
-    let id = id.trim();
-    !id.is_empty() && id.len() <= 64 && id.chars().all(|c| c.is_ascii_hexdigit())
+    let id = trimmed(id).as_bytes();
+    !id.is_empty() && id.len() <= 64 && id.iter().all(u8::is_ascii_hexdigit)
 }
 
 /// The normalized form of an id (trimmed, lower-cased), owned: to be kept.
@@ -254,10 +254,27 @@ pub fn normalize(id: &str) -> Id {
 /// The normalized form of an id, borrowed when it is one already: to look up or compare with,
 /// without making an id of it.
 pub fn normalized(id: &str) -> Cow<'_, str> {
-    let id = id.trim();
-    if id.bytes().any(|b| b.is_ascii_uppercase()) {
+    let id = trimmed(id);
+    // Every byte looked at, without an early exit: the loop is a few vector instructions.
+    if id
+        .bytes()
+        .fold(false, |upper, b| upper | b.is_ascii_uppercase())
+    {
         Cow::Owned(id.to_ascii_lowercase())
     } else {
         Cow::Borrowed(id)
+    }
+}
+
+/// `id.trim()`, without its scan from both ends when there is nothing to trim: an id whose first
+/// and last bytes are ASCII and not white space (a byte past ASCII may be part of a Unicode
+/// space, which `trim` removes).
+fn trimmed(id: &str) -> &str {
+    let plain = |b: Option<&u8>| b.is_some_and(|&b| b.is_ascii() && !(b as char).is_whitespace());
+    let bytes = id.as_bytes();
+    if plain(bytes.first()) && plain(bytes.last()) {
+        id
+    } else {
+        id.trim()
     }
 }
