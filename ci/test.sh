@@ -33,11 +33,12 @@ done
 [ "$orphans" -eq 0 ]
 echo "$(ls snapshots/*.snap | wc -l) snapshots, all referenced"
 
-echo "== purity: the model depends on serde and two data-structure crates alone"
-# compact_str (inline short strings) and litemap (maps as sorted vectors) hold the fence state
-# cheaply; like serde they do no IO, read no clock and start no thread.
+echo "== purity: the model depends on serde and three data-structure crates alone"
+# arrayvec (the fence ids' inline buffer), compact_str (the turn ids, inline short strings) and
+# litemap (maps as sorted vectors) hold the states cheaply; like serde they do no IO, read no
+# clock and start no thread.
 deps=$(cargo tree -p turnfence-model -e normal --depth 1 --prefix none | tail -n +2 | awk '{print $1}' | sort -u | tr '\n' ' ')
-if [ "$deps" != "compact_str litemap serde " ]; then
-  echo "turnfence-model may depend on serde, compact_str and litemap only; it depends on:"; echo "$deps"; exit 1
+if [ "$deps" != "arrayvec compact_str litemap serde " ]; then
+  echo "turnfence-model may depend on serde, arrayvec, compact_str and litemap only; it depends on:"; echo "$deps"; exit 1
 fi
 echo "ok: $deps"

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use compact_str::format_compact;
 use serde::Serialize;
 use turnfence_model::fence;
 use turnfence_model::fence::table::normalize;
@@ -61,8 +60,8 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
     let mut out = Vec::new();
     let sent: usize = s.workers.values().map(|w| w.used_reqs.len()).sum();
     if sent < b.requests {
-        let req = format_compact!("{:x}", sent + 1);
-        let fresh = format_compact!("{:02x}", 0xa0 + sent);
+        let req = fence::Id::format(format_args!("{:x}", sent + 1));
+        let fresh = fence::Id::format(format_args!("{:02x}", 0xa0 + sent));
         for (id, w) in s.workers.iter().filter(|(_, w)| w.waiting.is_none()) {
             let mut push =
                 |a, t, o| out.push(fence::InputKind::request(id.clone(), a, t, req.clone(), o));
@@ -100,7 +99,7 @@ fn kinds(s: &FenceState, b: &FenceBounds) -> Vec<fence::InputKind> {
                     id.clone(),
                     Action::Invalid,
                     Some(fresh.clone()),
-                    format_compact!("e{req}"),
+                    fence::Id::format(format_args!("e{req}")),
                     None,
                 ));
             }

@@ -24,7 +24,6 @@
 //! themselves, so two states share the least exactly when a renaming maps one onto the other:
 //! the form is exact, not merely sound (tested against every renaming in `tests/it/symmetry.rs`).
 
-use compact_str::format_compact;
 use std::collections::BTreeMap;
 
 use turnfence_model::fence::rename::Renaming;
@@ -103,12 +102,12 @@ fn labeling(
             .flat_map(|(_, run)| run.iter().copied())
             .collect();
         for q in &valid {
-            reqs.insert((*q).into(), format_compact!("q{}", reqs.len()));
+            reqs.insert((*q).into(), Token::format(format_args!("q{}", reqs.len())));
         }
         for q in valid.iter().chain(malformed) {
             if let Some(t) = token_of.get(q) {
                 if !tokens.contains_key(*t) {
-                    let label = format_compact!("t{}", tokens.len());
+                    let label = Token::format(format_args!("t{}", tokens.len()));
                     tokens.insert((*t).into(), label);
                 }
             }

@@ -573,3 +573,47 @@ fn ids_are_normalized_and_validated_as_the_rules_say() {
         panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::ids_are\n{e}");
     }
 }
+
+/// `fence::Id` is its string: built from a `&str`, a `String` or formatted in place, inline
+/// (to 32 bytes) or not, it reads back, compares, orders, hashes, prints, serializes and
+/// deserializes as the `str` it holds, and a clone is equal to it.
+#[test]
+fn a_fence_id_is_its_string() {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    type H = BuildHasherDefault<std::collections::hash_map::DefaultHasher>;
+    let seed = crate::seed();
+    let text = proptest::collection::vec(select(vec!['a', 'f', '0', '9', '-', '\u{e9}']), 0..40)
+        .prop_map(|cs| cs.into_iter().collect::<String>());
+    let result = crate::runner(seed).run(&(text.clone(), text), |(a, b)| {
+        for (s, id) in [
+            (&a, fence::Id::from(a.as_str())),
+            (&a, fence::Id::from(a.clone())),
+            (&a, fence::Id::format(format_args!("{a}"))),
+            (&b, fence::Id::from(b.as_str())),
+        ] {
+            prop_assert_eq!(id.as_str(), s.as_str());
+            prop_assert_eq!(&*id, s.as_str());
+            prop_assert_eq!(id.clone(), fence::Id::from(s.as_str()));
+            prop_assert!(id == *s.as_str() && id == s.as_str() && id == *s);
+            prop_assert_eq!(
+                H::default().hash_one(&id),
+                H::default().hash_one(s.as_str())
+            );
+            prop_assert_eq!(format!("{id} {id:?}"), format!("{s} {s:?}"));
+            let json = serde_json::to_string(&id).unwrap();
+            prop_assert_eq!(&json, &serde_json::to_string(s).unwrap());
+            let back: fence::Id = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(back.as_str(), s.as_str());
+            let owned: fence::Id = serde_json::from_value(s.as_str().into()).unwrap();
+            prop_assert_eq!(owned.as_str(), s.as_str());
+        }
+        let (x, y) = (fence::Id::from(a.as_str()), fence::Id::from(b.as_str()));
+        prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+        prop_assert_eq!(x == y, a == b);
+        prop_assert!(fence::Id::default().is_empty());
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::a_fence_id\n{e}");
+    }
+}

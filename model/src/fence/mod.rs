@@ -2,6 +2,7 @@
 //! transport with its faults, and the worker's loop-level verdicts.
 
 mod flaw;
+mod id;
 pub mod invariants;
 mod machine;
 mod misuse;

@@ -3,8 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// An id: a short string, kept inline up to 24 bytes (cloning one allocates nothing).
-pub type Id = compact_str::CompactString;
+pub use super::id::Id;
 pub type Token = Id;
 pub type Req = Id;
 pub type RootId = Id;
