@@ -866,3 +866,24 @@ fn only_a_repeated_or_late_stop_puts_idempotent_stop_to_the_test() {
         "a stop after the end"
     );
 }
+
+/// `seq_monotonic` is put to the test ("a second delta of one generation was delivered") by the
+/// delivery of a seq past the first, not by the first alone: one delivery is in order with
+/// nothing.
+#[test]
+fn only_a_second_delivery_puts_seq_monotonic_to_the_test() {
+    let accept =
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":1000}"#;
+    let first = r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi"}"#;
+    let second = r#"{"at":20,"input":"delta","turn":"t1","generation":1,"seq":2,"text":" there"}"#;
+    let (_, reached) = endings_and_reached(&[accept, first]);
+    assert!(
+        !reached.contains(&turn::Invariant::SeqMonotonic),
+        "one delivery"
+    );
+    let (_, reached) = endings_and_reached(&[accept, first, second]);
+    assert!(
+        reached.contains(&turn::Invariant::SeqMonotonic),
+        "a second delivery"
+    );
+}
