@@ -611,6 +611,14 @@ fn a_fence_id_is_its_string() {
         prop_assert_eq!(x.cmp(&y), a.cmp(&b));
         prop_assert_eq!(x == y, a == b);
         prop_assert!(fence::Id::default().is_empty());
+        let not_a_string = serde_json::from_str::<fence::Id>("5")
+            .unwrap_err()
+            .to_string();
+        prop_assert!(
+            not_a_string.contains("expected a string"),
+            "{}",
+            not_a_string
+        );
         Ok(())
     });
     if let Err(e) = result {

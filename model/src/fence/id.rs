@@ -90,12 +90,6 @@ impl Borrow<str> for Id {
     }
 }
 
-impl AsRef<str> for Id {
-    fn as_ref(&self) -> &str {
-        self.as_str()
-    }
-}
-
 impl From<&str> for Id {
     fn from(s: &str) -> Id {
         match Inline::from(s) {
@@ -105,24 +99,12 @@ impl From<&str> for Id {
     }
 }
 
-impl From<&String> for Id {
-    fn from(s: &String) -> Id {
-        Id::from(s.as_str())
-    }
-}
-
 impl From<String> for Id {
     fn from(s: String) -> Id {
         match Inline::from(&s) {
             Ok(inline) => Id(Repr::Inline(inline)),
             Err(_) => Id(Repr::Heap(s.into_boxed_str())),
         }
-    }
-}
-
-impl From<std::borrow::Cow<'_, str>> for Id {
-    fn from(s: std::borrow::Cow<'_, str>) -> Id {
-        Id::from(s.as_ref())
     }
 }
 
@@ -141,18 +123,6 @@ impl PartialEq<&str> for Id {
 impl PartialEq<String> for Id {
     fn eq(&self, other: &String) -> bool {
         self.as_str() == other
-    }
-}
-
-impl PartialEq<Id> for str {
-    fn eq(&self, other: &Id) -> bool {
-        self == other.as_str()
-    }
-}
-
-impl PartialEq<Id> for &str {
-    fn eq(&self, other: &Id) -> bool {
-        *self == other.as_str()
     }
 }
 
@@ -199,7 +169,7 @@ impl serde::de::Visitor<'_> for IdVisitor {
     }
 }
 
-/// Serialized as a `String`, so its schema is `String`'s, in every respect.
+/// Serialized as a `String`, so its schema is `String`'s, inline, under `String`'s name.
 #[cfg(feature = "schema")]
 impl schemars::JsonSchema for Id {
     fn inline_schema() -> bool {
@@ -208,10 +178,6 @@ impl schemars::JsonSchema for Id {
 
     fn schema_name() -> std::borrow::Cow<'static, str> {
         String::schema_name()
-    }
-
-    fn schema_id() -> std::borrow::Cow<'static, str> {
-        String::schema_id()
     }
 
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
