@@ -54,7 +54,7 @@ CAP=${MUTANTS_DIFF_CAP:-26}
 BUDGET_S=${MUTANTS_BUDGET_S:-2700}
 begun=$(date +%s)
 
-command -v cargo-mutants >/dev/null || cargo install cargo-mutants --locked
+command -v cargo-mutants >/dev/null || cargo install cargo-mutants --version 27.1.0 --locked
 cargo mutants --version
 
 # A snapshot test failing on a mutant must not leave a pending snapshot behind.
