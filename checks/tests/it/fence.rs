@@ -610,6 +610,10 @@ fn a_fence_id_is_its_string() {
         let (x, y) = (fence::Id::from(a.as_str()), fence::Id::from(b.as_str()));
         prop_assert_eq!(x.cmp(&y), a.cmp(&b));
         prop_assert_eq!(x == y, a == b);
+        // An id equals a string exactly when its text is that string.
+        prop_assert_eq!(x == *b.as_str(), a == b);
+        prop_assert_eq!(x == b.as_str(), a == b);
+        prop_assert_eq!(x == b, a == b);
         prop_assert!(fence::Id::default().is_empty());
         let not_a_string = serde_json::from_str::<fence::Id>("5")
             .unwrap_err()
