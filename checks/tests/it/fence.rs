@@ -50,8 +50,9 @@ fn record(
 }
 
 fn meta_invariant(path: &Path) -> Option<String> {
-    let first: serde_json::Value = serde_json::from_str(read(path).lines().next()?).ok()?;
-    first["meta"]["invariant"].as_str().map(str::to_owned)
+    crate::meta(&read(path))["invariant"]
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// Every fence invariant has a rejected fixture naming it, and every historical bug of SPEC §4

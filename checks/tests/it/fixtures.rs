@@ -4,18 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::{fixtures, read};
+use crate::{fixtures, meta, read};
 
-use serde_json::Value;
 use turnfence_checks::gate;
 use turnfence_checks::trace;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, Profile, TurnMachine};
-
-fn meta(text: &str) -> Value {
-    let first: Value = serde_json::from_str(text.lines().next().unwrap_or_default()).unwrap();
-    first["meta"].clone()
-}
 
 /// Replays one fixture and asserts the verdict its meta line expects; returns the report.
 #[track_caller]

@@ -129,6 +129,13 @@ where
     last
 }
 
+/// The meta data of a fixture's text: its first line's `meta` object.
+pub fn meta(text: &str) -> serde_json::Value {
+    let first: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap_or_default()).unwrap();
+    first["meta"].clone()
+}
+
 /// A file the tests read (a fixture, a report they wrote).
 pub fn read(path: &Path) -> String {
     #[allow(clippy::disallowed_methods)] // Fixtures and reports are the tests' input.
