@@ -296,6 +296,50 @@ macro_rules! misuse {
     };
 }
 
+/// `Clone` for a struct, field by field, with a `clone_from` that overwrites each field in
+/// place (`Clone::clone_from`), so that the buffers a value already holds are kept: the
+/// explorer clones a state into the one it stepped last, and a state already seen then costs no
+/// allocation. The fields named after `maps` are [`litemap::LiteMap`]s (their own `clone_from`
+/// clones afresh), copied by [`clone_map_from`]. Every field is named: one left out does not
+/// compile (the pattern in `clone_from` names them all).
+macro_rules! clone_in_place {
+    ($ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?) => {
+        impl Clone for $ty {
+            fn clone(&self) -> Self {
+                $ty {
+                    $($field: self.$field.clone(),)*
+                    $($($map: self.$map.clone(),)+)?
+                }
+            }
+
+            fn clone_from(&mut self, source: &Self) {
+                let $ty { $($field,)* $($($map,)+)? } = self;
+                $($field.clone_from(&source.$field);)*
+                $($($crate::clone_map_from($map, &source.$map);)+)?
+            }
+        }
+    };
+}
+
+/// Makes `dst` equal to `src` keeping `dst`'s buffer, and each entry's value overwritten in
+/// place where `dst` had an entry at that position (its `clone_from`): no allocation when `dst`
+/// had as many entries, of values that hold as much.
+pub fn clone_map_from<K: Clone, V: Clone>(
+    dst: &mut litemap::LiteMap<K, V>,
+    src: &litemap::LiteMap<K, V>,
+) {
+    let mut entries = std::mem::take(dst).into_tuple_vec();
+    entries.truncate(src.len());
+    let (head, tail) = src.as_slice().split_at(entries.len());
+    for ((k, v), (source_k, source_v)) in entries.iter_mut().zip(head) {
+        k.clone_from(source_k);
+        v.clone_from(source_v);
+    }
+    entries.extend_from_slice(tail);
+    // `src`'s entries, in `src`'s order: sorted by key.
+    *dst = litemap::LiteMap::from_sorted_store_unchecked(entries);
+}
+
 pub mod fence;
 mod machine;
 mod plant;

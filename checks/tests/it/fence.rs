@@ -630,3 +630,55 @@ fn a_fence_id_is_its_string() {
         panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::a_fence_id\n{e}");
     }
 }
+
+/// A fence machine and its monitor copied in place over another (`Clone::clone_from`, which the
+/// explorer copies each state with, keeping the buffers of the one it stepped last) are the
+/// source: the same state, outputs and memory (`Debug` shows every field), the same
+/// fingerprint, and the same successor for every input of the alphabet. The two walks are of
+/// any lengths, so the copy overwrites maps and sets longer, shorter and as long as its source's.
+#[test]
+fn a_fence_state_copied_in_place_is_its_source() {
+    use turnfence_checks::explore::{self, Explore};
+    use turnfence_checks::fuzz::take;
+    let bounds = FenceMachine::<turnfence_model::Sound>::hunt_bounds();
+    let walk = |choices: &[u8]| {
+        let (mut m, mut mon) = explore::start(&FenceMachine::new);
+        for &choice in choices {
+            let inputs = m.alphabet(&bounds);
+            let Some(input) = inputs.get(choice as usize % inputs.len().max(1)) else {
+                break;
+            };
+            let (steps, _) = take(&mut m, input);
+            steps.iter().for_each(|s| drop(mon.observe(s)));
+        }
+        (m, mon)
+    };
+    let seed = crate::seed();
+    let choices = || proptest::collection::vec(any::<u8>(), 0..24);
+    let result = crate::runner(seed).run(&(choices(), choices()), |(a, b)| {
+        let (source, source_monitor) = walk(&a);
+        let (mut copy, mut copy_monitor) = walk(&b);
+        copy.clone_from(&source);
+        copy_monitor.clone_from(&source_monitor);
+        prop_assert_eq!(copy.state(), source.state());
+        prop_assert_eq!(format!("{copy:?}"), format!("{source:?}"));
+        prop_assert_eq!(format!("{copy_monitor:?}"), format!("{source_monitor:?}"));
+        prop_assert_eq!(
+            explore::fingerprint(&copy, &copy_monitor),
+            explore::fingerprint(&source, &source_monitor)
+        );
+        for input in source.alphabet(&bounds) {
+            let after = |m: &FenceMachine, mon: &fence::Monitor| {
+                let (mut m, mut mon) = (m.clone(), mon.clone());
+                let (steps, ok) = take(&mut m, &input);
+                steps.iter().for_each(|s| drop(mon.observe(s)));
+                (ok, explore::fingerprint(&m, &mon))
+            };
+            prop_assert_eq!(after(&copy, &copy_monitor), after(&source, &source_monitor));
+        }
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it fence::a_fence_state_copied\n{e}");
+    }
+}

@@ -69,10 +69,12 @@ pub struct TableFlaws {
 }
 
 /// The table: rows by root.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Table {
     pub rows: Map<RootId, Row>,
 }
+
+clone_in_place!(Table {} maps { rows });
 
 fn error(message: &str) -> Reply {
     Reply {

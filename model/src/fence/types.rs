@@ -17,8 +17,19 @@ pub type Map<K, V> = litemap::LiteMap<K, V>;
 
 /// A set kept as [`Map`] keeps its keys: a flat vector sorted by value, one allocation for all
 /// of them. Iterated in order and serialized as a sequence, like a B-tree set.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Set<T>(Map<T, ()>);
+
+/// A clone in place keeps the set's buffer (`crate::clone_map_from`).
+impl<T: Clone> Clone for Set<T> {
+    fn clone(&self) -> Set<T> {
+        Set(self.0.clone())
+    }
+
+    fn clone_from(&mut self, source: &Set<T>) {
+        crate::clone_map_from(&mut self.0, &source.0);
+    }
+}
 
 impl<T> Default for Set<T> {
     fn default() -> Set<T> {

@@ -15,7 +15,7 @@ pub(super) struct RowSeen {
     pub(super) generation: u64,
 }
 
-#[derive(Clone, Debug, Default, Hash)]
+#[derive(Debug, Default, Hash)]
 pub(super) struct WorkerSeen {
     pub(super) direct: bool,
     pub(super) root: RootId,
@@ -37,6 +37,21 @@ pub(super) struct WorkerSeen {
     pub(super) known: Option<(Token, u64)>,
 }
 
+clone_in_place!(WorkerSeen {
+    direct,
+    root,
+    task,
+    waiting,
+    answered,
+    gone,
+    sealed_replies,
+    unanswered_end,
+    refused_sealed_after_gap,
+    loop_token,
+    pending_ask,
+    known
+});
+
 /// What a request asked, by (worker, token, req), normalized.
 #[derive(Clone, Debug, Hash)]
 pub(super) struct Asked {
@@ -45,7 +60,7 @@ pub(super) struct Asked {
     pub(super) task: TaskId,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Monitor {
     pub(super) now: Millis,
     pub(super) rows: Map<RootId, RowSeen>,
@@ -59,6 +74,8 @@ pub struct Monitor {
     pub(super) restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
     pub(super) findings: Findings<Invariant>,
 }
+
+clone_in_place!(Monitor { now, dead, restore, findings } maps { rows, workers, asked, sends, replies });
 
 pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
     (normalize(token), normalize(req))

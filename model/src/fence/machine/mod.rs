@@ -90,7 +90,7 @@ pub struct Wait {
     pub deadline_at: Millis,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Worker {
     pub path: Path,
     pub task: TaskId,
@@ -105,6 +105,17 @@ pub struct Worker {
     pub used_reqs: Set<Req>,
 }
 
+clone_in_place!(Worker {
+    path,
+    task,
+    root,
+    binding,
+    sealed_token,
+    unanswered_end,
+    waiting,
+    used_reqs
+});
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskStatus {
@@ -115,7 +126,7 @@ pub enum TaskStatus {
 }
 
 /// The whole fence system's state. Compared and hashed as a value.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct FenceState {
     pub now: Millis,
     pub table: Table,
@@ -126,13 +137,37 @@ pub struct FenceState {
     pub tasks: Map<TaskId, (RootId, TaskStatus)>,
 }
 
+clone_in_place!(FenceState { now, table, queue } maps { mailbox, workers, tasks });
+
 /// The fence machine. `P` is its planted flaw: [`Sound`] (none, by type: the machine everyone
 /// runs) unless it was made by [`Plantable::with_flaw`](crate::Plantable::with_flaw).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct FenceMachine<P = Sound> {
     state: FenceState,
     outputs: VecDeque<Output>,
     plant: P,
+}
+
+/// A clone in place keeps the state's buffers (`clone_in_place!`).
+impl<P: Clone> Clone for FenceMachine<P> {
+    fn clone(&self) -> FenceMachine<P> {
+        FenceMachine {
+            state: self.state.clone(),
+            outputs: self.outputs.clone(),
+            plant: self.plant.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &FenceMachine<P>) {
+        let FenceMachine {
+            state,
+            outputs,
+            plant,
+        } = self;
+        state.clone_from(&source.state);
+        outputs.clone_from(&source.outputs);
+        plant.clone_from(&source.plant);
+    }
 }
 
 machine!(FenceMachine "fence" { state: FenceState }
