@@ -120,9 +120,13 @@ pub struct Explored<I, V> {
     pub deepest: Vec<I>,
 }
 
+/// An explorer state: a machine and its monitor, in one allocation.
+type Stored<M> = Box<(M, <M as Machine>::Monitor)>;
+
+/// A state still to expand: the machine and its monitor, boxed (moved from the core that made
+/// it to the frontier and back as one pointer), its place among the visited states and its depth.
 struct Node<M: Machine> {
-    machine: M,
-    monitor: M::Monitor,
+    state: Stored<M>,
     index: usize,
     depth: usize,
 }
@@ -163,8 +167,7 @@ pub fn explore<M: Explore>(
     // chunk at the back.
     let mut frontier: VecDeque<Vec<Node<M>>> = VecDeque::new();
     frontier.push_back(vec![Node {
-        machine: start,
-        monitor,
+        state: Box::new((start, monitor)),
         index: 0,
         depth: 0,
     }]);
@@ -195,7 +198,7 @@ pub fn explore<M: Explore>(
         }
         result.depth = result.depth.max(depth);
         if depth >= max_depth {
-            result.deepest = path_to(&origin, bounds, &parents, first.index);
+            result.deepest = path_to(&origin, bounds, &parents, first.index, None);
             result.truncated = true;
             break;
         }
@@ -221,27 +224,25 @@ pub fn explore<M: Explore>(
                     .drain(..)
                     .find(|b| target.is_none_or(|t| b.invariant == t))
                 {
-                    let mut path = path_to(&origin, bounds, &parents, index);
-                    path.push(s.input.clone());
+                    let path = path_to(&origin, bounds, &parents, index, Some(s.ordinal));
                     result.counterexample = Some((path, b));
                     return result;
                 }
                 // A successor found twice within the chunk stays where it is, and is dropped
                 // with the others below.
-                let Some(&(_, _, key)) = s.next.as_ref() else {
+                let Some(&(_, key)) = s.next.as_ref() else {
                     continue;
                 };
                 if !seen.insert(key) {
                     continue;
                 }
-                let Some((machine, monitor, _)) = s.next.take() else {
+                let Some((state, _)) = s.next.take() else {
                     continue;
                 };
                 parents.push((index, s.ordinal));
                 result.states += 1;
                 let node = Node {
-                    machine,
-                    monitor,
+                    state,
                     index: parents.len() - 1,
                     depth: depth + 1,
                 };
@@ -279,13 +280,17 @@ struct Known<'a, V> {
 
 /// One input taken from a state: where it leads, unless that state was seen before the chunk
 /// (then only what the transition covered, reached and broke is kept: most successors are such
-/// duplicates, and dropping them at once keeps the chunk's memory to its new states).
+/// duplicates, and dropping them at once keeps the chunk's memory to its new states). The input
+/// itself is not kept: its place in the alphabet names it, and a counterexample's last input is
+/// found again from there. A successor is small (the state boxed, only when new), so a chunk's
+/// successors take little memory: held inline, a state and an input in each of the several
+/// successors of 4 096 states took some 20 MB a chunk, freed and taken again chunk after chunk
+/// — the allocator handed the emptied pages back to the system and faulted them in again.
 struct Successor<M: Machine> {
-    input: M::Input,
     /// The input's place in the alphabet of the state it was taken from.
     ordinal: u32,
-    /// The state it leads to, its monitor and its key, unless seen before the chunk.
-    next: Option<(M, M::Monitor, u64)>,
+    /// The state it leads to with its monitor, and its key, unless seen before the chunk.
+    next: Option<(Stored<M>, u64)>,
     /// The coverage points and the invariants it reached that were not known before the chunk.
     covered: Vec<String>,
     reached: Vec<M::Invariant>,
@@ -300,21 +305,46 @@ fn expand<M: Explore>(
     key: &(impl Fn(&M, &M::Monitor) -> u64 + Sync),
     known: &Known<M::Invariant>,
 ) -> Vec<Successor<M>> {
-    let inputs = node.machine.alphabet(bounds);
+    let (machine, monitor) = &*node.state;
+    let inputs = machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
+    // Each input is taken from a copy of the state made in place over the one the last input
+    // led to (`Clone::clone_from`: a machine's buffers are kept), unless that one was new and
+    // went to the frontier: a successor seen before costs no allocation where the machine's
+    // clone reuses them.
+    let mut scratch: Option<(M, M::Monitor)> = None;
+    // Whether the scratch monitor has observed a step since it was copied (a refused input
+    // leaves it as it was).
+    let mut observed = false;
+    let mut steps = Vec::new();
+    let mut outputs: Vec<M::Output> = Vec::new();
     for (ordinal, input) in (0..).zip(inputs) {
-        let mut m = node.machine.clone();
-        let (steps, ok) = take(&mut m, &input);
-        if !ok {
+        let (m, mon) = match &mut scratch {
+            Some((m, mon)) => {
+                m.clone_from(machine);
+                if observed {
+                    mon.clone_from(monitor);
+                }
+                (m, mon)
+            }
+            None => {
+                let (m, mon) = scratch.insert((machine.clone(), monitor.clone()));
+                (m, mon)
+            }
+        };
+        observed = false;
+        steps.clear();
+        if turnfence_model::step(m, &input, &mut steps).is_err() {
             continue;
         }
-        let mut mon = node.monitor.clone();
+        observed = true;
         let mut broken = Vec::new();
         for step in &steps {
             broken.extend(mon.observe(step));
         }
-        let outputs: Vec<M::Output> = steps.into_iter().flat_map(|s| s.outputs).collect();
-        let mut covered = node.machine.covered(&input, &outputs);
+        outputs.clear();
+        outputs.extend(steps.drain(..).flat_map(|s| s.outputs));
+        let mut covered = machine.covered(&input, &outputs);
         covered.retain(|p| !known.coverage.contains(p));
         let reached = mon
             .reached()
@@ -322,11 +352,15 @@ fn expand<M: Explore>(
             .filter(|v| !known.reached.contains(v))
             .copied()
             .collect();
-        let k = key(&m, &mon);
+        let k = key(m, mon);
+        let next = if known.seen.contains(&k) {
+            None
+        } else {
+            scratch.take().map(|state| (Box::new(state), k))
+        };
         out.push(Successor {
-            input,
             ordinal,
-            next: (!known.seen.contains(&k)).then_some((m, mon, k)),
+            next,
             covered,
             reached,
             broken,
@@ -343,14 +377,16 @@ pub fn exhaustive<M: Explore>(make: &dyn Fn() -> M, bounds: &M::Bounds) -> Explo
 
 /// The inputs from the start to a visited state: its ancestors' places in their parents'
 /// alphabets, replayed from the start (the machine is pure: the same inputs lead to the same
-/// states, the ones the exploration kept).
+/// states, the ones the exploration kept); then, if given, the input at place `then` of that
+/// state's alphabet.
 fn path_to<M: Explore>(
     origin: &M,
     bounds: &M::Bounds,
     parents: &[(usize, u32)],
     mut at: usize,
+    then: Option<u32>,
 ) -> Vec<M::Input> {
-    let mut ordinals = Vec::new();
+    let mut ordinals: Vec<u32> = then.into_iter().collect();
     while at != 0 {
         let (parent, ordinal) = parents[at];
         ordinals.push(ordinal);
