@@ -211,7 +211,9 @@ pub fn explore<M: Explore>(
         // to: memory is freed by the thread that allocates again, and reused at once.
         let mut expanded: Vec<(usize, Vec<Successor<M>>)> = chunk
             .into_par_iter()
-            .map(|node| (node.index, expand(&node, bounds, &key, &known)))
+            .map_init(Scratch::default, |scratch, node| {
+                (node.index, expand(&node, bounds, &key, &known, scratch))
+            })
             .collect();
         for (index, successors) in &mut expanded {
             let index = *index;
@@ -299,27 +301,48 @@ struct Successor<M: Machine> {
 
 /// Every input of the alphabet taken from `node`, in the alphabet's order (refused ones left
 /// out): the part of exploring that runs on every core.
+/// What one core expands states with, kept from state to state: the copy each input is taken
+/// from, and the buffers of a transition's steps and outputs.
+struct Scratch<M: Machine> {
+    /// A machine and monitor to copy each state into in place (`Clone::clone_from`: a machine's
+    /// buffers are kept), unless the last one copied was new and went to the frontier.
+    state: Option<(M, M::Monitor)>,
+    steps: Vec<turnfence_model::StepOf<M>>,
+    outputs: Vec<M::Output>,
+}
+
+impl<M: Machine> Default for Scratch<M> {
+    fn default() -> Scratch<M> {
+        Scratch {
+            state: None,
+            steps: Vec::new(),
+            outputs: Vec::new(),
+        }
+    }
+}
+
 fn expand<M: Explore>(
     node: &Node<M>,
     bounds: &M::Bounds,
     key: &(impl Fn(&M, &M::Monitor) -> u64 + Sync),
     known: &Known<M::Invariant>,
+    scratch: &mut Scratch<M>,
 ) -> Vec<Successor<M>> {
     let (machine, monitor) = &*node.state;
     let inputs = machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
-    // Each input is taken from a copy of the state made in place over the one the last input
-    // led to (`Clone::clone_from`: a machine's buffers are kept), unless that one was new and
-    // went to the frontier: a successor seen before costs no allocation where the machine's
-    // clone reuses them.
-    let mut scratch: Option<(M, M::Monitor)> = None;
-    // Whether the scratch monitor has observed a step since it was copied (a refused input
-    // leaves it as it was).
-    let mut observed = false;
-    let mut steps = Vec::new();
-    let mut outputs: Vec<M::Output> = Vec::new();
+    // Each input is taken from a copy of the state made over the scratch one, so a successor
+    // seen before costs no allocation where the machine's clone keeps its buffers.
+    let Scratch {
+        state: scratch,
+        steps,
+        outputs,
+    } = scratch;
+    // Whether the scratch monitor may differ from this state's (it was another state's, or it
+    // observed a step; a refused input leaves it as it was).
+    let mut observed = true;
     for (ordinal, input) in (0..).zip(inputs) {
-        let (m, mon) = match &mut scratch {
+        let (m, mon) = match scratch {
             Some((m, mon)) => {
                 m.clone_from(machine);
                 if observed {
@@ -334,17 +357,17 @@ fn expand<M: Explore>(
         };
         observed = false;
         steps.clear();
-        if turnfence_model::step(m, &input, &mut steps).is_err() {
+        if turnfence_model::step(m, &input, steps).is_err() {
             continue;
         }
         observed = true;
         let mut broken = Vec::new();
-        for step in &steps {
+        for step in steps.iter() {
             broken.extend(mon.observe(step));
         }
         outputs.clear();
         outputs.extend(steps.drain(..).flat_map(|s| s.outputs));
-        let mut covered = machine.covered(&input, &outputs);
+        let mut covered = machine.covered(&input, outputs);
         covered.retain(|p| !known.coverage.contains(p));
         let reached = mon
             .reached()
