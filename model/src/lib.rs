@@ -304,7 +304,10 @@ macro_rules! misuse {
 /// compile (the pattern in `clone_from` names them all).
 macro_rules! clone_in_place {
     ($ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?) => {
-        impl Clone for $ty {
+        clone_in_place!(<> $ty { $($field),* } $(maps { $($map),+ })?);
+    };
+    (<$($g:ident),*> $ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?) => {
+        impl<$($g: Clone),*> Clone for $ty<$($g),*> {
             fn clone(&self) -> Self {
                 $ty {
                     $($field: self.$field.clone(),)*

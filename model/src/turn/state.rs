@@ -126,7 +126,7 @@ pub struct Child {
     pub answered: bool,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Turn {
     pub id: TurnId,
     pub generation: Generation,
@@ -146,6 +146,21 @@ pub struct Turn {
     /// Speech may interrupt it (`false` only under a profile that has uninterruptible turns).
     pub interruptible: bool,
 }
+
+clone_in_place!(Turn {
+    id,
+    generation,
+    mode,
+    accepted_at,
+    deadline_at,
+    budget,
+    phase,
+    children,
+    last_delivered_seq,
+    model_done,
+    played,
+    interruptible
+});
 
 impl Turn {
     pub fn child(&self, id: &str) -> Option<&Child> {
@@ -173,11 +188,13 @@ pub struct Frame {
 /// The playback buffer: frames in the order they play, kept as runs of equal frames (a stretch
 /// of audio measured in milliseconds is one run, not thousands of entries). Runs are merged as
 /// they are pushed, so one sequence of frames has one form, and states compare as values.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Playback {
     runs: VecDeque<(Frame, u32)>,
     len: usize,
 }
+
+clone_in_place!(Playback { runs, len });
 
 impl Playback {
     /// Frames waiting, in all.
@@ -288,7 +305,7 @@ pub struct Stored {
 }
 
 /// The client's view of the stream.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Default, PartialEq, Eq, Hash, Serialize)]
 pub struct Client {
     pub connected: bool,
     /// Highest store seq the client has taken in (seqs arrive in order, possibly repeated).
@@ -299,6 +316,14 @@ pub struct Client {
     /// What the client has rendered so far, per turn, in the order turns first appeared.
     pub rendered: Vec<(TurnId, String)>,
 }
+
+clone_in_place!(Client {
+    connected,
+    received,
+    acked,
+    disconnected_at,
+    rendered
+});
 
 impl Client {
     /// The text rendered so far for a turn, created empty on first use.
@@ -315,7 +340,7 @@ impl Client {
 }
 
 /// The whole session. Compared and hashed as a value, so a state can be fingerprinted.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Session {
     /// The rule choices this session follows.
     #[serde(skip_serializing_if = "Profile::is_lab")]
@@ -339,6 +364,20 @@ pub struct Session {
     pub store: Vec<Stored>,
     pub client: Client,
 }
+
+clone_in_place!(Session {
+    profile,
+    now,
+    active_generation,
+    max_generation,
+    turns,
+    playback,
+    paused,
+    user_speaking,
+    interruption_due,
+    store,
+    client
+});
 
 impl Default for Session {
     fn default() -> Session {

@@ -148,27 +148,7 @@ pub struct FenceMachine<P = Sound> {
     plant: P,
 }
 
-/// A clone in place keeps the state's buffers (`clone_in_place!`).
-impl<P: Clone> Clone for FenceMachine<P> {
-    fn clone(&self) -> FenceMachine<P> {
-        FenceMachine {
-            state: self.state.clone(),
-            outputs: self.outputs.clone(),
-            plant: self.plant.clone(),
-        }
-    }
-
-    fn clone_from(&mut self, source: &FenceMachine<P>) {
-        let FenceMachine {
-            state,
-            outputs,
-            plant,
-        } = self;
-        state.clone_from(&source.state);
-        outputs.clone_from(&source.outputs);
-        plant.clone_from(&source.plant);
-    }
-}
+clone_in_place!(<P> FenceMachine { state, outputs, plant });
 
 machine!(FenceMachine "fence" { state: FenceState }
     due: expire_waits, timeout: wait_end, monitor: fresh_monitor, planted: plant_flaw);

@@ -27,7 +27,7 @@ pub(super) struct ChildSeen {
     pub(super) cancelled: bool,
 }
 
-#[derive(Clone, Debug, Default, Hash)]
+#[derive(Debug, Default, Hash)]
 pub(super) struct TurnSeen {
     pub(super) generation: Generation,
     pub(super) deadline_at: Option<Millis>,
@@ -40,6 +40,10 @@ pub(super) struct TurnSeen {
     pub(super) children: Map<ChildId, ChildSeen>,
     pub(super) last_seq: Map<Generation, Seq>,
 }
+
+clone_in_place!(TurnSeen {
+    generation, deadline_at, budget, cancelled, by_deadline, cancel_effects, terminal
+} maps { children, last_seq });
 
 impl TurnSeen {
     pub(super) fn stopping(&self) -> bool {
@@ -107,7 +111,7 @@ impl Audio {
 }
 
 /// The monitor: feed it a run, collect the violations.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Monitor {
     /// The rule choices judged by (the invariants a profile has).
     pub(super) profile: Profile,
@@ -153,6 +157,11 @@ pub struct Monitor {
     /// The turns accepted uninterruptible.
     pub(super) uninterruptible: Set<TurnId>,
 }
+
+clone_in_place!(Monitor {
+    profile, now, active_generation, store, client_received, disconnected_at, replayed, reported,
+    expect, findings, fenced_below, stale_stop, pause, user_speaking, uninterruptible
+} maps { turns, client_text, moments, refusals, audio, calls });
 
 /// A turn's moment a later violation's story starts at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

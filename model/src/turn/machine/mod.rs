@@ -36,12 +36,14 @@ pub const TTS_CHECKPOINT: &str = "buffer_cleared";
 /// The turn machine of one session. `P` is its planted flaw: [`Sound`] (none, by type: the
 /// machine everyone runs) unless it was made by
 /// [`Plantable::with_flaw`](crate::Plantable::with_flaw).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct TurnMachine<P = Sound> {
     session: Session,
     outputs: VecDeque<Output>,
     plant: P,
 }
+
+clone_in_place!(<P> TurnMachine { session, outputs, plant });
 
 /// Whether the planted flaw is this one: for the sound machine a constant `false` that compiles
 /// away. Defined before the concepts' modules, so that each of them can use it.
