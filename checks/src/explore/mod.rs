@@ -289,8 +289,9 @@ struct Known<'a, V> {
 /// itself is not kept: its place in the alphabet names it, and a counterexample's last input is
 /// found again from there. A successor is small (the state boxed, only when new), so a chunk's
 /// successors take little memory: held inline, a state and an input in each of the several
-/// successors of 4 096 states (the chunk then) took some 20 MB a chunk, freed and taken again chunk after chunk
-/// — the allocator handed the emptied pages back to the system and faulted them in again.
+/// successors of 4 096 states (the chunk then) took some 20 MB a chunk, freed and taken again
+/// chunk after chunk — the allocator handed the emptied pages back to the system and faulted
+/// them in again.
 struct Successor<M: Machine> {
     /// The input's place in the alphabet of the state it was taken from.
     ordinal: u32,
@@ -302,8 +303,6 @@ struct Successor<M: Machine> {
     broken: Vec<Violation<M::Invariant>>,
 }
 
-/// Every input of the alphabet taken from `node`, in the alphabet's order (refused ones left
-/// out): the part of exploring that runs on every core.
 /// What one core expands states with, kept from state to state: the copy each input is taken
 /// from, and the buffers of a transition's steps and outputs.
 struct Scratch<M: Machine> {
@@ -324,6 +323,8 @@ impl<M: Machine> Default for Scratch<M> {
     }
 }
 
+/// Every input of the alphabet taken from `node`, in the alphabet's order (refused ones left
+/// out): the part of exploring that runs on every core.
 fn expand<M: Explore>(
     node: &Node<M>,
     bounds: &M::Bounds,
