@@ -327,7 +327,7 @@ macro_rules! clone_in_place {
 /// Makes `dst` equal to `src` keeping `dst`'s buffer, and each entry's value overwritten in
 /// place where `dst` had an entry at that position (its `clone_from`): no allocation when `dst`
 /// had as many entries, of values that hold as much.
-pub fn clone_map_from<K: Clone, V: Clone>(
+pub(crate) fn clone_map_from<K: Clone, V: Clone>(
     dst: &mut litemap::LiteMap<K, V>,
     src: &litemap::LiteMap<K, V>,
 ) {

@@ -206,60 +206,42 @@ fn a_bound_sets_profile_is_the_one_explored() {
 /// fingerprint, and the same successor for every input of the alphabet. The two walks are of
 /// any lengths, so the copy overwrites maps, sets and vectors longer, shorter and as long as
 /// its source's; each of the machine's bound sets is drawn (a turn machine's profiles too).
-fn copied_in_place_is_its_source<M>(choices: (usize, Vec<u8>, Vec<u8>)) -> Result<(), String>
+fn copied_in_place_is_its_source<M>(
+    (set, a, b): (usize, Vec<u8>, Vec<u8>),
+) -> Result<(), proptest::test_runner::TestCaseError>
 where
     M: Explore + Default + std::fmt::Debug,
     M::Monitor: std::fmt::Debug,
 {
+    use proptest::prop_assert_eq;
     use turnfence_checks::fuzz::take;
     use turnfence_model::Monitor as _;
-    let (set, a, b) = choices;
     let mut sets: Vec<M::Bounds> = M::ci_bounds().into_iter().map(|(_, b)| b).collect();
     sets.push(M::hunt_bounds());
     let bounds = &sets[set % sets.len()];
-    let walk = |choices: &[u8]| {
-        let (mut m, mut mon) = explore::start(&|| M::default().bounded(bounds));
-        for &choice in choices {
-            let inputs = m.alphabet(bounds);
-            let Some(input) = inputs.get(choice as usize % inputs.len().max(1)) else {
-                break;
-            };
-            let (steps, _) = take(&mut m, input);
-            steps.iter().for_each(|s| drop(mon.observe(s)));
-        }
-        (m, mon)
-    };
-    let (source, source_monitor) = walk(&a);
-    let (mut copy, mut copy_monitor) = walk(&b);
+    let (source, source_monitor) = crate::walk(&M::default, bounds, &a);
+    let (mut copy, mut copy_monitor) = crate::walk(&M::default, bounds, &b);
     copy.clone_from(&source);
     copy_monitor.clone_from(&source_monitor);
-    let same = |what: &str, x: String, y: String| match x == y {
-        true => Ok(()),
-        false => Err(format!("{what} differs: copy {x}\nsource {y}")),
-    };
-    same("machine", format!("{copy:?}"), format!("{source:?}"))?;
-    same(
-        "monitor",
-        format!("{copy_monitor:?}"),
-        format!("{source_monitor:?}"),
-    )?;
-    same(
-        "fingerprint",
-        explore::fingerprint(&copy, &copy_monitor).to_string(),
-        explore::fingerprint(&source, &source_monitor).to_string(),
-    )?;
+    prop_assert_eq!(format!("{copy:?}"), format!("{source:?}"));
+    prop_assert_eq!(format!("{copy_monitor:?}"), format!("{source_monitor:?}"));
+    prop_assert_eq!(
+        explore::fingerprint(&copy, &copy_monitor),
+        explore::fingerprint(&source, &source_monitor)
+    );
     for input in source.alphabet(bounds) {
         let after = |m: &M, mon: &M::Monitor| {
             let (mut m, mut mon) = (m.clone(), mon.clone());
             let (steps, ok) = take(&mut m, &input);
             steps.iter().for_each(|s| drop(mon.observe(s)));
-            format!("{ok} {}", explore::fingerprint(&m, &mon))
+            (ok, explore::fingerprint(&m, &mon))
         };
-        same(
-            "successor",
+        prop_assert_eq!(
             after(&copy, &copy_monitor),
             after(&source, &source_monitor),
-        )?;
+            "after {:?}",
+            input
+        );
     }
     Ok(())
 }
@@ -277,9 +259,7 @@ fn a_state_copied_in_place_is_its_source() {
         ),
         ("turn", copied_in_place_is_its_source::<TurnMachine>),
     ] {
-        let result = crate::runner(seed).run(&choices, |c| {
-            copied(c).map_err(proptest::test_runner::TestCaseError::fail)
-        });
+        let result = crate::runner(seed).run(&choices, copied);
         if let Err(e) = result {
             panic!("{machine}: reproduce: TURNFENCE_SEED={seed} cargo test -p turnfence-checks --test it explore::a_state_copied\n{e}");
         }

@@ -63,6 +63,28 @@ pub fn runner_with(seed: u64, config: Config) -> TestRunner {
 }
 
 /// insta settings that keep every snapshot in the workspace's top-level `snapshots/`.
+/// A random walk over a machine's bounded alphabet from where exploring starts (the machine as
+/// the bounds make it, after its prelude): at each step the input `choice` picks, modulo the
+/// alphabet's length, taken and observed; it stops early where the alphabet is empty.
+pub fn walk<M: turnfence_checks::explore::Explore>(
+    make: &dyn Fn() -> M,
+    bounds: &M::Bounds,
+    choices: &[u8],
+) -> (M, M::Monitor) {
+    use turnfence_model::Monitor as _;
+    let (mut m, mut mon) = turnfence_checks::explore::start(&|| make().bounded(bounds));
+    for &choice in choices {
+        let inputs = m.alphabet(bounds);
+        if inputs.is_empty() {
+            break;
+        }
+        let input = &inputs[choice as usize % inputs.len()];
+        let (steps, _) = turnfence_checks::fuzz::take(&mut m, input);
+        steps.iter().for_each(|s| drop(mon.observe(s)));
+    }
+    (m, mon)
+}
+
 pub fn snapshot_settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(concat!(env!("CARGO_MANIFEST_DIR"), "/../snapshots"));

@@ -189,16 +189,7 @@ fn shuffled(names: &[Id], keys: &[u32]) -> BTreeMap<Id, Id> {
 /// the renamed successor, with the same violations.
 fn commutes<P: Plant<fence::Flaw>>(make: &dyn Fn() -> FenceMachine<P>, walk: &[u8], keys: &[u32]) {
     let bounds = FenceMachine::<P>::hunt_bounds();
-    let (mut m, mut mon) = explore::start(make);
-    for &choice in walk {
-        let inputs = m.alphabet(&bounds);
-        if inputs.is_empty() {
-            break;
-        }
-        let input = &inputs[choice as usize % inputs.len()];
-        let (steps, _) = take(&mut m, input);
-        steps.iter().for_each(|s| drop(mon.observe(s)));
-    }
+    let (m, mon) = crate::walk(make, &bounds, walk);
     let (tokens, reqs) = names(&m, &mon);
     let (tk, rk) = keys.split_at(keys.len() / 2);
     let r = Renaming::new(shuffled(&tokens, tk), shuffled(&reqs, rk));
