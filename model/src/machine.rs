@@ -182,12 +182,34 @@ impl<V: Invariant> Violation<V> {
 /// What a monitor found and saw put to the test — the part every monitor shares, apart from
 /// what it remembers of the run: the violations, the invariants reached, the step count, and
 /// the one invariant it reports when it reports one only.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Findings<V> {
     only: Option<V>,
     step: usize,
     violations: Vec<Violation<V>>,
     reached: BTreeSet<V>,
+}
+
+/// A clone in place keeps the violations' buffer, and the invariants reached where they are the
+/// same already (a B-tree's clone allocates; state to state, they mostly are).
+impl<V: Clone + Ord> Clone for Findings<V> {
+    fn clone(&self) -> Findings<V> {
+        Findings {
+            only: self.only.clone(),
+            step: self.step,
+            violations: self.violations.clone(),
+            reached: self.reached.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Findings<V>) {
+        self.only.clone_from(&source.only);
+        self.step = source.step;
+        self.violations.clone_from(&source.violations);
+        if self.reached != source.reached {
+            self.reached.clone_from(&source.reached);
+        }
+    }
 }
 
 impl<V> Default for Findings<V> {

@@ -246,6 +246,70 @@ where
     Ok(())
 }
 
+/// A turn state copied in place over one that differs only in a text — a tool's name, a
+/// checkpoint, an idempotency key, a streamed piece — or in how a commit ended is its source:
+/// each text is copied into the buffer it overwrites, in the machine (a child's kind and state,
+/// the store) and in the monitor (what it saw of a child, of the store). The explorer's
+/// alphabet names one tool, one key and one text, so its walks never put two texts side by side.
+#[test]
+fn a_turn_state_copied_in_place_over_other_texts_is_its_source() {
+    use turnfence_model::turn::Input;
+    use turnfence_model::Monitor as _;
+    let story = |text: &str, fate: &str, to: usize| {
+        let lines = [
+            r#"{"at":0,"input":"accept","turn":"t","generation":1,"mode":"text"}"#.to_owned(),
+            format!(
+                r#"{{"at":1,"input":"delta","turn":"t","generation":1,"seq":1,"text":"{text}"}}"#
+            ),
+            format!(
+                r#"{{"at":2,"input":"spawn","turn":"t","child":"c","kind":{{"tool":{{"name":"{text}","cancellable":false}}}}}}"#
+            ),
+            format!(
+                r#"{{"at":3,"input":"commit_sent","turn":"t","child":"c","idempotency_key":"{text}"}}"#
+            ),
+            format!(r#"{{"at":4,"input":"{fate}","turn":"t","child":"c"}}"#),
+            r#"{"at":5,"input":"spawn","turn":"t","child":"m","kind":"model"}"#.to_owned(),
+            r#"{"at":6,"input":"stop","turn":"t","request_id":"r"}"#.to_owned(),
+            format!(r#"{{"at":7,"input":"checkpoint","turn":"t","child":"m","phase":"{text}"}}"#),
+        ];
+        let (mut m, mut mon) = explore::start(&<TurnMachine>::default);
+        for line in &lines[..to] {
+            let input: Input = serde_json::from_str(line).expect(line);
+            let (steps, ok) = turnfence_checks::fuzz::take(&mut m, &input);
+            assert!(ok, "refused: {line}");
+            steps.iter().for_each(|s| drop(mon.observe(s)));
+        }
+        (m, mon)
+    };
+    let texts = ["k", "a-much-longer-text-than-k"];
+    let fates = ["commit_acked", "commit_failed"];
+    let stories: Vec<(&str, &str)> = texts.iter().flat_map(|&t| fates.map(|f| (t, f))).collect();
+    for to in 2..=8 {
+        for (&(a, fa), &(b, fb)) in stories
+            .iter()
+            .flat_map(|x| stories.iter().map(move |y| (x, y)))
+            .filter(|(x, y)| x != y)
+        {
+            let (source, source_monitor) = story(a, fa, to);
+            let (mut copy, mut copy_monitor) = story(b, fb, to);
+            copy.clone_from(&source);
+            copy_monitor.clone_from(&source_monitor);
+            let (shown, monitor_shown) = (format!("{source:?}"), format!("{source_monitor:?}"));
+            assert!(shown.contains(&format!("{a:?}")) && monitor_shown.contains(&format!("{a:?}")));
+            assert_eq!(format!("{copy:?}"), shown, "the machine, {to} inputs");
+            assert_eq!(
+                format!("{copy_monitor:?}"),
+                monitor_shown,
+                "the monitor, {to} inputs"
+            );
+            assert_eq!(
+                explore::fingerprint(&copy, &copy_monitor),
+                explore::fingerprint(&source, &source_monitor)
+            );
+        }
+    }
+}
+
 #[test]
 fn a_state_copied_in_place_is_its_source() {
     use proptest::prelude::*;

@@ -56,7 +56,7 @@ impl Phase {
 }
 
 /// A child's state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ChildState {
     Running,
@@ -66,6 +66,45 @@ pub enum ChildState {
     Committed { idempotency_key: String },
     CommitFailed { idempotency_key: String },
     CommitUnknown { idempotency_key: String },
+}
+
+/// A clone in place over a state of the same kind keeps its text's buffer.
+impl Clone for ChildState {
+    fn clone(&self) -> ChildState {
+        match self {
+            ChildState::Running => ChildState::Running,
+            ChildState::Completed => ChildState::Completed,
+            ChildState::Cancelled { checkpoint } => ChildState::Cancelled {
+                checkpoint: checkpoint.clone(),
+            },
+            ChildState::CommitSent { idempotency_key } => ChildState::CommitSent {
+                idempotency_key: idempotency_key.clone(),
+            },
+            ChildState::Committed { idempotency_key } => ChildState::Committed {
+                idempotency_key: idempotency_key.clone(),
+            },
+            ChildState::CommitFailed { idempotency_key } => ChildState::CommitFailed {
+                idempotency_key: idempotency_key.clone(),
+            },
+            ChildState::CommitUnknown { idempotency_key } => ChildState::CommitUnknown {
+                idempotency_key: idempotency_key.clone(),
+            },
+        }
+    }
+
+    fn clone_from(&mut self, source: &ChildState) {
+        use ChildState::*;
+        match (self, source) {
+            (Cancelled { checkpoint: a }, Cancelled { checkpoint: b })
+            | (CommitSent { idempotency_key: a }, CommitSent { idempotency_key: b })
+            | (Committed { idempotency_key: a }, Committed { idempotency_key: b })
+            | (CommitFailed { idempotency_key: a }, CommitFailed { idempotency_key: b })
+            | (CommitUnknown { idempotency_key: a }, CommitUnknown { idempotency_key: b }) => {
+                a.clone_from(b)
+            }
+            (this, source) => *this = source.clone(),
+        }
+    }
 }
 
 impl ChildState {
@@ -111,7 +150,7 @@ impl ChildState {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Child {
     pub id: ChildId,
     pub kind: ChildKind,
@@ -125,6 +164,16 @@ pub struct Child {
     /// (`livekit-agents`.) The tool call was answered; elsewhere always `false`.
     pub answered: bool,
 }
+
+clone_in_place!(Child {
+    id,
+    kind,
+    state,
+    temporary_outputs,
+    cancel_requested,
+    reconcile_enqueued,
+    answered
+});
 
 #[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Turn {
@@ -297,12 +346,18 @@ impl Playback {
 }
 
 /// One event of the stream store. Seqs are the store's, 1, 2, 3… per session.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Stored {
     pub turn: TurnId,
     pub text: Option<String>,
     pub terminal: bool,
 }
+
+clone_in_place!(Stored {
+    turn,
+    text,
+    terminal
+});
 
 /// The client's view of the stream.
 #[derive(Debug, Default, PartialEq, Eq, Hash, Serialize)]

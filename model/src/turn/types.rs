@@ -43,7 +43,7 @@ impl Budget {
 }
 
 /// What kind of work a child of a turn does.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ChildKind {
@@ -51,6 +51,37 @@ pub enum ChildKind {
     Model,
     Tts,
     Tool { name: String, cancellable: bool },
+}
+
+/// A clone in place keeps a tool's name's buffer (a copy of a turn's state allocates nothing).
+impl Clone for ChildKind {
+    fn clone(&self) -> ChildKind {
+        match self {
+            ChildKind::Retrieval => ChildKind::Retrieval,
+            ChildKind::Model => ChildKind::Model,
+            ChildKind::Tts => ChildKind::Tts,
+            ChildKind::Tool { name, cancellable } => ChildKind::Tool {
+                name: name.clone(),
+                cancellable: *cancellable,
+            },
+        }
+    }
+
+    fn clone_from(&mut self, source: &ChildKind) {
+        match (self, source) {
+            (
+                ChildKind::Tool { name, cancellable },
+                ChildKind::Tool {
+                    name: n,
+                    cancellable: c,
+                },
+            ) => {
+                name.clone_from(n);
+                *cancellable = *c;
+            }
+            (this, source) => *this = source.clone(),
+        }
+    }
 }
 
 impl ChildKind {

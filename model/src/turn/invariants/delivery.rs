@@ -1,7 +1,7 @@
 //! The monitor's account of delivery: deltas delivered and frames played (never late, seqs in
 //! order), and the store's events as the client takes them in, resumes and renders them.
 
-use super::memory::{Moment, Monitor};
+use super::memory::{Moment, Monitor, StoredSeen};
 use super::Invariant;
 use crate::turn::machine::RESUME_TTL_MS;
 use crate::turn::types::*;
@@ -73,7 +73,8 @@ impl Monitor {
             return;
         }
         self.client_received = seq;
-        if let Some((turn, text, _)) = self.store.get((seq as usize).wrapping_sub(1)) {
+        if let Some(StoredSeen { turn, text, .. }) = self.store.get((seq as usize).wrapping_sub(1))
+        {
             let rendered = self.client_text.entry(turn.clone()).or_default();
             if let Some(text) = text {
                 rendered.push_str(text);
@@ -151,8 +152,8 @@ impl Monitor {
         let persisted: String = self
             .store
             .iter()
-            .filter(|(t, _, _)| t == turn)
-            .filter_map(|(_, text, _)| text.as_deref())
+            .filter(|p| p.turn == turn)
+            .filter_map(|p| p.text.as_deref())
             .collect();
         if text != persisted {
             self.violate(

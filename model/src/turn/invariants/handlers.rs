@@ -1,7 +1,7 @@
 //! The monitor's handlers: each input, each output and each end of step, dispatched by kind to the
 //! handler of its subject; what the input demanded of its step's outputs; the end of the run.
 
-use super::memory::{ChildObs, Monitor, StepExpect, TurnSeen};
+use super::memory::{ChildObs, Monitor, StepExpect, StoredSeen, TurnSeen};
 use super::Invariant;
 use crate::turn::types::*;
 
@@ -216,7 +216,11 @@ impl Monitor {
                 text,
                 terminal,
                 ..
-            } => self.store.push((turn.clone(), text.clone(), *terminal)),
+            } => self.store.push(StoredSeen {
+                turn: turn.clone(),
+                text: text.clone(),
+                terminal: *terminal,
+            }),
             Output::ResumeRefused { after_seq, reason } => {
                 self.on_resume_refused(*after_seq, *reason)
             }

@@ -9,7 +9,7 @@ use crate::turn::types::*;
 use crate::turn::Profile;
 use crate::{Findings, Millis};
 
-#[derive(Clone, Debug, PartialEq, Hash)]
+#[derive(Debug, PartialEq, Hash)]
 pub(super) enum ChildObs {
     Running,
     Resolved,
@@ -17,7 +17,39 @@ pub(super) enum ChildObs {
     Effect { key: String, uncertain: bool },
 }
 
-#[derive(Clone, Debug, Hash)]
+/// A clone in place over an observation of the same kind keeps its key's buffer.
+impl Clone for ChildObs {
+    fn clone(&self) -> ChildObs {
+        match self {
+            ChildObs::Running => ChildObs::Running,
+            ChildObs::Resolved => ChildObs::Resolved,
+            ChildObs::InFlight(key) => ChildObs::InFlight(key.clone()),
+            ChildObs::Effect { key, uncertain } => ChildObs::Effect {
+                key: key.clone(),
+                uncertain: *uncertain,
+            },
+        }
+    }
+
+    fn clone_from(&mut self, source: &ChildObs) {
+        match (self, source) {
+            (ChildObs::InFlight(key), ChildObs::InFlight(k)) => key.clone_from(k),
+            (
+                ChildObs::Effect { key, uncertain },
+                ChildObs::Effect {
+                    key: k,
+                    uncertain: u,
+                },
+            ) => {
+                key.clone_from(k);
+                *uncertain = *u;
+            }
+            (this, source) => *this = source.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Hash)]
 pub(super) struct ChildSeen {
     pub(super) kind: ChildKind,
     pub(super) state: ChildObs,
@@ -26,6 +58,30 @@ pub(super) struct ChildSeen {
     pub(super) enqueued: bool,
     pub(super) cancelled: bool,
 }
+
+clone_in_place!(ChildSeen {
+    kind,
+    state,
+    cancel_requested,
+    temporaries,
+    enqueued,
+    cancelled
+});
+
+/// A piece of the stream store as the outputs showed it: its turn, its text, whether it ends
+/// the turn's stream.
+#[derive(Debug, Hash)]
+pub(super) struct StoredSeen {
+    pub(super) turn: TurnId,
+    pub(super) text: Option<String>,
+    pub(super) terminal: bool,
+}
+
+clone_in_place!(StoredSeen {
+    turn,
+    text,
+    terminal
+});
 
 #[derive(Debug, Default, Hash)]
 pub(super) struct TurnSeen {
@@ -119,7 +175,7 @@ pub struct Monitor {
     pub(super) active_generation: Option<Generation>,
     pub(super) turns: Map<TurnId, TurnSeen>,
     /// The persisted events: (turn, text, terminal). Index i has seq i + 1.
-    pub(super) store: Vec<(TurnId, Option<String>, bool)>,
+    pub(super) store: Vec<StoredSeen>,
     pub(super) client_received: Seq,
     pub(super) client_text: Map<TurnId, String>,
     pub(super) disconnected_at: Option<Millis>,
