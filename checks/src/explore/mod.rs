@@ -207,12 +207,15 @@ pub fn explore<M: Explore>(
             coverage: &result.coverage,
             reached: &result.reached,
         };
-        // Each state is dropped on the core that expanded it, beside the duplicates it led
-        // to: memory is freed by the thread that allocates again, and reused at once.
+        // Each state, once expanded, is kept by the core that expanded it to copy a new state
+        // into (or dropped there, beside the duplicates it led to): memory is reused by the
+        // thread that freed it, at once.
         let mut expanded: Vec<(usize, Vec<Successor<M>>)> = chunk
             .into_par_iter()
             .map_init(Scratch::default, |scratch, node| {
-                (node.index, expand(&node, bounds, &key, &known, scratch))
+                let successors = expand(&node, bounds, &key, &known, scratch);
+                scratch.keep(node.state);
+                (node.index, successors)
             })
             .collect();
         for (index, successors) in &mut expanded {
@@ -304,11 +307,17 @@ struct Successor<M: Machine> {
 }
 
 /// What one core expands states with, kept from state to state: the copy each input is taken
-/// from, and the buffers of a transition's steps and outputs.
+/// from, the states it expanded last, and the buffers of a transition's steps and outputs.
 struct Scratch<M: Machine> {
     /// A machine and monitor to copy each state into in place (`Clone::clone_from`: a machine's
-    /// buffers are kept), unless the last one copied was new and went to the frontier.
+    /// buffers are kept); none before the core's first state.
     state: Option<(M, M::Monitor)>,
+    /// States this core has expanded, done with: a new state is copied into one of them in
+    /// place, so it takes no fresh memory, and what it overwrites was in use a moment ago.
+    spare: Vec<Stored<M>>,
+    /// The keys of the new states this core has kept in this chunk: one met again (two inputs
+    /// that commute lead to it) is not kept twice.
+    kept: HashSet<u64, foldhash::fast::FixedState>,
     steps: Vec<turnfence_model::StepOf<M>>,
     outputs: Vec<M::Output>,
 }
@@ -317,8 +326,36 @@ impl<M: Machine> Default for Scratch<M> {
     fn default() -> Scratch<M> {
         Scratch {
             state: None,
+            spare: Vec::new(),
+            kept: HashSet::default(),
             steps: Vec::new(),
             outputs: Vec::new(),
+        }
+    }
+}
+
+/// How many expanded states a core keeps to copy new ones into; past that they are dropped.
+/// (A core expands a state, then takes the new states it led to, so it seldom holds many.)
+const SPARE_KEPT: usize = 64;
+
+impl<M: Machine> Scratch<M> {
+    /// Keeps an expanded state to copy a new one into, if there is room.
+    fn keep(&mut self, state: Stored<M>) {
+        if self.spare.len() < SPARE_KEPT {
+            self.spare.push(state);
+        }
+    }
+
+    /// A new state for the frontier: a copy of `state`, made in place over a kept one if there
+    /// is one.
+    fn stored(spare: &mut Vec<Stored<M>>, (machine, monitor): (&M, &M::Monitor)) -> Stored<M> {
+        match spare.pop() {
+            Some(mut kept) => {
+                kept.0.clone_from(machine);
+                kept.1.clone_from(monitor);
+                kept
+            }
+            None => Box::new((machine.clone(), monitor.clone())),
         }
     }
 }
@@ -339,6 +376,8 @@ fn expand<M: Explore>(
     // seen before costs no allocation where the machine's clone keeps its buffers.
     let Scratch {
         state: scratch,
+        spare,
+        kept,
         steps,
         outputs,
     } = scratch;
@@ -380,10 +419,12 @@ fn expand<M: Explore>(
             .copied()
             .collect();
         let k = key(m, mon);
-        let next = if known.seen.contains(&k) {
+        // A state this core kept already in this chunk comes first in the order the successors
+        // are taken in, so the one taken is always one kept.
+        let next = if known.seen.contains(&k) || !kept.insert(k) {
             None
         } else {
-            scratch.take().map(|state| (Box::new(state), k))
+            Some((Scratch::stored(spare, (&*m, &*mon)), k))
         };
         out.push(Successor {
             ordinal,
