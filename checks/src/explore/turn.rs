@@ -345,15 +345,15 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     }
 
     fn covered(&self, input: &Input, outputs: &[Output]) -> Vec<String> {
-        let kind = input.kind.name();
-        let point = match input.turn() {
-            Some(t) => match self.session().turn(t) {
-                Some(turn) => format!("{}/{kind}", phase_name(&turn.phase)),
-                None => format!("new/{kind}"),
-            },
-            None => format!("session/{kind}"),
+        let subject = match input.turn() {
+            Some(t) => self
+                .session()
+                .turn(t)
+                .map_or("new", |turn| phase_name(&turn.phase)),
+            None => "session",
         };
-        let mut points = vec![point];
+        // Joined, not formatted: the explorer's hot path (every transition).
+        let mut points = vec![[subject, "/", input.kind.name()].concat()];
         // The realtime moments are looked for under that profile only (the explorer's hot
         // path: every transition).
         if self.profile() == Profile::OpenaiRealtime {
