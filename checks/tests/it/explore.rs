@@ -200,9 +200,9 @@ fn a_bound_sets_profile_is_the_one_explored() {
     }
 }
 
-/// A machine and its monitor copied in place over another (`Clone::clone_from`, which the
-/// explorer copies each state with, keeping the buffers of the one it stepped last) are the
-/// source: the same state, outputs and memory (`Debug` shows every field), the same
+/// A machine and its monitor cloned, and copied in place over another (`Clone::clone_from`,
+/// which the explorer copies each state with, keeping the buffers of the one it stepped last),
+/// are the source: the same state, outputs and memory (`Debug` shows every field), the same
 /// fingerprint, and the same successor for every input of the alphabet. The two walks are of
 /// any lengths, so the copy overwrites maps, sets and vectors longer, shorter and as long as
 /// its source's; each of the machine's bound sets is drawn (a turn machine's profiles too).
@@ -221,6 +221,12 @@ where
     let bounds = &sets[set % sets.len()];
     let (source, source_monitor) = crate::walk(&M::default, bounds, &a);
     let (mut copy, mut copy_monitor) = crate::walk(&M::default, bounds, &b);
+    // A clone made afresh is its source too (a new state the explorer keeps may be one).
+    prop_assert_eq!(format!("{:?}", source.clone()), format!("{source:?}"));
+    prop_assert_eq!(
+        format!("{:?}", source_monitor.clone()),
+        format!("{source_monitor:?}")
+    );
     copy.clone_from(&source);
     copy_monitor.clone_from(&source_monitor);
     prop_assert_eq!(format!("{copy:?}"), format!("{source:?}"));
