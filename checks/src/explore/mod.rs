@@ -346,8 +346,8 @@ impl<M: Machine> Scratch<M> {
         }
     }
 
-    /// A new state for the frontier: a copy of `state`, made in place over a kept one if there
-    /// is one.
+    /// A new state for the frontier: a copy of the machine and its monitor, made in place over
+    /// a kept state if there is one.
     fn stored(spare: &mut Vec<Stored<M>>, (machine, monitor): (&M, &M::Monitor)) -> Stored<M> {
         match spare.pop() {
             Some(mut kept) => {
