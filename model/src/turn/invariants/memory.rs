@@ -174,7 +174,7 @@ pub struct Monitor {
     pub(super) now: Millis,
     pub(super) active_generation: Option<Generation>,
     pub(super) turns: Map<TurnId, TurnSeen>,
-    /// The persisted events: (turn, text, terminal). Index i has seq i + 1.
+    /// The persisted events, in order: index i has seq i + 1.
     pub(super) store: Vec<StoredSeen>,
     pub(super) client_received: Seq,
     pub(super) client_text: Map<TurnId, String>,
