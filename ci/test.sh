@@ -33,12 +33,13 @@ done
 [ "$orphans" -eq 0 ]
 echo "$(ls snapshots/*.snap | wc -l) snapshots, all referenced"
 
-echo "== purity: the model depends on serde and three data-structure crates alone"
+echo "== purity: the model depends on serde, three data-structure crates and a hasher alone"
 # arrayvec (the fence ids' inline buffer), compact_str (the turn ids, inline short strings) and
-# litemap (maps as sorted vectors) hold the states cheaply; like serde they do no IO, read no
-# clock and start no thread.
+# litemap (maps as sorted vectors) hold the states cheaply, and foldhash hashes the parts of a
+# state that keep their hash (`Hashed`, under a fixed seed: model/clippy.toml bans its random
+# seeds); like serde they do no IO, read no clock and start no thread.
 deps=$(cargo tree -p turnfence-model -e normal --depth 1 --prefix none | tail -n +2 | awk '{print $1}' | sort -u | tr '\n' ' ')
-if [ "$deps" != "arrayvec compact_str litemap serde " ]; then
-  echo "turnfence-model may depend on serde, arrayvec, compact_str and litemap only; it depends on:"; echo "$deps"; exit 1
+if [ "$deps" != "arrayvec compact_str foldhash litemap serde " ]; then
+  echo "turnfence-model may depend on serde, arrayvec, compact_str, foldhash and litemap only; it depends on:"; echo "$deps"; exit 1
 fi
 echo "ok: $deps"

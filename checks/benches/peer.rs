@@ -114,6 +114,8 @@ fn all_states<M: Explore>(bounds: &M::Bounds) -> Vec<(M, M::Monitor)> {
             for step in &steps {
                 let _ = next.1.observe(step);
             }
+            next.0.refresh_fingerprint();
+            next.1.refresh_fingerprint();
             if seen.insert(explore::fingerprint(&next.0, &next.1)) {
                 all.push(next);
             }
@@ -124,7 +126,8 @@ fn all_states<M: Explore>(bounds: &M::Bounds) -> Vec<(M, M::Monitor)> {
 
 /// The work every explorer of this model does for every transition, and nothing else: the
 /// state's alphabet, a copy of the state made in place (no allocation), the input stepped, the
-/// monitor told, the successor fingerprinted and looked up. No frontier, no paths, no coverage,
+/// monitor told, the successor fingerprinted (its parts' hashes kept, as the explorer keeps
+/// them) and looked up. No frontier, no paths, no coverage,
 /// no new state kept. Returns the transitions taken.
 fn shared_work<M: Explore>(states: &[(M, M::Monitor)], bounds: &M::Bounds) -> usize {
     let mut seen: HashSet<u64, foldhash::fast::FixedState> = HashSet::default();
@@ -142,6 +145,8 @@ fn shared_work<M: Explore>(states: &[(M, M::Monitor)], bounds: &M::Bounds) -> us
             for step in &steps {
                 let _ = scratch.1.observe(step);
             }
+            scratch.0.refresh_fingerprint();
+            scratch.1.refresh_fingerprint();
             seen.insert(explore::fingerprint(&scratch.0, &scratch.1));
             transitions += 1;
         }

@@ -6,8 +6,9 @@
 //! Nothing in this crate does IO or observes the world: no clock, no threads, no `std::sync`,
 //! no files, no sockets, no environment, no randomness. Time is data — every input carries `at`,
 //! in virtual milliseconds — and a machine only ever reacts to the inputs it is handed. The
-//! workspace's `clippy.toml` forbids the APIs that would break this, and CI checks that serde is
-//! the crate's only dependency.
+//! crate's `clippy.toml` forbids the APIs that would break this, and CI checks that the crate
+//! depends on serde, the data-structure crates that keep its states cheap (arrayvec,
+//! compact_str, litemap) and a hasher under a fixed seed (foldhash) alone.
 //!
 //! # Errors by blame
 //!
@@ -114,6 +115,10 @@ macro_rules! monitor {
                 use std::hash::Hash;
                 $(self.$field.hash(h);)+
             }
+
+            fn refresh_fingerprint(&mut self) {
+                self.refresh_parts();
+            }
         }
 
         impl Monitor {
@@ -178,6 +183,10 @@ macro_rules! machine {
             fn fingerprint<H: std::hash::Hasher>(&self, h: &mut H) {
                 use std::hash::Hash;
                 self.$field.hash(h);
+            }
+
+            fn refresh_fingerprint(&mut self) {
+                self.$field.refresh_parts();
             }
 
             fn monitor(&self) -> Monitor {
@@ -318,7 +327,20 @@ macro_rules! clone_in_place {
             fn clone_from(&mut self, source: &Self) {
                 let $ty { $($field,)* $($($map,)+)? } = self;
                 $($field.clone_from(&source.$field);)*
-                $($($crate::clone_map_from($map, &source.$map);)+)?
+                $($($crate::hashed::CloneMap::clone_map_from($map, &source.$map);)+)?
+            }
+        }
+    };
+}
+
+/// `refresh_parts` for a struct whose named fields are [`Hashed`] parts: keeps each one's hash
+/// (hashing the ones borrowed mutably since), so that its next fingerprint hashes only those.
+/// The machine's and the monitor's `refresh_fingerprint` call it.
+macro_rules! hashed_parts {
+    ($ty:ident { $($part:ident),* $(,)? }) => {
+        impl $ty {
+            pub(crate) fn refresh_parts(&mut self) {
+                $(self.$part.refresh();)*
             }
         }
     };
@@ -344,6 +366,7 @@ pub(crate) fn clone_map_from<K: Clone, V: Clone>(
 }
 
 pub mod fence;
+mod hashed;
 mod machine;
 mod plant;
 pub mod turn;
@@ -353,6 +376,7 @@ pub use machine::{
     TickKind, Timed, Timing, Violation,
 };
 
+pub use hashed::Hashed;
 pub use plant::{Flaw, Plant, Plantable, Planted, Sound};
 
 /// Virtual time in milliseconds since the start of a session.

@@ -116,6 +116,13 @@ pub trait Machine: Clone + Debug + Default {
     /// [`fingerprint`](Monitor::fingerprint), one state for an explorer.
     fn fingerprint<H: Hasher>(&self, h: &mut H);
 
+    /// Keeps the hashes of the state's [`Hashed`](crate::Hashed) parts, hashing only the ones
+    /// changed since they were last kept: an explorer calls it on a state before fingerprinting
+    /// it, so that a step that left most parts alone costs the hashing of the few it touched. It
+    /// changes no fingerprint (a part not kept is hashed on the spot, to the same value). A
+    /// machine whose state keeps no hashes has nothing to do (the default).
+    fn refresh_fingerprint(&mut self) {}
+
     /// A fresh monitor for this machine's runs: it judges by the rules the machine was made with
     /// (a turn machine's profile). A machine with one set of rules has the default monitor.
     fn monitor(&self) -> Self::Monitor {
@@ -331,6 +338,11 @@ pub trait Monitor: Clone + Debug + Default {
     /// Hashes what the monitor remembers that can decide a future verdict — not its step count,
     /// its findings or its reachability. Call between steps.
     fn fingerprint<H: Hasher>(&self, h: &mut H);
+
+    /// Keeps the hashes of the memory's [`Hashed`](crate::Hashed) parts, as
+    /// [`Machine::refresh_fingerprint`] does the state's. Changes no fingerprint; nothing to do
+    /// by default.
+    fn refresh_fingerprint(&mut self) {}
 
     /// Observes one whole step; returns what it found broken.
     fn observe(

@@ -418,6 +418,10 @@ fn expand<M: Explore>(
             .filter(|v| !known.reached.contains(v))
             .copied()
             .collect();
+        // The parts the step left alone keep the hashes they were copied with: only the ones
+        // it touched are hashed again.
+        m.refresh_fingerprint();
+        mon.refresh_fingerprint();
         let k = key(m, mon);
         // A state this core kept already in this chunk comes first in the order the successors
         // are taken in, so the one taken is always one kept.

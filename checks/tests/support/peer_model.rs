@@ -68,6 +68,9 @@ impl Model for PeerModel {
         for step in &steps {
             let _ = next.monitor.observe(step);
         }
+        // As the explorer does: the parts the step left alone keep their hashes.
+        next.machine.refresh_fingerprint();
+        next.monitor.refresh_fingerprint();
         Some(next)
     }
 }

@@ -180,7 +180,7 @@ impl FenceState {
     pub fn renamed(&self, r: &Renaming) -> FenceState {
         FenceState {
             now: self.now,
-            table: self.table.renamed(r),
+            table: self.table.renamed(r).into(),
             queue: self
                 .queue
                 .iter()

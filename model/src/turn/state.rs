@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::types::{Budget, Cause, ChildId, ChildKind, Generation, Mode, Seq, Terminal, TurnId};
 use super::Profile;
-use crate::Millis;
+use crate::{Hashed, Millis};
 
 /// The checkpoint a child refused at its spawn is `cancelled` at: it never ran.
 pub const NOT_STARTED: &str = "not_started";
@@ -394,7 +394,8 @@ impl Client {
     }
 }
 
-/// The whole session. Compared and hashed as a value, so a state can be fingerprinted.
+/// The whole session. Compared and hashed as a value, so a state can be fingerprinted; its
+/// larger parts keep their hashes ([`Hashed`]): a step touches one or two of them.
 #[derive(Debug, PartialEq, Eq, Hash, Serialize)]
 pub struct Session {
     /// The rule choices this session follows.
@@ -404,8 +405,8 @@ pub struct Session {
     pub active_generation: Option<Generation>,
     /// The highest generation any turn of the session has used.
     pub max_generation: Option<Generation>,
-    pub turns: Vec<Turn>,
-    pub playback: Playback,
+    pub turns: Hashed<Vec<Turn>>,
+    pub playback: Hashed<Playback>,
     /// (`livekit-agents`.) The turn whose output speech paused, and when it resumes unless a
     /// transcript confirms the interruption first: armed when the user stops speaking, `None`
     /// while they speak.
@@ -416,8 +417,8 @@ pub struct Session {
     /// then; `None` once counted, or when the user is silent.
     pub interruption_due: Option<Millis>,
     /// `store[i]` has seq `i + 1`.
-    pub store: Vec<Stored>,
-    pub client: Client,
+    pub store: Hashed<Vec<Stored>>,
+    pub client: Hashed<Client>,
 }
 
 clone_in_place!(Session {
@@ -433,6 +434,12 @@ clone_in_place!(Session {
     store,
     client
 });
+hashed_parts!(Session {
+    turns,
+    playback,
+    store,
+    client
+});
 
 impl Default for Session {
     fn default() -> Session {
@@ -441,16 +448,16 @@ impl Default for Session {
             now: 0,
             active_generation: None,
             max_generation: None,
-            turns: Vec::new(),
-            playback: Playback::default(),
+            turns: Hashed::default(),
+            playback: Hashed::default(),
             paused: None,
             user_speaking: false,
             interruption_due: None,
-            store: Vec::new(),
-            client: Client {
+            store: Hashed::default(),
+            client: Hashed::new(Client {
                 connected: true,
                 ..Client::default()
-            },
+            }),
         }
     }
 }

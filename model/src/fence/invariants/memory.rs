@@ -5,7 +5,7 @@
 use super::Invariant;
 use crate::fence::table::normalize;
 use crate::fence::types::*;
-use crate::{Findings, Millis};
+use crate::{Findings, Hashed, Millis};
 
 #[derive(Clone, Debug, PartialEq, Hash)]
 pub(super) struct RowSeen {
@@ -63,19 +63,27 @@ pub(super) struct Asked {
 #[derive(Debug, Default)]
 pub struct Monitor {
     pub(super) now: Millis,
-    pub(super) rows: Map<RootId, RowSeen>,
-    pub(super) dead: Set<Token>,
-    pub(super) workers: Map<WorkerId, WorkerSeen>,
-    pub(super) asked: Map<(WorkerId, Token, Req), Asked>,
+    pub(super) rows: Hashed<Map<RootId, RowSeen>>,
+    pub(super) dead: Hashed<Set<Token>>,
+    pub(super) workers: Hashed<Map<WorkerId, WorkerSeen>>,
+    pub(super) asked: Hashed<Map<(WorkerId, Token, Req), Asked>>,
     /// Sends per request: (worker, token, req); a worker's reqs are fresh per request.
-    pub(super) sends: Map<(WorkerId, Token, Req), u32>,
+    pub(super) sends: Hashed<Map<(WorkerId, Token, Req), u32>>,
     /// The last reply applied per (token, req): what an ack carries.
-    pub(super) replies: Map<(Token, Req), (Action, Reply)>,
+    pub(super) replies: Hashed<Map<(Token, Req), (Action, Reply)>>,
     pub(super) restore: Option<(Option<Vec<RootId>>, Vec<SnapshotTask>)>,
     pub(super) findings: Findings<Invariant>,
 }
 
 clone_in_place!(Monitor { now, dead, restore, findings } maps { rows, workers, asked, sends, replies });
+hashed_parts!(Monitor {
+    rows,
+    dead,
+    workers,
+    asked,
+    sends,
+    replies
+});
 
 pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
     (normalize(token), normalize(req))

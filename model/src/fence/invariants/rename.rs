@@ -41,7 +41,7 @@ impl Monitor {
                     (root.clone(), row)
                 })
                 .collect(),
-            dead: r.token_set(&self.dead),
+            dead: r.token_set(&self.dead).into(),
             workers: self
                 .workers
                 .iter()

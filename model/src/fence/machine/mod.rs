@@ -25,7 +25,7 @@ use super::misuse::Misuse;
 use super::table::{normalized, Request, Table, TableFlaws};
 use super::types::*;
 use super::{Flaw, Invariant, Monitor};
-use crate::{Millis, Plant, Sound};
+use crate::{Hashed, Millis, Plant, Sound};
 
 /// Each wait for an ack is this long, by name (never lengthened to ride out a stalled supervisor).
 pub const ACK_WAIT_MS: Millis = 10_000;
@@ -127,17 +127,25 @@ pub enum TaskStatus {
 
 /// The whole fence system's state. Compared and hashed as a value.
 #[derive(Debug, Default, PartialEq, Eq, Hash, Serialize)]
+/// Its parts keep their hashes ([`Hashed`]): a step touches one or two of them.
 pub struct FenceState {
     pub now: Millis,
-    pub table: Table,
-    pub queue: VecDeque<Event>,
+    pub table: Hashed<Table>,
+    pub queue: Hashed<VecDeque<Event>>,
     /// Keyed by (token, req), normalized.
-    pub mailbox: Map<(Token, Req), Ack>,
-    pub workers: Map<WorkerId, Worker>,
-    pub tasks: Map<TaskId, (RootId, TaskStatus)>,
+    pub mailbox: Hashed<Map<(Token, Req), Ack>>,
+    pub workers: Hashed<Map<WorkerId, Worker>>,
+    pub tasks: Hashed<Map<TaskId, (RootId, TaskStatus)>>,
 }
 
 clone_in_place!(FenceState { now, table, queue } maps { mailbox, workers, tasks });
+hashed_parts!(FenceState {
+    table,
+    queue,
+    mailbox,
+    workers,
+    tasks
+});
 
 /// The fence machine. `P` is its planted flaw: [`Sound`] (none, by type: the machine everyone
 /// runs) unless it was made by [`Plantable::with_flaw`](crate::Plantable::with_flaw).

@@ -11,7 +11,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     /// A restart from a snapshot: rows are not reloaded, they only cancel the pending
     /// descendants of fenced roots; a malformed snapshot restores nothing.
     pub(super) fn restore(&mut self, fences: &FenceSnapshot, pending: &[SnapshotTask]) {
-        self.state.table = Table::default();
+        *self.state.table = Table::default();
         self.state.queue.clear();
         let fenced: Option<Vec<&str>> = match fences {
             FenceSnapshot::Malformed(_) => None,

@@ -20,7 +20,8 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         w.used_reqs.insert(normalize(req));
         let path = w.path;
         if path == Path::Direct && !flawed!(self, DirectUsesTransport) {
-            let reply = self.state.table.transition(&request, self.table_flaws());
+            let flaws = self.table_flaws();
+            let reply = self.state.table.transition(&request, flaws);
             self.emit(Output::applied(
                 worker,
                 &request.token,
@@ -144,7 +145,8 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             token: token.clone(),
             ..event.request.clone()
         };
-        let reply = self.state.table.transition(&request, self.table_flaws());
+        let flaws = self.table_flaws();
+        let reply = self.state.table.transition(&request, flaws);
         self.emit(Output::applied(
             &event.worker,
             &token,

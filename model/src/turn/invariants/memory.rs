@@ -7,7 +7,7 @@ use crate::fence::{Map, Set};
 use super::Invariant;
 use crate::turn::types::*;
 use crate::turn::Profile;
-use crate::{Findings, Millis};
+use crate::{Findings, Hashed, Millis};
 
 #[derive(Debug, PartialEq, Hash)]
 pub(super) enum ChildObs {
@@ -173,16 +173,16 @@ pub struct Monitor {
     pub(super) profile: Profile,
     pub(super) now: Millis,
     pub(super) active_generation: Option<Generation>,
-    pub(super) turns: Map<TurnId, TurnSeen>,
+    pub(super) turns: Hashed<Map<TurnId, TurnSeen>>,
     /// The persisted events, in order: index i has seq i + 1.
-    pub(super) store: Vec<StoredSeen>,
+    pub(super) store: Hashed<Vec<StoredSeen>>,
     pub(super) client_received: Seq,
-    pub(super) client_text: Map<TurnId, String>,
+    pub(super) client_text: Hashed<Map<TurnId, String>>,
     pub(super) disconnected_at: Option<Millis>,
     /// A resume was served by a replay.
     pub(super) replayed: bool,
     /// Standing conditions already reported, so each is reported once.
-    pub(super) reported: Set<(Invariant, String)>,
+    pub(super) reported: Hashed<Set<(Invariant, String)>>,
     pub(super) expect: StepExpect,
     pub(super) findings: Findings<Invariant>,
     /// The step at which each turn's story moments happened (by `Moment`), for a violation's
@@ -196,7 +196,7 @@ pub struct Monitor {
     /// later than its spawn, and a log is checked, not explored.
     pub(super) refusals: Map<TurnId, Map<ChildId, &'static str>>,
     /// Each turn's audio (`openai-realtime` only; empty otherwise).
-    pub(super) audio: Map<TurnId, Audio>,
+    pub(super) audio: Hashed<Map<TurnId, Audio>>,
     /// Every generation below this one was fenced off (`openai-realtime` only): its frames
     /// still buffered may not play.
     pub(super) fenced_below: Option<Generation>,
@@ -204,20 +204,29 @@ pub struct Monitor {
     /// only): a later cancel nothing named is that stop hitting the wrong turn.
     pub(super) stale_stop: Option<(TurnId, String)>,
     /// Each tool call started and its answer, once it has one (`livekit-agents` only).
-    pub(super) calls: Map<(TurnId, ChildId), Option<ToolAnswer>>,
+    pub(super) calls: Hashed<Map<(TurnId, ChildId), Option<ToolAnswer>>>,
     /// The turn whose output is paused, and since when the user is silent (`None` while they
     /// speak: its resume is not due before they stop).
     pub(super) pause: Option<(TurnId, Option<Millis>)>,
     /// The user is speaking (`livekit-agents` only).
     pub(super) user_speaking: bool,
     /// The turns accepted uninterruptible.
-    pub(super) uninterruptible: Set<TurnId>,
+    pub(super) uninterruptible: Hashed<Set<TurnId>>,
 }
 
 clone_in_place!(Monitor {
     profile, now, active_generation, store, client_received, disconnected_at, replayed, reported,
     expect, findings, fenced_below, stale_stop, pause, user_speaking, uninterruptible
 } maps { turns, client_text, moments, refusals, audio, calls });
+hashed_parts!(Monitor {
+    turns,
+    store,
+    client_text,
+    reported,
+    audio,
+    calls,
+    uninterruptible
+});
 
 /// A turn's moment a later violation's story starts at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
