@@ -1,13 +1,16 @@
-//! [`Hashed`]: a part of a state that keeps its own hash, so a state whose step changed a few of
-//! its parts is fingerprinted by hashing those few again.
+//! [`Hashed`]: a part of a state that keeps its own hash, and knows whether it changed since it
+//! was copied, so a state whose step changed a few of its parts is fingerprinted by hashing
+//! those few again, and copied back by copying those few.
 //!
 //! An explorer fingerprints every state it reaches, and most steps touch a part or two of a state
 //! (a worker and the queue; one turn and the store) and leave the others as they were. A part
 //! wrapped in `Hashed` is hashed as one `u64`: its value's hash, kept from the last
 //! [`refresh`](Hashed::refresh) until the part is borrowed mutably (any `&mut`, changed or not,
 //! forgets it). Without a kept hash the value is hashed on the spot, to the same `u64`: whether a
-//! hash was kept never changes a fingerprint, only what it costs. Nothing here is shared or
-//! mutable behind a `&`: a kept hash is set through `&mut self` only.
+//! hash was kept never changes a fingerprint, only what it costs. A part also notes a mutable
+//! borrow since it was last copied from a source ([`restore_from`](Hashed::restore_from) then
+//! copies it back; one not borrowed still equals the source). Nothing here is shared or mutable
+//! behind a `&`: a kept hash and the note are set through `&mut self` only.
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
@@ -17,15 +20,30 @@ use serde::{Serialize, Serializer};
 
 /// A value and, once [refreshed](Hashed::refresh) and until borrowed mutably, its hash.
 /// Compared, ordered, printed and serialized as its value; hashed as its value's hash (a `u64`).
-#[derive(Default)]
 pub struct Hashed<T> {
     value: T,
     hash: Option<u64>,
+    /// Borrowed mutably since it was last copied from a source (a new part has none: set).
+    touched: bool,
+}
+
+impl<T: Default> Default for Hashed<T> {
+    fn default() -> Hashed<T> {
+        Hashed {
+            value: T::default(),
+            hash: None,
+            touched: true,
+        }
+    }
 }
 
 impl<T: Hash> Hashed<T> {
     pub fn new(value: T) -> Hashed<T> {
-        Hashed { value, hash: None }
+        Hashed {
+            value,
+            hash: None,
+            touched: true,
+        }
     }
 
     /// Keeps the value's hash, hashing it unless it was kept and the value not borrowed
@@ -39,6 +57,19 @@ impl<T: Hash> Hashed<T> {
     /// The value's hash, the kept one if there is one.
     pub fn hash_value(&self) -> u64 {
         self.hash.unwrap_or_else(|| hash_of(&self.value))
+    }
+}
+
+impl<T: CopyInPlace> Hashed<T> {
+    /// Makes this part, a copy of `source` (`clone`, `clone_from` or `restore_from`), `source`
+    /// again: copied in place if it was borrowed mutably since, else left as it is (it still
+    /// equals `source`). Over a part that is not such a copy, the value is unspecified.
+    pub fn restore_from(&mut self, source: &Hashed<T>) {
+        if self.touched {
+            self.value.copy_from(&source.value);
+            self.hash = source.hash;
+            self.touched = false;
+        }
     }
 }
 
@@ -65,27 +96,30 @@ impl<T> Deref for Hashed<T> {
     }
 }
 
-/// A mutable borrow forgets the kept hash: the value may change through it.
+/// A mutable borrow forgets the kept hash and is noted: the value may change through it.
 impl<T> DerefMut for Hashed<T> {
     fn deref_mut(&mut self) -> &mut T {
         self.hash = None;
+        self.touched = true;
         &mut self.value
     }
 }
 
-/// A copy keeps the source's kept hash; a copy in place also keeps the value's buffers (its
-/// `clone_from`).
-impl<T: Clone> Clone for Hashed<T> {
+/// A copy keeps the source's kept hash and is untouched; a copy in place also keeps the value's
+/// buffers ([`CopyInPlace`]).
+impl<T: Clone + CopyInPlace> Clone for Hashed<T> {
     fn clone(&self) -> Hashed<T> {
         Hashed {
             value: self.value.clone(),
             hash: self.hash,
+            touched: false,
         }
     }
 
     fn clone_from(&mut self, source: &Hashed<T>) {
-        self.value.clone_from(&source.value);
+        self.value.copy_from(&source.value);
         self.hash = source.hash;
+        self.touched = false;
     }
 }
 
@@ -133,22 +167,34 @@ where
     }
 }
 
-/// A copy in place of a map field, keeping its buffer (`crate::clone_map_from`), whether the map
-/// keeps its hash or not.
-pub(crate) trait CloneMap {
-    fn clone_map_from(&mut self, source: &Self);
+/// A copy in place that keeps the buffers `self` holds: a [`Hashed`] part's value is copied so.
+/// A struct made `Clone` by `clone_in_place!` is one (its `clone_from`); a litemap is copied by
+/// `crate::clone_map_from` (its own `clone_from` clones afresh).
+pub trait CopyInPlace {
+    fn copy_from(&mut self, source: &Self);
 }
 
-impl<K: Clone, V: Clone> CloneMap for litemap::LiteMap<K, V> {
-    fn clone_map_from(&mut self, source: &Self) {
+impl<K: Clone, V: Clone> CopyInPlace for litemap::LiteMap<K, V> {
+    fn copy_from(&mut self, source: &Self) {
         crate::clone_map_from(self, source);
     }
 }
 
-impl<T: CloneMap> CloneMap for Hashed<T> {
-    fn clone_map_from(&mut self, source: &Self) {
-        self.value.clone_map_from(&source.value);
-        self.hash = source.hash;
+impl<T: Clone> CopyInPlace for Vec<T> {
+    fn copy_from(&mut self, source: &Self) {
+        self.clone_from(source);
+    }
+}
+
+impl<T: Clone> CopyInPlace for std::collections::VecDeque<T> {
+    fn copy_from(&mut self, source: &Self) {
+        self.clone_from(source);
+    }
+}
+
+impl CopyInPlace for String {
+    fn copy_from(&mut self, source: &Self) {
+        self.clone_from(source);
     }
 }
 
@@ -187,6 +233,34 @@ mod tests {
             "kept or not, equal values are equal"
         );
         assert_ne!(Hashed::from(String::from("b")), source);
+    }
+
+    #[test]
+    fn a_restored_copy_is_its_source_and_only_a_touched_one_is_copied_back() {
+        let mut source = Hashed::new(vec![1u8]);
+        source.refresh();
+        let mut copy = source.clone();
+        assert!(!copy.touched, "a copy is untouched");
+        copy.push(2);
+        assert!(copy.touched, "a mutable borrow is noted");
+        copy.restore_from(&source);
+        assert_eq!(
+            (&*copy, copy.hash, copy.touched),
+            (&vec![1], source.hash, false)
+        );
+        let mut over = Hashed::new(vec![7u8, 7]);
+        over.clone_from(&source);
+        assert!(!over.touched, "a copy in place is untouched");
+        // Not touched since the copy: left as it is (a value it could not have is kept, which
+        // shows that it was not copied).
+        let mut untouched = Hashed {
+            value: vec![9u8],
+            hash: None,
+            touched: false,
+        };
+        untouched.restore_from(&source);
+        assert_eq!(*untouched, vec![9]);
+        assert!(Hashed::<Vec<u8>>::default().touched && Hashed::new(vec![0u8]).touched);
     }
 
     #[test]

@@ -119,6 +119,10 @@ macro_rules! monitor {
             fn refresh_fingerprint(&mut self) {
                 self.refresh_parts();
             }
+
+            fn restore_from(&mut self, source: &Monitor) {
+                self.restore_parts_from(source);
+            }
         }
 
         impl Monitor {
@@ -187,6 +191,17 @@ macro_rules! machine {
 
             fn refresh_fingerprint(&mut self) {
                 self.$field.refresh_parts();
+            }
+
+            fn restore_from(&mut self, source: &Self) {
+                let $machine {
+                    $field,
+                    outputs,
+                    plant,
+                } = self;
+                $field.restore_parts_from(&source.$field);
+                outputs.clone_from(&source.outputs);
+                plant.clone_from(&source.plant);
             }
 
             fn monitor(&self) -> Monitor {
@@ -309,11 +324,37 @@ macro_rules! misuse {
 /// place (`Clone::clone_from`), so that the buffers a value already holds are kept: the
 /// explorer clones a state into the one it stepped last, and a state already seen then costs no
 /// allocation. The fields named after `maps` are [`litemap::LiteMap`]s (their own `clone_from`
-/// clones afresh), copied by [`clone_map_from`]. Every field is named: one left out does not
-/// compile (the pattern in `clone_from` names them all).
+/// clones afresh), copied by [`clone_map_from`]; the fields named after `parts` are [`Hashed`]
+/// parts, and for a struct that has them the macro also makes `refresh_parts` (each part keeps
+/// its hash: the machine's and the monitor's `refresh_fingerprint`) and `restore_parts_from`
+/// (a copy back over a copy of the source that has changed since: the parts it did not touch are
+/// left as they are; `restore_from`). The struct is also [`CopyInPlace`] (its `clone_from`), so
+/// a part may hold it. Every field is named: one left out does not compile (the patterns in
+/// `clone_from` and `restore_parts_from` name them all).
 macro_rules! clone_in_place {
     ($ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?) => {
         clone_in_place!(<> $ty { $($field),* } $(maps { $($map),+ })?);
+    };
+    ($ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?
+        parts { $($part:ident),+ $(,)? }) => {
+        clone_in_place!(<> $ty { $($field,)* $($part),+ } $(maps { $($map),+ })?);
+
+        impl $ty {
+            /// Keeps each part's hash, hashing the ones borrowed mutably since they were kept.
+            pub(crate) fn refresh_parts(&mut self) {
+                $(self.$part.refresh();)+
+            }
+
+            /// Makes this copy of `source`, changed since it was copied, `source` again: every
+            /// field copied in place but the parts it did not borrow mutably, which still are
+            /// `source`'s ([`Hashed::restore_from`]).
+            pub(crate) fn restore_parts_from(&mut self, source: &Self) {
+                let $ty { $($field,)* $($($map,)+)? $($part,)+ } = self;
+                $($field.clone_from(&source.$field);)*
+                $($($crate::clone_map_from($map, &source.$map);)+)?
+                $($part.restore_from(&source.$part);)+
+            }
+        }
     };
     (<$($g:ident),*> $ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?) => {
         impl<$($g: Clone),*> Clone for $ty<$($g),*> {
@@ -327,20 +368,13 @@ macro_rules! clone_in_place {
             fn clone_from(&mut self, source: &Self) {
                 let $ty { $($field,)* $($($map,)+)? } = self;
                 $($field.clone_from(&source.$field);)*
-                $($($crate::hashed::CloneMap::clone_map_from($map, &source.$map);)+)?
+                $($($crate::clone_map_from($map, &source.$map);)+)?
             }
         }
-    };
-}
 
-/// `refresh_parts` for a struct whose named fields are [`Hashed`] parts: keeps each one's hash
-/// (hashing the ones borrowed mutably since), so that its next fingerprint hashes only those.
-/// The machine's and the monitor's `refresh_fingerprint` call it.
-macro_rules! hashed_parts {
-    ($ty:ident { $($part:ident),* $(,)? }) => {
-        impl $ty {
-            pub(crate) fn refresh_parts(&mut self) {
-                $(self.$part.refresh();)*
+        impl<$($g: Clone),*> $crate::CopyInPlace for $ty<$($g),*> {
+            fn copy_from(&mut self, source: &Self) {
+                self.clone_from(source);
             }
         }
     };
@@ -376,7 +410,7 @@ pub use machine::{
     TickKind, Timed, Timing, Violation,
 };
 
-pub use hashed::Hashed;
+pub use hashed::{CopyInPlace, Hashed};
 pub use plant::{Flaw, Plant, Plantable, Planted, Sound};
 
 /// Virtual time in milliseconds since the start of a session.

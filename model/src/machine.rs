@@ -123,6 +123,16 @@ pub trait Machine: Clone + Debug + Default {
     /// machine whose state keeps no hashes has nothing to do (the default).
     fn refresh_fingerprint(&mut self) {}
 
+    /// Makes `self`, a copy of `source` (by `clone`, `clone_from` or `restore_from`) that has
+    /// taken inputs since, `source` again, copying back only what changed: a state's
+    /// [`Hashed`](crate::Hashed) parts know whether they were borrowed mutably since the copy, and
+    /// the ones that were not are still `source`'s. An explorer takes every input of a state
+    /// from one scratch copy, restored between them. Over anything but such a copy the result is
+    /// unspecified (use `clone_from`). By default `clone_from`.
+    fn restore_from(&mut self, source: &Self) {
+        self.clone_from(source);
+    }
+
     /// A fresh monitor for this machine's runs: it judges by the rules the machine was made with
     /// (a turn machine's profile). A machine with one set of rules has the default monitor.
     fn monitor(&self) -> Self::Monitor {
@@ -343,6 +353,13 @@ pub trait Monitor: Clone + Debug + Default {
     /// [`Machine::refresh_fingerprint`] does the state's. Changes no fingerprint; nothing to do
     /// by default.
     fn refresh_fingerprint(&mut self) {}
+
+    /// Makes `self`, a copy of `source` that has observed steps since, `source` again, copying
+    /// back only what changed, as [`Machine::restore_from`] does a machine. By default
+    /// `clone_from`.
+    fn restore_from(&mut self, source: &Self) {
+        self.clone_from(source);
+    }
 
     /// Observes one whole step; returns what it found broken.
     fn observe(

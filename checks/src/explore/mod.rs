@@ -373,7 +373,8 @@ fn expand<M: Explore>(
     let inputs = machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
     // Each input is taken from a copy of the state made over the scratch one, so a successor
-    // seen before costs no allocation where the machine's clone keeps its buffers.
+    // seen before costs no allocation where the machine's clone keeps its buffers; after the
+    // first, the copy is restored: only the parts the last input touched are copied back.
     let Scratch {
         state: scratch,
         spare,
@@ -381,16 +382,23 @@ fn expand<M: Explore>(
         steps,
         outputs,
     } = scratch;
-    // Whether the scratch monitor may differ from this state's (it was another state's, or it
-    // observed a step; a refused input leaves it as it was).
-    let mut observed = true;
+    // Whether the scratch is a copy of this state that took an input since (then only what the
+    // input changed is copied back: `restore_from`), not another state's; and whether its
+    // monitor observed a step since (a refused input leaves it as it was).
+    let mut copied = false;
+    let mut observed = false;
     for (ordinal, input) in (0..).zip(inputs) {
         let (m, mon) = match scratch {
+            Some((m, mon)) if copied => {
+                m.restore_from(machine);
+                if observed {
+                    mon.restore_from(monitor);
+                }
+                (m, mon)
+            }
             Some((m, mon)) => {
                 m.clone_from(machine);
-                if observed {
-                    mon.clone_from(monitor);
-                }
+                mon.clone_from(monitor);
                 (m, mon)
             }
             None => {
@@ -398,6 +406,7 @@ fn expand<M: Explore>(
                 (m, mon)
             }
         };
+        copied = true;
         observed = false;
         steps.clear();
         if turnfence_model::step(m, &input, steps).is_err() {

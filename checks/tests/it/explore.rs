@@ -205,7 +205,9 @@ fn a_bound_sets_profile_is_the_one_explored() {
 /// are the source: the same state, outputs and memory (`Debug` shows every field), the same
 /// fingerprint, and the same successor for every input of the alphabet. The two walks are of
 /// any lengths, so the copy overwrites maps, sets and vectors longer, shorter and as long as
-/// its source's; each of the machine's bound sets is drawn (a turn machine's profiles too).
+/// its source's; each of the machine's bound sets is drawn (a turn machine's profiles too). A
+/// copy that took an input or two since and is restored (`restore_from`, which copies back only
+/// the parts the inputs touched) is its source again.
 fn copied_in_place_is_its_source<M>(
     (set, a, b): (usize, Vec<u8>, Vec<u8>),
 ) -> Result<(), proptest::test_runner::TestCaseError>
@@ -249,7 +251,38 @@ where
             input
         );
     }
+    // Restored after each input, or after two, as the explorer restores its scratch copy between
+    // a state's inputs: the source again, every field, and its fingerprint.
+    for input in source.alphabet(bounds) {
+        let (steps, _) = take(&mut copy, &input);
+        steps.iter().for_each(|s| drop(copy_monitor.observe(s)));
+        copy.refresh_fingerprint();
+        copy_monitor.refresh_fingerprint();
+        if let Some(then) = copy.alphabet(bounds).into_iter().nth(second_pick(&input)) {
+            let (steps, _) = take(&mut copy, &then);
+            steps.iter().for_each(|s| drop(copy_monitor.observe(s)));
+        }
+        copy.restore_from(&source);
+        copy_monitor.restore_from(&source_monitor);
+        prop_assert_eq!(
+            format!("{copy:?}"),
+            format!("{source:?}"),
+            "restored after {:?}",
+            input
+        );
+        prop_assert_eq!(format!("{copy_monitor:?}"), format!("{source_monitor:?}"));
+        prop_assert_eq!(
+            explore::fingerprint(&copy, &copy_monitor),
+            explore::fingerprint(&source, &source_monitor)
+        );
+    }
     Ok(())
+}
+
+/// Which input of the next state's alphabet to take after `input` (any will do; this one
+/// varies with the input, so a restore follows one input or two).
+fn second_pick<I: std::fmt::Debug>(input: &I) -> usize {
+    format!("{input:?}").len() % 3
 }
 
 /// A turn state copied in place over one that differs only in a text — a tool's name, a

@@ -31,6 +31,12 @@ impl<T: Clone> Clone for Set<T> {
     }
 }
 
+impl<T: Clone> crate::CopyInPlace for Set<T> {
+    fn copy_from(&mut self, source: &Set<T>) {
+        self.clone_from(source);
+    }
+}
+
 impl<T> Default for Set<T> {
     fn default() -> Set<T> {
         Set(Map::new())

@@ -426,15 +426,10 @@ clone_in_place!(Session {
     now,
     active_generation,
     max_generation,
-    turns,
-    playback,
     paused,
     user_speaking,
-    interruption_due,
-    store,
-    client
-});
-hashed_parts!(Session {
+    interruption_due
+} parts {
     turns,
     playback,
     store,

@@ -75,15 +75,7 @@ pub struct Monitor {
     pub(super) findings: Findings<Invariant>,
 }
 
-clone_in_place!(Monitor { now, dead, restore, findings } maps { rows, workers, asked, sends, replies });
-hashed_parts!(Monitor {
-    rows,
-    dead,
-    workers,
-    asked,
-    sends,
-    replies
-});
+clone_in_place!(Monitor { now, restore, findings } parts { rows, dead, workers, asked, sends, replies });
 
 pub(super) fn key(token: &str, req: &str) -> (Token, Req) {
     (normalize(token), normalize(req))

@@ -138,14 +138,7 @@ pub struct FenceState {
     pub tasks: Hashed<Map<TaskId, (RootId, TaskStatus)>>,
 }
 
-clone_in_place!(FenceState { now, table, queue } maps { mailbox, workers, tasks });
-hashed_parts!(FenceState {
-    table,
-    queue,
-    mailbox,
-    workers,
-    tasks
-});
+clone_in_place!(FenceState { now } parts { table, queue, mailbox, workers, tasks });
 
 /// The fence machine. `P` is its planted flaw: [`Sound`] (none, by type: the machine everyone
 /// runs) unless it was made by [`Plantable::with_flaw`](crate::Plantable::with_flaw).

@@ -215,17 +215,10 @@ pub struct Monitor {
 }
 
 clone_in_place!(Monitor {
-    profile, now, active_generation, store, client_received, disconnected_at, replayed, reported,
-    expect, findings, fenced_below, stale_stop, pause, user_speaking, uninterruptible
-} maps { turns, client_text, moments, refusals, audio, calls });
-hashed_parts!(Monitor {
-    turns,
-    store,
-    client_text,
-    reported,
-    audio,
-    calls,
-    uninterruptible
+    profile, now, active_generation, client_received, disconnected_at, replayed, expect, findings,
+    fenced_below, stale_stop, pause, user_speaking
+} maps { moments, refusals } parts {
+    turns, store, client_text, reported, audio, calls, uninterruptible
 });
 
 /// A turn's moment a later violation's story starts at.
