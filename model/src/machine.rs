@@ -128,7 +128,7 @@ pub trait Machine: Clone + Debug + Default {
     /// [`Hashed`](crate::Hashed) parts know whether they were borrowed mutably since the copy, and
     /// the ones that were not are still `source`'s. An explorer takes every input of a state
     /// from one scratch copy, restored between them. Over anything but such a copy the result is
-    /// unspecified (use `clone_from`). By default `clone_from`.
+    /// unspecified, though never a panic (use `clone_from`). By default `clone_from`.
     fn restore_from(&mut self, source: &Self) {
         self.clone_from(source);
     }
