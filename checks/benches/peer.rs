@@ -2,8 +2,10 @@
 //! bounds, the same notion of state, on one thread each and then on every core each. Prints
 //! distinct states, states/s and the ratio of the two best of five alternating runs; fails if
 //! the counts disagree. On one thread it also times, alternating with both, the work the two
-//! share and cannot leave out (`shared_work`): what no bookkeeping of an explorer's own can go
-//! below, so the ratio it bounds is printed beside the measured one.
+//! share when each transition copies its state whole (`shared_work`): what no bookkeeping of such
+//! an explorer's own can go below, so the ratio it bounds is printed beside the measured one. (The
+//! explorer restores its copy part by part instead, `Machine::restore_from`, which stateright's
+//! `next_state` cannot; the floor stays the whole copy, the peer's.)
 //!
 //! Run: `cargo bench -p turnfence-checks --bench peer`.
 
@@ -86,8 +88,8 @@ fn main() {
             println!(
                 "  the work both do per transition, alone (alphabet, copy in place, step, monitor, \
                  fingerprint, look-up; no frontier, paths or coverage): {floor_s:.2} s: at most \
-                 {:.2}x stateright's states/s for an explorer that copies, steps and fingerprints \
-                 every transition",
+                 {:.2}x stateright's states/s for an explorer that copies a whole state, steps and \
+                 fingerprints every transition (the explorer restores its copy part by part)",
                 theirs_s / floor_s
             );
         }
