@@ -236,9 +236,13 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
         super::symmetry::canonical_fingerprint(self, monitor)
     }
 
-    fn covered(&self, input: &fence::Input, outputs: &[fence::Output]) -> Vec<String> {
+    fn covered(
+        &self,
+        input: &fence::Input,
+        outputs: &[fence::Output],
+        point: &mut dyn FnMut(&[&str]),
+    ) {
         let before = self;
-        let mut points = Vec::new();
         for o in outputs {
             match o {
                 fence::Output::Applied {
@@ -273,23 +277,22 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
                         ),
                         _ => continue,
                     };
-                    points.push(format!(
-                        "reply/{}",
-                        case(before.state(), *action, token, &root, &task, outcome, reply)
-                    ));
+                    point(&[
+                        "reply/",
+                        case(before.state(), *action, token, &root, &task, outcome, reply),
+                    ]);
                 }
-                fence::Output::Verdict { verdict, .. } => points.push(format!(
-                    "verdict/{}",
+                fence::Output::Verdict { verdict, .. } => point(&[
+                    "verdict/",
                     match verdict {
                         Verdict::Ok { .. } => "ok",
                         Verdict::Refused { .. } => "refused",
                         Verdict::Unknown => "unknown",
-                    }
-                )),
+                    },
+                ]),
                 _ => {}
             }
         }
-        points
     }
 }
 

@@ -50,8 +50,15 @@ pub trait Explore:
     /// Every input to try from this state, within the bounds.
     fn alphabet(&self, bounds: &Self::Bounds) -> Vec<Self::Input>;
 
-    /// The coverage points one taken input reached (its outputs included), from the state before.
-    fn covered(&self, input: &Self::Input, outputs: &[Self::Output]) -> Vec<String>;
+    /// The coverage points one taken input reached (its outputs included), from the state before:
+    /// each handed to `point` as the pieces it is joined from (a point of static pieces then
+    /// costs no allocation unless it is new: the explorer's hot path).
+    fn covered(
+        &self,
+        input: &Self::Input,
+        outputs: &[Self::Output],
+        point: &mut dyn FnMut(&[&str]),
+    );
 
     /// The points the bounds must reach between them, and the ones impossible, with reasons.
     fn coverage() -> Coverage;
@@ -145,6 +152,8 @@ pub fn explore<M: Explore>(
     progress: &mut dyn FnMut(usize, usize, usize),
 ) -> ExploredBy<M> {
     let (start, monitor) = start(&|| make().bounded(bounds));
+    // What the prelude reached is reached (a successor reports only what its step adds).
+    let reached = monitor.reached().clone();
     // Under symmetry a state is known by its class; the frontier and the paths keep the states
     // and inputs as they were, so a counterexample replays as recorded.
     let symmetric = M::symmetry(bounds);
@@ -177,7 +186,7 @@ pub fn explore<M: Explore>(
         depth: 0,
         truncated: false,
         coverage: BTreeSet::new(),
-        reached: BTreeSet::new(),
+        reached,
         counterexample: None,
         deepest: Vec::new(),
     };
@@ -320,6 +329,8 @@ struct Scratch<M: Machine> {
     kept: HashSet<u64, foldhash::fast::FixedState>,
     steps: Vec<turnfence_model::StepOf<M>>,
     outputs: Vec<M::Output>,
+    /// A coverage point joined from its pieces, to look up before it is kept.
+    point: String,
 }
 
 impl<M: Machine> Default for Scratch<M> {
@@ -330,6 +341,7 @@ impl<M: Machine> Default for Scratch<M> {
             kept: HashSet::default(),
             steps: Vec::new(),
             outputs: Vec::new(),
+            point: String::new(),
         }
     }
 }
@@ -381,7 +393,9 @@ fn expand<M: Explore>(
         kept,
         steps,
         outputs,
+        point,
     } = scratch;
+    let reached_before = monitor.reached().len();
     // Whether the scratch is a copy of this state that took an input since (then only what the
     // input changed is copied back: `restore_from`), not another state's; and whether its
     // monitor observed a step since (a refused input leaves it as it was).
@@ -419,14 +433,26 @@ fn expand<M: Explore>(
         }
         outputs.clear();
         outputs.extend(steps.drain(..).flat_map(|s| s.outputs));
-        let mut covered = machine.covered(&input, outputs);
-        covered.retain(|p| !known.coverage.contains(p));
-        let reached = mon
-            .reached()
-            .iter()
-            .filter(|v| !known.reached.contains(v))
-            .copied()
-            .collect();
+        let mut covered = Vec::new();
+        machine.covered(&input, outputs, &mut |pieces| {
+            point.clear();
+            pieces.iter().for_each(|p| point.push_str(p));
+            if !known.coverage.contains(point.as_str()) && !covered.contains(point) {
+                covered.push(point.clone());
+            }
+        });
+        // Every invariant the state before had reached was known before the chunk (the
+        // transition that made that state reported it), so only a step that reached more can
+        // bring a new one.
+        let reached = if mon.reached().len() > reached_before {
+            mon.reached()
+                .iter()
+                .filter(|v| !known.reached.contains(v))
+                .copied()
+                .collect()
+        } else {
+            Vec::new()
+        };
         // The parts the step left alone keep the hashes they were copied with: only the ones
         // it touched are hashed again.
         m.refresh_fingerprint();

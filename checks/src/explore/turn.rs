@@ -344,7 +344,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
         out
     }
 
-    fn covered(&self, input: &Input, outputs: &[Output]) -> Vec<String> {
+    fn covered(&self, input: &Input, outputs: &[Output], point: &mut dyn FnMut(&[&str])) {
         let subject = match input.turn() {
             Some(t) => self
                 .session()
@@ -352,14 +352,15 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
                 .map_or("new", |turn| phase_name(&turn.phase)),
             None => "session",
         };
-        // Joined, not formatted: the explorer's hot path (every transition).
-        let mut points = vec![[subject, "/", input.kind.name()].concat()];
+        // Pieces, not a formatted string: the explorer's hot path (every transition).
+        point(&[subject, "/", input.kind.name()]);
         // The realtime moments are looked for under that profile only (the explorer's hot
         // path: every transition).
         if self.profile() == Profile::OpenaiRealtime {
-            points.extend(realtime_points(self, input, outputs));
+            for p in realtime_points(self, input, outputs) {
+                point(&[p]);
+            }
         }
-        points
     }
 
     fn coverage() -> Coverage {
@@ -375,14 +376,14 @@ fn realtime_points(
     m: &TurnMachine<impl Plant<Flaw>>,
     input: &Input,
     outputs: &[Output],
-) -> Vec<String> {
+) -> Vec<&'static str> {
     let s = m.session();
     let mut points = Vec::new();
     if outputs
         .iter()
         .any(|o| matches!(o, Output::Truncated { .. }))
     {
-        points.push("realtime/truncated".to_owned());
+        points.push("realtime/truncated");
     }
     let ended_audible = s
         .turns
@@ -390,7 +391,7 @@ fn realtime_points(
         .any(|t| t.phase.is_terminal() && s.playback.holds(&t.id));
     match &input.kind {
         InputKind::SpeechStarted { .. } if ended_audible => {
-            points.push("realtime/speech_over_an_ended_turn".to_owned());
+            points.push("realtime/speech_over_an_ended_turn");
         }
         InputKind::Accept { .. }
             if outputs
@@ -398,13 +399,13 @@ fn realtime_points(
                 .any(|o| matches!(o, Output::TurnRefused { .. }))
                 && !s.turns.iter().any(|t| t.phase.is_running()) =>
         {
-            points.push("realtime/refused_while_cancelling".to_owned());
+            points.push("realtime/refused_while_cancelling");
         }
         InputKind::Stop { turn, .. }
             if s.turn(turn).is_some_and(|t| t.phase.is_terminal())
                 && s.turns.iter().any(|t| !t.phase.is_terminal()) =>
         {
-            points.push("realtime/stale_stop".to_owned());
+            points.push("realtime/stale_stop");
         }
         _ => {}
     }

@@ -101,6 +101,75 @@ fn small_exploration_is_exhaustive_and_pinned() {
     crate::snapshot_settings().bind(|| insta::assert_snapshot!("explore_counts_small", counts));
 }
 
+/// The invariants an exploration reports reached, and the coverage points, are those a plain
+/// breadth-first walk finds: one that copies every state afresh for every input, keeps every
+/// state whole, and takes the union of every transition's monitor's reached set. The explorer
+/// reports a transition's reached invariants only where its step added to the state's (the rest
+/// were reported by the transition that made the state) and what the prelude reached up front;
+/// this holds it to the plain count on bound sets of both machines and of each profile.
+#[test]
+fn the_invariants_and_points_reached_are_those_a_plain_walk_reaches() {
+    use turnfence_model::turn::Profile;
+    fn plain<M: Explore>(bounds: &M::Bounds) -> (BTreeSet<M::Invariant>, BTreeSet<String>) {
+        use turnfence_model::Monitor as _;
+        let start = explore::start(&|| M::default().bounded(bounds));
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(explore::fingerprint(&start.0, &start.1));
+        let mut reached = start.1.reached().clone();
+        let mut points = BTreeSet::new();
+        let mut queue = std::collections::VecDeque::from([start]);
+        while let Some((machine, monitor)) = queue.pop_front() {
+            for input in machine.alphabet(bounds) {
+                let (mut next, mut memory) = (machine.clone(), monitor.clone());
+                let (steps, ok) = turnfence_checks::fuzz::take(&mut next, &input);
+                if !ok {
+                    continue;
+                }
+                steps.iter().for_each(|s| drop(memory.observe(s)));
+                let outputs: Vec<_> = steps.into_iter().flat_map(|s| s.outputs).collect();
+                machine.covered(&input, &outputs, &mut |pieces| {
+                    points.insert(pieces.concat());
+                });
+                reached.extend(memory.reached().iter().copied());
+                if seen.insert(explore::fingerprint(&next, &memory)) {
+                    queue.push_back((next, memory));
+                }
+            }
+        }
+        (reached, points)
+    }
+    fn same<M: Explore>(bounds: &M::Bounds) {
+        let e = explore::exhaustive::<M>(&M::default, bounds);
+        let (reached, points) = plain::<M>(bounds);
+        assert!(!reached.is_empty() && !points.is_empty());
+        assert_eq!(e.reached, reached, "{}: the invariants reached", M::NAME);
+        assert_eq!(e.coverage, points, "{}: the coverage points", M::NAME);
+    }
+    // With a client, but for livekit-agents (its speech timers make that 869 236 states).
+    let small = |profile| TurnBounds {
+        turns: 1,
+        children_per_turn: 1,
+        deltas_per_turn: 1,
+        deadline_ms: 100,
+        client: profile != Some(Profile::LivekitAgents),
+        profile,
+    };
+    for profile in [
+        None,
+        Some(Profile::OpenaiRealtime),
+        Some(Profile::LivekitAgents),
+    ] {
+        same::<TurnMachine>(&small(profile));
+    }
+    same::<FenceMachine>(&explore::fence::FenceBounds {
+        requests: 2,
+        owner_messages: 1,
+        queue: false,
+        malformed: true,
+        symmetry: false,
+    });
+}
+
 /// Explores on a pool of `threads` threads.
 fn on_threads<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
     let pool = rayon::ThreadPoolBuilder::new()

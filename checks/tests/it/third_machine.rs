@@ -230,8 +230,8 @@ impl Explore for Counter {
         out
     }
 
-    fn covered(&self, input: &In, _: &[Out]) -> Vec<String> {
-        vec![format!("{:?} at {}", input.kind, self.n.min(1))]
+    fn covered(&self, input: &In, _: &[Out], point: &mut dyn FnMut(&[&str])) {
+        point(&[&format!("{:?} at {}", input.kind, self.n.min(1))]);
     }
 
     fn coverage() -> Coverage {
