@@ -337,3 +337,22 @@ fn exploration_covers_the_counter_and_finds_its_flaw() {
         "a shortest counterexample: one decrement at zero"
     );
 }
+
+/// A machine and a monitor that keep no [`turnfence_model::Hashed`] parts are restored by a
+/// whole copy (the default `restore_from`): a copy that took an input since is its source again,
+/// and so is its monitor that observed the step.
+#[test]
+fn a_machine_without_parts_is_restored_whole() {
+    let source = Counter::default();
+    let source_watch = source.monitor();
+    let (mut copy, mut watch) = (source.clone(), source_watch.clone());
+    let (steps, ok) = turnfence_checks::fuzz::take(&mut copy, &In::new(5, Kind::Dec));
+    assert!(ok);
+    steps.iter().for_each(|s| drop(watch.observe(s)));
+    assert_ne!(format!("{copy:?}"), format!("{source:?}"));
+    assert_ne!(format!("{watch:?}"), format!("{source_watch:?}"));
+    copy.restore_from(&source);
+    watch.restore_from(&source_watch);
+    assert_eq!(format!("{copy:?}"), format!("{source:?}"));
+    assert_eq!(format!("{watch:?}"), format!("{source_watch:?}"));
+}
