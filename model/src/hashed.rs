@@ -19,7 +19,7 @@ use std::ops::{Deref, DerefMut};
 use serde::{Serialize, Serializer};
 
 /// A value and, once [refreshed](Hashed::refresh) and until borrowed mutably, its hash.
-/// Compared, ordered, printed and serialized as its value; hashed as its value's hash (a `u64`).
+/// Compared, printed and serialized as its value; hashed as its value's hash (a `u64`).
 pub struct Hashed<T> {
     value: T,
     hash: Option<u64>,
@@ -37,7 +37,7 @@ impl<T: Default> Default for Hashed<T> {
     }
 }
 
-impl<T: Hash> Hashed<T> {
+impl<T> Hashed<T> {
     pub fn new(value: T) -> Hashed<T> {
         Hashed {
             value,
@@ -45,7 +45,9 @@ impl<T: Hash> Hashed<T> {
             touched: true,
         }
     }
+}
 
+impl<T: Hash> Hashed<T> {
     /// Keeps the value's hash, hashing it unless it was kept and the value not borrowed
     /// mutably since.
     pub fn refresh(&mut self) {
@@ -143,13 +145,13 @@ impl<T: Serialize> Serialize for Hashed<T> {
     }
 }
 
-impl<T: Hash> From<T> for Hashed<T> {
+impl<T> From<T> for Hashed<T> {
     fn from(value: T) -> Hashed<T> {
         Hashed::new(value)
     }
 }
 
-impl<A, T: FromIterator<A> + Hash> FromIterator<A> for Hashed<T> {
+impl<A, T: FromIterator<A>> FromIterator<A> for Hashed<T> {
     fn from_iter<I: IntoIterator<Item = A>>(items: I) -> Hashed<T> {
         Hashed::new(items.into_iter().collect())
     }
@@ -180,22 +182,22 @@ impl<K: Clone, V: Clone> CopyInPlace for litemap::LiteMap<K, V> {
     }
 }
 
-impl<T: Clone> CopyInPlace for Vec<T> {
-    fn copy_from(&mut self, source: &Self) {
-        self.clone_from(source);
-    }
+/// `CopyInPlace` for types whose own `clone_from` keeps their buffers.
+macro_rules! copy_in_place_by_clone_from {
+    ($(impl$(<$g:ident>)? for $ty:ty;)*) => {$(
+        impl$(<$g: Clone>)? $crate::CopyInPlace for $ty {
+            fn copy_from(&mut self, source: &Self) {
+                self.clone_from(source);
+            }
+        }
+    )*};
 }
+pub(crate) use copy_in_place_by_clone_from;
 
-impl<T: Clone> CopyInPlace for std::collections::VecDeque<T> {
-    fn copy_from(&mut self, source: &Self) {
-        self.clone_from(source);
-    }
-}
-
-impl CopyInPlace for String {
-    fn copy_from(&mut self, source: &Self) {
-        self.clone_from(source);
-    }
+copy_in_place_by_clone_from! {
+    impl<T> for Vec<T>;
+    impl<T> for std::collections::VecDeque<T>;
+    impl for String;
 }
 
 #[cfg(test)]

@@ -31,10 +31,8 @@ impl<T: Clone> Clone for Set<T> {
     }
 }
 
-impl<T: Clone> crate::CopyInPlace for Set<T> {
-    fn copy_from(&mut self, source: &Set<T>) {
-        self.clone_from(source);
-    }
+crate::hashed::copy_in_place_by_clone_from! {
+    impl<T> for Set<T>;
 }
 
 impl<T> Default for Set<T> {
