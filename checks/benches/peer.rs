@@ -19,12 +19,13 @@ use std::time::Instant;
 use stateright::{Checker, Model};
 use turnfence_checks::explore;
 use turnfence_checks::explore::Explore;
-use turnfence_checks::fuzz;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::Monitor;
 
 #[path = "../tests/support/peer_model.rs"]
 mod peer_model;
+#[path = "../tests/support/plain_walk.rs"]
+mod plain_walk;
 
 /// Runs each checker this many times, alternating, and keeps each one's best time.
 const ROUNDS: usize = 5;
@@ -37,7 +38,8 @@ fn main() {
         .expect("the queue bounds");
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("fence queue bounds, best of {ROUNDS} alternating runs each");
-    let every = all_states::<FenceMachine>(&bounds);
+    // The input of the floor measurement, gathered untimed.
+    let every = plain_walk::all_states::<FenceMachine>(&bounds, |_, _, _, _| {});
     let mut floor_s = f64::MAX;
     for threads in [1, cores] {
         let pool = rayon::ThreadPoolBuilder::new()
@@ -94,36 +96,6 @@ fn main() {
             );
         }
     }
-}
-
-/// Every distinct state of machine `M` within the bounds (machine and monitor), breadth-first:
-/// the input of the floor measurement, gathered untimed.
-fn all_states<M: Explore>(bounds: &M::Bounds) -> Vec<(M, M::Monitor)> {
-    let start = explore::start(&|| M::default().bounded(bounds));
-    let mut seen = HashSet::new();
-    seen.insert(explore::fingerprint(&start.0, &start.1));
-    let mut all = vec![start];
-    let mut at = 0;
-    while at < all.len() {
-        let (machine, monitor) = all[at].clone();
-        at += 1;
-        for input in machine.alphabet(bounds) {
-            let mut next = (machine.clone(), monitor.clone());
-            let (steps, ok) = fuzz::take(&mut next.0, &input);
-            if !ok {
-                continue;
-            }
-            for step in &steps {
-                let _ = next.1.observe(step);
-            }
-            next.0.refresh_fingerprint();
-            next.1.refresh_fingerprint();
-            if seen.insert(explore::fingerprint(&next.0, &next.1)) {
-                all.push(next);
-            }
-        }
-    }
-    all
 }
 
 /// The work every explorer of this model does for every transition, and nothing else: the

@@ -113,29 +113,15 @@ fn the_invariants_and_points_reached_are_those_a_plain_walk_reaches() {
     fn plain<M: Explore>(bounds: &M::Bounds) -> (BTreeSet<M::Invariant>, BTreeSet<String>) {
         use turnfence_model::Monitor as _;
         let start = explore::start(&|| M::default().bounded(bounds));
-        let mut seen = std::collections::HashSet::new();
-        seen.insert(explore::fingerprint(&start.0, &start.1));
         let mut reached = start.1.reached().clone();
         let mut points = BTreeSet::new();
-        let mut queue = std::collections::VecDeque::from([start]);
-        while let Some((machine, monitor)) = queue.pop_front() {
-            for input in machine.alphabet(bounds) {
-                let (mut next, mut memory) = (machine.clone(), monitor.clone());
-                let (steps, ok) = turnfence_checks::fuzz::take(&mut next, &input);
-                if !ok {
-                    continue;
-                }
-                steps.iter().for_each(|s| drop(memory.observe(s)));
-                let outputs: Vec<_> = steps.into_iter().flat_map(|s| s.outputs).collect();
-                machine.covered(&input, &outputs, &mut |pieces| {
-                    points.insert(pieces.concat());
-                });
-                reached.extend(memory.reached().iter().copied());
-                if seen.insert(explore::fingerprint(&next, &memory)) {
-                    queue.push_back((next, memory));
-                }
-            }
-        }
+        crate::plain_walk::all_states::<M>(bounds, |machine, input, steps, memory| {
+            let outputs: Vec<_> = steps.iter().flat_map(|s| s.outputs.clone()).collect();
+            machine.covered(input, &outputs, &mut |pieces| {
+                points.insert(pieces.concat());
+            });
+            reached.extend(memory.reached().iter().copied());
+        });
         (reached, points)
     }
     fn same<M: Explore>(bounds: &M::Bounds) {

@@ -29,6 +29,9 @@ mod streaming;
 mod symmetry;
 mod third_machine;
 
+#[path = "../support/plain_walk.rs"]
+mod plain_walk;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 

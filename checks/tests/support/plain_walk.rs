@@ -1,0 +1,46 @@
+//! A plain breadth-first walk of a machine's bounded state space: every state copied afresh, no
+//! scratch copies, no restores, no kept bookkeeping. The yardstick the explorer is held to (its
+//! reached invariants and coverage) and the input of the peer bench's floor measurement.
+
+use std::collections::HashSet;
+
+use turnfence_checks::explore::{self, Explore};
+use turnfence_checks::fuzz;
+use turnfence_model::{Monitor, StepOf};
+
+/// Every distinct state of machine `M` within the bounds (machine and monitor), in breadth-first
+/// order from the start. Each transition taken — from a state, by an input, the steps it made, to
+/// the successor's monitor — is handed to `each`, whether the successor is new or not.
+pub fn all_states<M: Explore>(
+    bounds: &M::Bounds,
+    mut each: impl FnMut(&M, &M::Input, &[StepOf<M>], &M::Monitor),
+) -> Vec<(M, M::Monitor)> {
+    let start = explore::start(&|| M::default().bounded(bounds));
+    let mut seen = HashSet::new();
+    seen.insert(explore::fingerprint(&start.0, &start.1));
+    let mut all = vec![start];
+    let mut at = 0;
+    while at < all.len() {
+        let (machine, monitor) = &all[at];
+        at += 1;
+        let mut new = Vec::new();
+        for input in machine.alphabet(bounds) {
+            let (mut next, mut memory) = (machine.clone(), monitor.clone());
+            let (steps, ok) = fuzz::take(&mut next, &input);
+            if !ok {
+                continue;
+            }
+            for step in &steps {
+                let _ = memory.observe(step);
+            }
+            each(machine, &input, &steps, &memory);
+            next.refresh_fingerprint();
+            memory.refresh_fingerprint();
+            if seen.insert(explore::fingerprint(&next, &memory)) {
+                new.push((next, memory));
+            }
+        }
+        all.append(&mut new);
+    }
+    all
+}
