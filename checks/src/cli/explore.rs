@@ -13,16 +13,18 @@ use turnfence_model::Invariant;
 
 use super::{on_machine, write_junit, Driven, Named, Task};
 
-/// Explores machine `M` (with the flaw planted, if one is named) within each bound set, up to
-/// `depth` inputs; with `symmetry`, up to a renaming of its interchangeable names.
+/// Explores machine `M` (with the flaw planted, if one is named) within each bound set (the
+/// given ones, else the CI's and, if `deep`, the deeper ones after them), up to `depth` inputs;
+/// with `symmetry`, up to a renaming of its interchangeable names.
 pub fn run<M: Named>(
     depth: usize,
     flaw: Option<&str>,
     custom: Option<&str>,
+    deep: bool,
     symmetry: bool,
     junit_path: Option<&Path>,
 ) -> ExitCode {
-    let walks = bound_sets::<M>(custom, symmetry).and_then(|_| {
+    let walks = bound_sets::<M>(custom, deep, symmetry).and_then(|_| {
         on_machine::<M, _>(
             flaw,
             None,
@@ -30,6 +32,7 @@ pub fn run<M: Named>(
                 depth,
                 flaw,
                 custom,
+                deep,
                 symmetry,
                 junit_path,
             },
@@ -44,13 +47,15 @@ pub fn run<M: Named>(
     }
 }
 
-/// The bound sets to explore: the CI's, or the ones given as JSON; each with symmetry on if
-/// asked.
+/// The bound sets to explore: the CI's (and the deeper ones after them, if `deep`), or the ones
+/// given as JSON; each with symmetry on if asked.
 fn bound_sets<M: Driven>(
     custom: Option<&str>,
+    deep: bool,
     symmetry: bool,
 ) -> Result<Vec<(&'static str, M::Bounds)>, String> {
     let sets = match custom {
+        None if deep => M::ci_bounds().into_iter().chain(M::deep_bounds()).collect(),
         None => M::ci_bounds(),
         Some(text) => serde_json::from_str(text)
             .map(|b| vec![("custom", b)])
@@ -77,6 +82,7 @@ struct Walks<'a> {
     depth: usize,
     flaw: Option<&'a str>,
     custom: Option<&'a str>,
+    deep: bool,
     symmetry: bool,
     junit_path: Option<&'a Path>,
 }
@@ -87,7 +93,7 @@ impl Task for Walks<'_> {
     fn on<M: Driven>(self, make: &dyn Fn() -> M) -> Result<ExitCode, String> {
         let mut code = ExitCode::SUCCESS;
         let mut union = Union::default();
-        let sets = bound_sets::<M>(self.custom, self.symmetry)?;
+        let sets = bound_sets::<M>(self.custom, self.deep, self.symmetry)?;
         let count = sets.len();
         let mut cases = Vec::new();
         for (name, bounds) in sets {

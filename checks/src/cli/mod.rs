@@ -128,6 +128,10 @@ enum Command {
         /// "deltas_per_turn":2,"deadline_ms":100,"client":true}').
         #[arg(long)]
         bounds: Option<String>,
+        /// The CI bound sets and then the deeper ones CI also explores (`ci/explore.sh`): the
+        /// fence machine's take a minute or so and a few GB.
+        #[arg(long, conflicts_with = "bounds")]
+        deep: bool,
         /// Explore every bound set up to a renaming of its interchangeable names (symmetry
         /// reduction: the fence machine's tokens and request ids), one state per class.
         #[arg(long)]
@@ -205,6 +209,7 @@ pub fn run(cli: Cli) -> ExitCode {
             depth,
             flaw,
             bounds,
+            deep,
             symmetry,
             junit,
         } => by_machine!(
@@ -213,6 +218,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 depth,
                 flaw.as_deref(),
                 bounds.as_deref(),
+                deep,
                 symmetry,
                 junit.as_deref()
             )

@@ -187,6 +187,21 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
         ]
     }
 
+    /// The queue with three requests (no owner message: with one, 9.5 M states and 14 GB):
+    /// 2 136 596 states, depth 18.
+    fn deep_bounds() -> Vec<(&'static str, FenceBounds)> {
+        vec![(
+            "queue-three",
+            FenceBounds {
+                requests: 3,
+                owner_messages: 0,
+                queue: true,
+                malformed: false,
+                symmetry: false,
+            },
+        )]
+    }
+
     /// Everything on, for hunting a flaw (not exhaustive: it stops at the first violation).
     fn hunt_bounds() -> FenceBounds {
         FenceBounds {

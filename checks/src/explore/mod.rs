@@ -33,6 +33,13 @@ pub trait Explore:
     /// The bound sets CI explores exhaustively; coverage is their union.
     fn ci_bounds() -> Vec<(&'static str, Self::Bounds)>;
 
+    /// Deeper bound sets, each exhaustive, that CI explores too (`ci/explore.sh`, their counts
+    /// pinned apart) but that are too slow or too large to be the default (`turnfence explore
+    /// --deep` adds them to the CI sets). None by default.
+    fn deep_bounds() -> Vec<(&'static str, Self::Bounds)> {
+        Vec::new()
+    }
+
     /// Larger bounds for hunting a flaw (not exhaustive: it stops at the first violation).
     fn hunt_bounds() -> Self::Bounds;
 

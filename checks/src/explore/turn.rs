@@ -270,7 +270,7 @@ fn client_kinds(m: &TurnMachine<impl Plant<Flaw>>, out: &mut Vec<InputKind>) {
 impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     type Bounds = TurnBounds;
 
-    /// The bounds CI explores exhaustively — five of them, each exhaustive, coverage and
+    /// The bounds CI explores exhaustively — six of them, each exhaustive, coverage and
     /// reached invariants their union: two turns (successors, barge-in, refusal, deadlines) with
     /// one child and one delta each; one turn with two children (every kind of child, commits,
     /// temporaries); one turn streaming two deltas to a client that acks, drops and resumes; and
@@ -306,6 +306,30 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
                 TurnBounds {
                     profile: Some(Profile::LivekitAgents),
                     ..b(1, 1, 2, false)
+                },
+            ),
+        ]
+    }
+
+    /// Three turns: one delta each, streamed to a client that acks, drops and resumes across
+    /// all three (208 660 states, depth 22); and under `openai-realtime` (36 384 states).
+    fn deep_bounds() -> Vec<(&'static str, TurnBounds)> {
+        let three = TurnBounds {
+            turns: 3,
+            children_per_turn: 0,
+            deltas_per_turn: 1,
+            deadline_ms: 100,
+            client: true,
+            profile: None,
+        };
+        vec![
+            ("three", three.clone()),
+            (
+                "three-realtime",
+                TurnBounds {
+                    client: false,
+                    profile: Some(Profile::OpenaiRealtime),
+                    ..three
                 },
             ),
         ]

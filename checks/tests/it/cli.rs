@@ -435,6 +435,37 @@ fn explore_with_symmetry_reduces_the_fence_and_refuses_the_turn() {
     );
 }
 
+/// `explore --deep` explores the CI bound sets and then the deeper ones, in that order (cut at
+/// depth 2 here: the deeper fence set alone takes a minute in a debug build); `--deep` beside
+/// `--bounds` is refused.
+#[test]
+fn explore_deep_adds_the_deeper_bound_sets_after_the_ci_ones() {
+    use turnfence_checks::explore::Explore;
+    use turnfence_model::turn::TurnMachine;
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(
+        &["explore", "--machine", "turn", "--deep", "--depth", "2"],
+        dir.path(),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let named: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("bounds ")?.split(':').next())
+        .collect();
+    let expected: Vec<&str> = <TurnMachine>::ci_bounds()
+        .into_iter()
+        .chain(<TurnMachine>::deep_bounds())
+        .map(|(name, _)| name)
+        .collect();
+    assert!(expected.contains(&"three"), "{expected:?}");
+    assert_eq!(named, expected, "{text}");
+    let out = turnfence(
+        &["explore", "--machine", "turn", "--deep", "--bounds", "{}"],
+        dir.path(),
+    );
+    assert_exit(&out, 2, &out.stderr);
+}
+
 /// `fuzz --junit` writes the run as a test case.
 #[test]
 fn fuzz_writes_junit() {
