@@ -1,49 +1,70 @@
-//! [`Hashed`]: a part of a state that keeps its own hash, and knows whether it changed since it
-//! was copied, so a state whose step changed a few of its parts is fingerprinted by hashing
-//! those few again, and copied back by copying those few.
+//! [`Hashed`]: a part of a state that keeps its own hash and is shared between the states that
+//! have it unchanged, so a state whose step changed a few of its parts is fingerprinted by hashing
+//! those few again, and copied by copying those few.
 //!
-//! An explorer fingerprints every state it reaches, and most steps touch a part or two of a state
-//! (a worker and the queue; one turn and the store) and leave the others as they were. A part
-//! wrapped in `Hashed` is hashed as one `u64`: its value's hash, kept from the last
+//! An explorer fingerprints and copies every state it reaches, and most steps touch a part or two
+//! of a state (a worker and the queue; one turn and the store) and leave the others as they were.
+//! A part wrapped in `Hashed` is hashed as one `u64`: its value's hash, kept from the last
 //! [`refresh`](Hashed::refresh) until the part is borrowed mutably (any `&mut`, changed or not,
 //! forgets it). Without a kept hash the value is hashed on the spot, to the same `u64`: whether a
-//! hash was kept never changes a fingerprint, only what it costs. A part also notes a mutable
-//! borrow since it was last copied from a source ([`restore_from`](Hashed::restore_from) then
-//! copies it back; one not borrowed still equals the source). Nothing here is shared or mutable
-//! behind a `&`: a kept hash and the note are set through `&mut self` only.
+//! hash was kept never changes a fingerprint, only what it costs. Its value is shared by its
+//! copies (an `Arc`) and copied on a mutable borrow while shared (copy on write): a copy of a
+//! state copies none of its parts' values, and a step copies the ones it touches. A part of a
+//! scratch copy keeps the value a [`restore_from`](Hashed::restore_from) replaced, if it was its
+//! own, and the next mutable borrow copies into it in place ([`CopyInPlace`]), so taking input
+//! after input from a scratch copy allocates nothing. Nothing here is mutable behind a `&`: a
+//! kept hash and a spare value are set through `&mut self` only, and a shared value is never
+//! changed.
+
+// `Arc` is the one `std::sync` type in the model (ARCHITECTURE, "Architecture invariants"): a
+// part's value shared by the states that have it unchanged. A shared value is never changed, and
+// a reference count decides only which buffer a copy is made in, never a value.
+#![allow(clippy::disallowed_types)]
 
 use std::fmt;
 use std::hash::{BuildHasher, Hash, Hasher};
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use serde::{Serialize, Serializer};
 
-/// A value and, once [refreshed](Hashed::refresh) and until borrowed mutably, its hash.
-/// Compared, printed and serialized as its value; hashed as its value's hash (a `u64`).
+/// A value, shared by its copies, and, once [refreshed](Hashed::refresh) and until borrowed
+/// mutably, its hash. Compared, printed and serialized as its value; hashed as its value's hash
+/// (a `u64`).
 pub struct Hashed<T> {
-    value: T,
+    value: Arc<T>,
     hash: Option<u64>,
-    /// Borrowed mutably since it was last copied from a source (a new part has none: set).
-    touched: bool,
+    /// A value this part had to itself until a `restore_from` replaced it: the next mutable
+    /// borrow of a shared value copies into it instead of allocating.
+    spare: Option<Arc<T>>,
 }
 
 impl<T: Default> Default for Hashed<T> {
     fn default() -> Hashed<T> {
-        Hashed {
-            value: T::default(),
-            hash: None,
-            touched: true,
-        }
+        Hashed::new(T::default())
     }
 }
 
 impl<T> Hashed<T> {
     pub fn new(value: T) -> Hashed<T> {
         Hashed {
-            value,
+            value: Arc::new(value),
             hash: None,
-            touched: true,
+            spare: None,
         }
+    }
+
+    /// Makes this part `source` again, as `clone_from` does (its value shared), keeping the
+    /// value it replaces, if it was this part's own, for the next mutable borrow to copy into:
+    /// for a scratch copy taking input after input.
+    pub fn restore_from(&mut self, source: &Hashed<T>) {
+        if !Arc::ptr_eq(&self.value, &source.value) {
+            let old = std::mem::replace(&mut self.value, Arc::clone(&source.value));
+            if Arc::strong_count(&old) == 1 {
+                self.spare = Some(old);
+            }
+        }
+        self.hash = source.hash;
     }
 }
 
@@ -52,26 +73,13 @@ impl<T: Hash> Hashed<T> {
     /// mutably since.
     pub fn refresh(&mut self) {
         if self.hash.is_none() {
-            self.hash = Some(hash_of(&self.value));
+            self.hash = Some(hash_of(&*self.value));
         }
     }
 
     /// The value's hash, the kept one if there is one.
     pub fn hash_value(&self) -> u64 {
-        self.hash.unwrap_or_else(|| hash_of(&self.value))
-    }
-}
-
-impl<T: CopyInPlace> Hashed<T> {
-    /// Makes this part, a copy of `source` (`clone`, `clone_from` or `restore_from`), `source`
-    /// again: copied in place if it was borrowed mutably since, else left as it is (it still
-    /// equals `source`). Over a part that is not such a copy, the value is unspecified.
-    pub fn restore_from(&mut self, source: &Hashed<T>) {
-        if self.touched {
-            self.value.copy_from(&source.value);
-            self.hash = source.hash;
-            self.touched = false;
-        }
+        self.hash.unwrap_or_else(|| hash_of(&*self.value))
     }
 }
 
@@ -98,36 +106,43 @@ impl<T> Deref for Hashed<T> {
     }
 }
 
-/// A mutable borrow forgets the kept hash and is noted: the value may change through it.
-impl<T> DerefMut for Hashed<T> {
+/// A mutable borrow forgets the kept hash and makes the value this part's own: a shared value is
+/// copied, into the spare one if there is one, so the parts sharing it are left as they were.
+impl<T: Clone + CopyInPlace> DerefMut for Hashed<T> {
     fn deref_mut(&mut self) -> &mut T {
         self.hash = None;
-        self.touched = true;
-        &mut self.value
+        if Arc::get_mut(&mut self.value).is_none() {
+            if let Some(mut spare) = self.spare.take() {
+                if let Some(own) = Arc::get_mut(&mut spare) {
+                    own.copy_from(&self.value);
+                    self.value = spare;
+                }
+            }
+        }
+        Arc::make_mut(&mut self.value)
     }
 }
 
-/// A copy keeps the source's kept hash and is untouched; a copy in place also keeps the value's
-/// buffers ([`CopyInPlace`]).
-impl<T: Clone + CopyInPlace> Clone for Hashed<T> {
+/// A copy shares the value (no copy of it is made) and keeps the kept hash.
+impl<T> Clone for Hashed<T> {
     fn clone(&self) -> Hashed<T> {
         Hashed {
-            value: self.value.clone(),
+            value: Arc::clone(&self.value),
             hash: self.hash,
-            touched: false,
+            spare: None,
         }
     }
 
+    /// Shares the source's value; keeps no spare (a state kept in a frontier holds none).
     fn clone_from(&mut self, source: &Hashed<T>) {
-        self.value.copy_from(&source.value);
+        self.value = Arc::clone(&source.value);
         self.hash = source.hash;
-        self.touched = false;
     }
 }
 
 impl<T: PartialEq> PartialEq for Hashed<T> {
     fn eq(&self, other: &Hashed<T>) -> bool {
-        self.value == other.value
+        Arc::ptr_eq(&self.value, &other.value) || self.value == other.value
     }
 }
 
@@ -165,7 +180,7 @@ where
     type IntoIter = <&'a T as IntoIterator>::IntoIter;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.value.into_iter()
+        (&*self.value).into_iter()
     }
 }
 
@@ -221,48 +236,69 @@ mod tests {
     }
 
     #[test]
-    fn copies_keep_the_hash_and_compare_as_their_values() {
+    fn copies_share_the_value_keep_the_hash_and_compare_as_their_values() {
         let mut source = Hashed::new(String::from("a"));
         source.refresh();
         let copy = source.clone();
+        assert!(Arc::ptr_eq(&copy.value, &source.value), "a copy shares");
         assert_eq!(copy.hash, source.hash);
         let mut over = Hashed::new(String::from("other"));
         over.clone_from(&source);
+        assert!(Arc::ptr_eq(&over.value, &source.value));
         assert_eq!((over.hash, over.as_str()), (source.hash, "a"));
+        assert!(over.spare.is_none(), "a copy in place keeps no spare");
         assert_eq!(
             Hashed::new(String::from("a")),
             source,
-            "kept or not, equal values are equal"
+            "shared or not, equal values are equal"
         );
         assert_ne!(Hashed::from(String::from("b")), source);
     }
 
     #[test]
-    fn a_restored_copy_is_its_source_and_only_a_touched_one_is_copied_back() {
+    fn a_mutable_borrow_of_a_shared_value_changes_this_part_alone() {
         let mut source = Hashed::new(vec![1u8]);
         source.refresh();
         let mut copy = source.clone();
-        assert!(!copy.touched, "a copy is untouched");
         copy.push(2);
-        assert!(copy.touched, "a mutable borrow is noted");
-        copy.restore_from(&source);
+        assert_eq!((&*source, &*copy), (&vec![1], &vec![1, 2]));
+        assert_eq!(source.hash, Some(Hashed::new(vec![1u8]).hash_value()));
+        assert_eq!(Arc::strong_count(&source.value), 1, "the copy has its own");
+    }
+
+    #[test]
+    fn a_restored_part_is_its_source_and_its_own_value_is_copied_into_next() {
+        let mut source = Hashed::new(vec![1u8]);
+        source.refresh();
+        let mut scratch = source.clone();
+        scratch.push(2);
+        // Its own value, known by its buffer (an address could be reused by a new one).
+        scratch.reserve(64);
+        let own = Arc::as_ptr(&scratch.value);
+        scratch.restore_from(&source);
+        assert!(Arc::ptr_eq(&scratch.value, &source.value));
+        assert_eq!((&*scratch, scratch.hash), (&vec![1], source.hash));
         assert_eq!(
-            (&*copy, copy.hash, copy.touched),
-            (&vec![1], source.hash, false)
+            scratch.spare.as_ref().map(Arc::as_ptr),
+            Some(own),
+            "the value it had to itself is kept"
         );
-        let mut over = Hashed::new(vec![7u8, 7]);
-        over.clone_from(&source);
-        assert!(!over.touched, "a copy in place is untouched");
-        // Not touched since the copy: left as it is (a value it could not have is kept, which
-        // shows that it was not copied).
-        let mut untouched = Hashed {
-            value: vec![9u8],
-            hash: None,
-            touched: false,
-        };
-        untouched.restore_from(&source);
-        assert_eq!(*untouched, vec![9]);
-        assert!(Hashed::<Vec<u8>>::default().touched && Hashed::new(vec![0u8]).touched);
+        scratch.push(3);
+        assert!(
+            scratch.capacity() >= 64,
+            "the next change is copied into the kept value"
+        );
+        assert_eq!((&*scratch, &*source), (&vec![1, 3], &vec![1]));
+        assert!(scratch.spare.is_none());
+        // A value shared with another copy is not its own: not kept, and left as it was.
+        let kept = scratch.clone();
+        scratch.restore_from(&source);
+        assert!(scratch.spare.is_none());
+        assert_eq!(*kept, vec![1, 3]);
+        // Restoring over a part that shares the source's value already changes nothing.
+        let mut same = source.clone();
+        same.restore_from(&source);
+        assert!(same.spare.is_none() && Arc::ptr_eq(&same.value, &source.value));
     }
 
     #[test]

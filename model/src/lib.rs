@@ -327,9 +327,9 @@ macro_rules! misuse {
 /// clones afresh), copied by [`clone_map_from`]; the fields named after `parts` are [`Hashed`]
 /// parts, and for a struct that has them the macro also makes `refresh_parts` (each part keeps
 /// its hash: the machine's and the monitor's `refresh_fingerprint`) and `restore_parts_from`
-/// (a copy back over a copy of the source that has changed since: the parts it did not touch are
-/// left as they are; `restore_from`). The struct is also [`CopyInPlace`] (its `clone_from`), so
-/// a part may hold it. Every field is named: one left out does not compile (the patterns in
+/// (a copy for a scratch state: every field copied in place, each part sharing the source's
+/// value and keeping the one it replaces to copy the next change into; `restore_from`). The
+/// struct is also [`CopyInPlace`] (its `clone_from`), so a part may hold it. Every field is named: one left out does not compile (the patterns in
 /// `clone_from` and `restore_parts_from` name them all).
 macro_rules! clone_in_place {
     ($ty:ident { $($field:ident),* $(,)? } $(maps { $($map:ident),+ $(,)? })?) => {

@@ -123,12 +123,12 @@ pub trait Machine: Clone + Debug + Default {
     /// machine whose state keeps no hashes has nothing to do (the default).
     fn refresh_fingerprint(&mut self) {}
 
-    /// Makes `self`, a copy of `source` (by `clone`, `clone_from` or `restore_from`) that has
-    /// taken inputs since, `source` again, copying back only what changed: a state's
-    /// [`Hashed`](crate::Hashed) parts know whether they were borrowed mutably since the copy, and
-    /// the ones that were not are still `source`'s. An explorer takes every input of a state
-    /// from one scratch copy, restored between them. Over anything but such a copy the result is
-    /// unspecified, though never a panic (use `clone_from`). By default `clone_from`.
+    /// Makes `self` `source` again, as `clone_from` does, for a scratch copy that takes input
+    /// after input: a state's [`Hashed`](crate::Hashed) parts share `source`'s values, and each
+    /// keeps the value it replaces, if it was its own, for the next step that changes the part to
+    /// copy into (no allocation). An explorer takes every input of every state from one scratch
+    /// copy, restored before each. A copy kept (a state in a frontier) is made by `clone_from`,
+    /// which keeps no such values. By default `clone_from`.
     fn restore_from(&mut self, source: &Self) {
         self.clone_from(source);
     }
@@ -354,8 +354,8 @@ pub trait Monitor: Clone + Debug + Default {
     /// by default.
     fn refresh_fingerprint(&mut self) {}
 
-    /// Makes `self`, a copy of `source` that has observed steps since, `source` again, copying
-    /// back only what changed, as [`Machine::restore_from`] does a machine. By default
+    /// Makes `self` `source` again, for a scratch copy that observes step after step, as
+    /// [`Machine::restore_from`] does a machine. By default
     /// `clone_from`.
     fn restore_from(&mut self, source: &Self) {
         self.clone_from(source);

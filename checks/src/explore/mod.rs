@@ -325,11 +325,12 @@ struct Successor<M: Machine> {
 /// What one core expands states with, kept from state to state: the copy each input is taken
 /// from, the states it expanded last, and the buffers of a transition's steps and outputs.
 struct Scratch<M: Machine> {
-    /// A machine and monitor to copy each state into in place (`Clone::clone_from`: a machine's
-    /// buffers are kept); none before the core's first state.
+    /// A machine and monitor to restore each state into before each input
+    /// (`Machine::restore_from`: the state's parts shared, what a step changes copied into the
+    /// values it replaced); none before the core's first state.
     state: Option<(M, M::Monitor)>,
     /// States this core has expanded, done with: a new state is copied into one of them in
-    /// place, so it takes no fresh memory, and what it overwrites was in use a moment ago.
+    /// place (its parts shared), so its box takes no fresh memory.
     spare: Vec<Stored<M>>,
     /// The keys of the new states this core has kept in this chunk: one met again (two inputs
     /// that commute lead to it) is not kept twice.
@@ -391,9 +392,9 @@ fn expand<M: Explore>(
     let (machine, monitor) = &*node.state;
     let inputs = machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
-    // Each input is taken from a copy of the state made over the scratch one, so a successor
-    // seen before costs no allocation where the machine's clone keeps its buffers; after the
-    // first, the copy is restored: only the parts the last input touched are copied back.
+    // Each input is taken from the scratch copy restored to the state: its parts share the
+    // state's, and a step copies the ones it changes into the values the scratch had before, so
+    // a successor seen before costs no allocation.
     let Scratch {
         state: scratch,
         spare,
@@ -403,23 +404,16 @@ fn expand<M: Explore>(
         point,
     } = scratch;
     let reached_before = monitor.reached().len();
-    // Whether the scratch is a copy of this state that took an input since (then only what the
-    // input changed is copied back: `restore_from`), not another state's; and whether its
-    // monitor observed a step since (a refused input leaves it as it was).
-    let mut copied = false;
-    let mut observed = false;
+    // Whether the scratch's monitor may differ from this state's: it observed a step since it
+    // was restored, or was never restored to this state (a refused input leaves it as it was).
+    let mut observed = true;
     for (ordinal, input) in (0..).zip(inputs) {
         let (m, mon) = match scratch {
-            Some((m, mon)) if copied => {
+            Some((m, mon)) => {
                 m.restore_from(machine);
                 if observed {
                     mon.restore_from(monitor);
                 }
-                (m, mon)
-            }
-            Some((m, mon)) => {
-                m.clone_from(machine);
-                mon.clone_from(monitor);
                 (m, mon)
             }
             None => {
@@ -427,7 +421,6 @@ fn expand<M: Explore>(
                 (m, mon)
             }
         };
-        copied = true;
         observed = false;
         steps.clear();
         if turnfence_model::step(m, &input, steps).is_err() {

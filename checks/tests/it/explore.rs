@@ -287,8 +287,9 @@ fn a_bound_sets_profile_is_the_one_explored() {
 /// fingerprint, and the same successor for every input of the alphabet. The two walks are of
 /// any lengths, so the copy overwrites maps, sets and vectors longer, shorter and as long as
 /// its source's; each of the machine's bound sets is drawn (a turn machine's profiles too). A
-/// copy that took an input or two since and is restored (`restore_from`, which copies back only
-/// the parts the inputs touched) is its source again.
+/// copy that took an input or two since, or any other state, restored (`restore_from`: its parts
+/// share the source's, and the next change is copied into the values they had) is its source
+/// again.
 fn copied_in_place_is_its_source<M>(
     (set, a, b): (usize, Vec<u8>, Vec<u8>),
 ) -> Result<(), proptest::test_runner::TestCaseError>
@@ -309,6 +310,17 @@ where
     prop_assert_eq!(
         format!("{:?}", source_monitor.clone()),
         format!("{source_monitor:?}")
+    );
+    // Restored over another state, as the explorer restores its scratch copy to each state it
+    // expands: the source.
+    let (mut other, mut other_monitor) = crate::walk(&M::default, bounds, &b);
+    other.restore_from(&source);
+    other_monitor.restore_from(&source_monitor);
+    prop_assert_eq!(format!("{other:?}"), format!("{source:?}"));
+    prop_assert_eq!(format!("{other_monitor:?}"), format!("{source_monitor:?}"));
+    prop_assert_eq!(
+        explore::fingerprint(&other, &other_monitor),
+        explore::fingerprint(&source, &source_monitor)
     );
     copy.clone_from(&source);
     copy_monitor.clone_from(&source_monitor);
