@@ -298,6 +298,7 @@ where
     M::Monitor: std::fmt::Debug,
 {
     use proptest::prop_assert_eq;
+    use proptest::test_runner::TestCaseError;
     use turnfence_checks::fuzz::take;
     use turnfence_model::Monitor as _;
     let mut sets: Vec<M::Bounds> = M::ci_bounds().into_iter().map(|(_, b)| b).collect();
@@ -311,25 +312,25 @@ where
         format!("{:?}", source_monitor.clone()),
         format!("{source_monitor:?}")
     );
+    // The source: every field, and the fingerprint.
+    let is_source = |m: &M, mon: &M::Monitor| -> Result<(), TestCaseError> {
+        prop_assert_eq!(format!("{m:?}"), format!("{source:?}"));
+        prop_assert_eq!(format!("{mon:?}"), format!("{source_monitor:?}"));
+        prop_assert_eq!(
+            explore::fingerprint(m, mon),
+            explore::fingerprint(&source, &source_monitor)
+        );
+        Ok(())
+    };
     // Restored over another state, as the explorer restores its scratch copy to each state it
-    // expands: the source.
+    // expands.
     let (mut other, mut other_monitor) = crate::walk(&M::default, bounds, &b);
     other.restore_from(&source);
     other_monitor.restore_from(&source_monitor);
-    prop_assert_eq!(format!("{other:?}"), format!("{source:?}"));
-    prop_assert_eq!(format!("{other_monitor:?}"), format!("{source_monitor:?}"));
-    prop_assert_eq!(
-        explore::fingerprint(&other, &other_monitor),
-        explore::fingerprint(&source, &source_monitor)
-    );
+    is_source(&other, &other_monitor)?;
     copy.clone_from(&source);
     copy_monitor.clone_from(&source_monitor);
-    prop_assert_eq!(format!("{copy:?}"), format!("{source:?}"));
-    prop_assert_eq!(format!("{copy_monitor:?}"), format!("{source_monitor:?}"));
-    prop_assert_eq!(
-        explore::fingerprint(&copy, &copy_monitor),
-        explore::fingerprint(&source, &source_monitor)
-    );
+    is_source(&copy, &copy_monitor)?;
     for input in source.alphabet(bounds) {
         let after = |m: &M, mon: &M::Monitor| {
             let (mut m, mut mon) = (m.clone(), mon.clone());
@@ -357,17 +358,8 @@ where
         }
         copy.restore_from(&source);
         copy_monitor.restore_from(&source_monitor);
-        prop_assert_eq!(
-            format!("{copy:?}"),
-            format!("{source:?}"),
-            "restored after {:?}",
-            input
-        );
-        prop_assert_eq!(format!("{copy_monitor:?}"), format!("{source_monitor:?}"));
-        prop_assert_eq!(
-            explore::fingerprint(&copy, &copy_monitor),
-            explore::fingerprint(&source, &source_monitor)
-        );
+        is_source(&copy, &copy_monitor)
+            .map_err(|e| TestCaseError::fail(format!("restored after {input:?}: {e}")))?;
     }
     Ok(())
 }
