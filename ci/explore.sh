@@ -3,8 +3,8 @@
 # counts pinned in snapshots/deep_explore_counts.snap; at the deeper bounds (three turns, three
 # queued requests: snapshots/deep_explore_deeper_counts.snap); and of the fence bounds again with
 # symmetry reduction (snapshots/deep_explore_symmetry_counts.snap). Cost: a release build of the
-# tests (about 2 minutes on 2 cores) and under a minute of exploration on both cores (48.8 s on
-# this project's machine on 2026-12-03, every set included, 4 GB at the peak; the deeper fence
+# tests (about 2 minutes on 2 cores) and under a minute of exploration on both cores (48.6 s on
+# this project's machine on 2026-12-03, every set included, 3.2 GB at the peak; the deeper fence
 # set, `queue-three`, takes the longest).
 set -euo pipefail
 cd "$(dirname "$0")/.."

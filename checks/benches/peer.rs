@@ -4,7 +4,7 @@
 //! the counts disagree. On one thread it also times, alternating with both, the work the two
 //! share when each transition copies its state whole (`shared_work`): what no bookkeeping of such
 //! an explorer's own can go below, so the ratio it bounds is printed beside the measured one. (The
-//! explorer restores its copy part by part instead, `Machine::restore_from`, which stateright's
+//! explorer restores its scratch copy instead, `Machine::restore_from`, which stateright's
 //! `next_state` cannot; the floor stays the whole copy, the peer's.)
 //!
 //! Run: `cargo bench -p turnfence-checks --bench peer`.
@@ -91,7 +91,7 @@ fn main() {
                 "  the work both do per transition, alone (alphabet, copy in place, step, monitor, \
                  fingerprint, look-up; no frontier, paths or coverage): {floor_s:.2} s: at most \
                  {:.2}x stateright's states/s for an explorer that copies a whole state, steps and \
-                 fingerprints every transition (the explorer restores its copy part by part)",
+                 fingerprints every transition (the explorer restores its scratch copy)",
                 theirs_s / floor_s
             );
         }
