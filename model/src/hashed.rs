@@ -12,7 +12,8 @@
 //! state copies none of its parts' values, and a step copies the ones it touches. A part of a
 //! scratch copy keeps the value a [`restore_from`](Hashed::restore_from) replaced, if it was its
 //! own, and the next mutable borrow copies into it in place ([`CopyInPlace`]), so taking input
-//! after input from a scratch copy allocates nothing. Nothing here is mutable behind a `&`: a
+//! after input from a scratch copy allocates only where a state kept since shares the value the
+//! scratch had. Nothing here is mutable behind a `&`: a
 //! kept hash and a spare value are set through `&mut self` only, and a shared value is never
 //! changed.
 
