@@ -256,12 +256,18 @@ mod tests {
         assert_ne!(Hashed::from(String::from("b")), source);
     }
 
-    #[test]
-    fn a_mutable_borrow_of_a_shared_value_changes_this_part_alone() {
+    /// `[1]`, its hash kept, and a copy of it that pushed a 2.
+    fn a_source_and_a_changed_copy() -> (Hashed<Vec<u8>>, Hashed<Vec<u8>>) {
         let mut source = Hashed::new(vec![1u8]);
         source.refresh();
         let mut copy = source.clone();
         copy.push(2);
+        (source, copy)
+    }
+
+    #[test]
+    fn a_mutable_borrow_of_a_shared_value_changes_this_part_alone() {
+        let (source, copy) = a_source_and_a_changed_copy();
         assert_eq!((&*source, &*copy), (&vec![1], &vec![1, 2]));
         assert_eq!(source.hash, Some(Hashed::new(vec![1u8]).hash_value()));
         assert_eq!(Arc::strong_count(&source.value), 1, "the copy has its own");
@@ -269,10 +275,7 @@ mod tests {
 
     #[test]
     fn a_restored_part_is_its_source_and_its_own_value_is_copied_into_next() {
-        let mut source = Hashed::new(vec![1u8]);
-        source.refresh();
-        let mut scratch = source.clone();
-        scratch.push(2);
+        let (source, mut scratch) = a_source_and_a_changed_copy();
         // Its own value, known by its buffer (an address could be reused by a new one).
         scratch.reserve(64);
         let own = Arc::as_ptr(&scratch.value);
