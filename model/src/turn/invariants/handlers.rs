@@ -1,7 +1,7 @@
 //! The monitor's handlers: each input, each output and each end of step, dispatched by kind to the
 //! handler of its subject; what the input demanded of its step's outputs; the end of the run.
 
-use super::memory::{ChildObs, Monitor, StepExpect, StoredSeen, TurnSeen};
+use super::memory::{ChildObs, ChildSeen, Monitor, StepExpect, StoredSeen, TurnSeen};
 use super::Invariant;
 use crate::turn::types::*;
 
@@ -48,10 +48,20 @@ impl Monitor {
                 })
             }
             InputKind::ModelDone { turn } => {
-                if let Some(t) = self.turns.get_mut(turn) {
-                    for (_, c) in t.children.iter_mut() {
-                        if c.kind == ChildKind::Model && c.state == ChildObs::Running {
-                            c.state = ChildObs::Resolved;
+                let running =
+                    |c: &ChildSeen| c.kind == ChildKind::Model && c.state == ChildObs::Running;
+                // The turns are borrowed mutably (and, shared, copied) only where a model child
+                // still runs.
+                if self
+                    .turns
+                    .get(turn)
+                    .is_some_and(|t| t.children.values().any(running))
+                {
+                    if let Some(t) = self.turns.get_mut(turn) {
+                        for (_, c) in t.children.iter_mut() {
+                            if running(c) {
+                                c.state = ChildObs::Resolved;
+                            }
                         }
                     }
                 }

@@ -137,19 +137,21 @@ impl Monitor {
         {
             self.expect.answered = true;
         }
-        let Some(t) = self.turns.get_mut(turn) else {
+        // Read first: only a stop that was requested changes what is remembered of the turn (so
+        // only then are the turns borrowed mutably and, shared with another state, copied).
+        let Some(t) = self.turns.get(turn) else {
             return;
         };
         let (was_cancelled, terminal) = (t.cancelled, t.terminal);
         let problem = match (answer, terminal) {
             (StopAnswer::Requested, _) => {
-                t.cancel_effects += 1;
-                t.cancelled = true;
+                let effects = self.turns.get_mut(turn).map_or(0, |t| {
+                    t.cancel_effects += 1;
+                    t.cancelled = true;
+                    t.cancel_effects
+                });
                 (was_cancelled || terminal.is_some()).then(|| {
-                    format!(
-                        "stop {request_id} caused cancel effect #{} of the turn",
-                        t.cancel_effects
-                    )
+                    format!("stop {request_id} caused cancel effect #{effects} of the turn")
                 })
             }
             (StopAnswer::AlreadyTerminal { state }, Some(actual)) if state != actual => {

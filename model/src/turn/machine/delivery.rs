@@ -20,7 +20,11 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         let active = self.session.active_generation;
         let deliver_after_stop = flawed!(self, DeliverAfterStop);
         let seq_unchecked = flawed!(self, DeltaSeqUnchecked);
-        let Some(t) = self.turn_mut(turn) else { return };
+        // Read first: a dropped delta changes no turn, so the turns are borrowed mutably (and,
+        // shared with another state, copied) only for a delivered one.
+        let Some(t) = self.session.turn(turn) else {
+            return;
+        };
         let reason = match t.phase {
             _ if generation != t.generation || Some(generation) != active => {
                 Some(DropReason::StaleGeneration)
@@ -44,7 +48,9 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             });
             return;
         }
-        t.last_delivered_seq = seq;
+        if let Some(t) = self.turn_mut(&turn) {
+            t.last_delivered_seq = seq;
+        }
         let frame = Frame {
             turn: turn.clone(),
             generation,
@@ -162,7 +168,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     /// that order, as the real systems do it.
     fn barge_in(&mut self, turn: &str, generation: Generation) {
         if !flawed!(self, KeepPlaybackOnBargeIn) {
-            let frames = self.session.playback.clear();
+            // An empty buffer is not borrowed mutably (nor, shared with another state, copied).
+            let frames = if self.session.playback.is_empty() {
+                0
+            } else {
+                self.session.playback.clear()
+            };
             self.emit(Output::PlaybackCleared {
                 turn: turn.into(),
                 frames,
@@ -304,6 +315,9 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     /// truncates to what was heard (and when `truncate`), the turn is then truncated to the
     /// frames it played. How many frames were removed.
     fn clear_turn_audio(&mut self, turn: &str, truncate: bool) -> u32 {
+        if !self.session.playback.holds(turn) {
+            return 0;
+        }
         let frames = self.session.playback.remove_turn(turn);
         if frames == 0 {
             return 0;

@@ -109,8 +109,9 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     pub(super) fn stop(&mut self, turn: &str, request_id: &str) {
-        let Some(t) = self.turn_mut(turn) else { return };
-        let phase = t.phase;
+        let Some(phase) = self.session.turn(turn).map(|t| t.phase) else {
+            return;
+        };
         let answer = match phase {
             Phase::Running => StopAnswer::Requested,
             Phase::CancelRequested { .. } if flawed!(self, RepeatedStopRecancels) => {
@@ -221,7 +222,11 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         let buffered =
             !self.session.profile.playback_outlives_turn() && self.session.playback.holds(turn);
         let answers = self.session.profile.answers_tool_calls();
-        let Some(t) = self.turn_mut(turn) else { return };
+        // Read first: a turn with something left to wait for is left as it is, its turns not
+        // borrowed mutably (nor, shared with another state, copied).
+        let Some(t) = self.session.turn(turn) else {
+            return;
+        };
         let waiting = t.has_pending_children();
         let uncertain = t.children.iter().any(|c| c.state.is_uncertain());
         let committed = t.children.iter().any(|c| c.state.effect_key().is_some());
@@ -246,6 +251,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             }
             _ => return,
         };
+        let Some(t) = self.turn_mut(turn) else { return };
         t.phase = Phase::Terminal { state };
         let mut outputs = Vec::new();
         if state == Terminal::ReconcileRequired {
