@@ -2,7 +2,7 @@
 //! re-adopted, foreign begins refused), inspects and ends (dead tokens harmless, seals compared),
 //! and a restore (failing closed).
 
-use super::memory::{Asked, Monitor, RowSeen};
+use super::memory::{Asked, Monitor, RowSeen, WorkerSeen};
 use super::Invariant;
 use crate::fence::table::normalize;
 use crate::fence::types::*;
@@ -51,9 +51,15 @@ impl Monitor {
                 .map(normalize)
                 .unwrap_or_else(|| token.into());
             // A token that owns a row again is alive again.
-            self.dead.remove(&new_token);
-            if let Some(w) = self.workers.get_mut(&asked.worker) {
-                w.gone.remove(&new_token);
+            // (Each set is borrowed mutably, and copied if shared, only when it holds the token.)
+            if self.dead.contains(&new_token) {
+                self.dead.remove(&new_token);
+            }
+            let gone = |w: &WorkerSeen| w.gone.contains(&new_token);
+            if self.workers.get(&asked.worker).is_some_and(gone) {
+                if let Some(w) = self.workers.get_mut(&asked.worker) {
+                    w.gone.remove(&new_token);
+                }
             }
             if let Some(r) = &row {
                 if r.token != token && r.task == *requester {

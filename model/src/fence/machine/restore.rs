@@ -11,8 +11,13 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     /// A restart from a snapshot: rows are not reloaded, they only cancel the pending
     /// descendants of fenced roots; a malformed snapshot restores nothing.
     pub(super) fn restore(&mut self, fences: &FenceSnapshot, pending: &[SnapshotTask]) {
-        *self.state.table = Table::default();
-        self.state.queue.clear();
+        // What is already empty is left as it is (not borrowed mutably, nor copied if shared).
+        if !self.state.table.rows.is_empty() {
+            *self.state.table = Table::default();
+        }
+        if !self.state.queue.is_empty() {
+            self.state.queue.clear();
+        }
         let fenced: Option<Vec<&str>> = match fences {
             FenceSnapshot::Malformed(_) => None,
             FenceSnapshot::Rows(rows) if rows.iter().any(|r| r.root.is_empty()) => None,

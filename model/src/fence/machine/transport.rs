@@ -200,9 +200,12 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     fn prune_acks(&mut self) {
         let now = self.state.now;
         let before = self.state.mailbox.len();
-        self.state
-            .mailbox
-            .retain(|_, a| now.saturating_sub(a.written_at) <= ACK_TTL_MS);
+        let fresh = |a: &Ack| now.saturating_sub(a.written_at) <= ACK_TTL_MS;
+        // Read first: a mailbox with nothing to prune is not borrowed mutably (nor, shared with
+        // another state, copied).
+        if !self.state.mailbox.values().all(fresh) {
+            self.state.mailbox.retain(|_, a| fresh(a));
+        }
         if self.state.mailbox.len() >= ACK_KEEP {
             let mut by_age: Vec<((Token, Req), Millis)> = self
                 .state
