@@ -15,6 +15,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 
 use super::types::{Action, EndOutcome, Id, Map, Reply, RootId, Status, TaskId, Token};
+use crate::Hashed;
 
 /// A row's stored status. "Released" is the row's absence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -215,15 +216,17 @@ impl Table {
 
     /// An owner message to `root`: refused for a sealed row; otherwise written first, then the
     /// active row's generation moves. Returns the row's generation after, if there is a row.
-    pub fn owner_message(&mut self, root: &str) -> OwnerMessage {
-        match self.rows.get_mut(root) {
+    /// The table is borrowed mutably (and, shared with another state, copied) only where a
+    /// generation moves.
+    pub fn owner_message(table: &mut Hashed<Table>, root: &str) -> OwnerMessage {
+        match table.rows.get(root) {
             Some(row) if row.status == RowStatus::Sealed => OwnerMessage::Refused,
-            Some(row) => {
-                row.owner_message_generation = row.owner_message_generation.saturating_add(1);
-                OwnerMessage::Written {
-                    generation: Some(row.owner_message_generation),
-                }
-            }
+            Some(_) => OwnerMessage::Written {
+                generation: table.rows.get_mut(root).map(|row| {
+                    row.owner_message_generation = row.owner_message_generation.saturating_add(1);
+                    row.owner_message_generation
+                }),
+            },
             None => OwnerMessage::Written { generation: None },
         }
     }

@@ -2,14 +2,14 @@
 //! an enqueued task admitted or blocked by its root's fence.
 
 use super::{FenceMachine, TaskStatus};
-use crate::fence::table::OwnerMessage;
+use crate::fence::table::{OwnerMessage, Table};
 use crate::fence::types::*;
 use crate::fence::Flaw;
 use crate::Plant;
 
 impl<P: Plant<Flaw>> FenceMachine<P> {
     pub(super) fn owner_message(&mut self, root: &str) {
-        match self.state.table.owner_message(root) {
+        match Table::owner_message(&mut self.state.table, root) {
             OwnerMessage::Refused => self.emit(Output::OwnerMessageRefused { root: root.into() }),
             OwnerMessage::Written { generation } => self.emit(Output::OwnerMessageWritten {
                 root: root.into(),
@@ -22,7 +22,8 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
         if let Some((_, status)) = self.state.tasks.get_mut(task) {
             *status = TaskStatus::Done;
         }
-        if self.state.table.task_done(task) {
+        // Read first: without a row the table is not borrowed mutably (nor copied if shared).
+        if self.state.table.rows.contains_key(task) && self.state.table.task_done(task) {
             self.emit(Output::RowCleared { root: task.into() });
         }
     }
