@@ -74,15 +74,16 @@ impl Monitor {
                 Some(r) if r.token == token => r.task.clone(),
                 _ => requester.clone(),
             };
-            self.rows.insert(
-                root.clone(),
-                RowSeen {
-                    token: new_token,
-                    task,
-                    sealed: false,
-                    generation: reply.owner_message_generation.unwrap_or(0),
-                },
-            );
+            let seen = RowSeen {
+                token: new_token,
+                task,
+                sealed: false,
+                generation: reply.owner_message_generation.unwrap_or(0),
+            };
+            // The row as it was remembered already (a re-send) leaves the rows as they are.
+            if self.rows.get(root) != Some(&seen) {
+                self.rows.insert(root.clone(), seen);
+            }
         }
     }
 
@@ -153,7 +154,9 @@ impl Monitor {
     }
 
     pub(super) fn on_restored(&mut self, restored: &[TaskId], cancelled: &[TaskId]) {
-        self.rows.clear();
+        if !self.rows.is_empty() {
+            self.rows.clear();
+        }
         let Some((roots, pending)) = self.restore.take() else {
             return;
         };

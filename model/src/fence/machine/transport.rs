@@ -165,15 +165,16 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             "the mailbox has room for one more ack"
         );
         let key = self.ack_key(&token, &req);
-        self.state.mailbox.insert(
-            key,
-            Ack {
-                token: token.clone(),
-                req: req.clone(),
-                reply: reply.clone(),
-                written_at: self.state.now,
-            },
-        );
+        let ack = Ack {
+            token: token.clone(),
+            req: req.clone(),
+            reply: reply.clone(),
+            written_at: self.state.now,
+        };
+        // The same ack written again at the same time leaves the mailbox as it is.
+        if self.state.mailbox.get(&key) != Some(&ack) {
+            self.state.mailbox.insert(key, ack);
+        }
         self.emit(Output::AckWritten {
             token,
             req,
