@@ -69,6 +69,15 @@ impl<T> Hashed<T> {
     }
 }
 
+impl<T> Hashed<T> {
+    /// Whether this part and `other` share one value: one is a copy of the other (or both of a
+    /// third) that no mutable borrow has changed since. What a step leaves shared costs no copy
+    /// and keeps its hash.
+    pub fn shares(&self, other: &Hashed<T>) -> bool {
+        Arc::ptr_eq(&self.value, &other.value)
+    }
+}
+
 impl<T: Hash> Hashed<T> {
     /// Keeps the value's hash, hashing it unless it was kept and the value not borrowed
     /// mutably since.

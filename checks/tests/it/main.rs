@@ -24,6 +24,7 @@ mod readers;
 #[cfg(not(loom))]
 mod recorder;
 mod schema;
+mod shared_parts;
 mod snapshots;
 mod streaming;
 mod symmetry;

@@ -197,12 +197,26 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         temporary_outputs: u32,
     ) {
         let keep_temporaries = flawed!(self, TemporaryOutputsKept);
-        let Some(t) = self.turn_mut(turn) else { return };
-        let stopping = !t.phase.is_running();
-        let Some(c) = t.children.iter_mut().find(|c| c.id == child) else {
+        // Read first: a checkpoint that keeps no work changes nothing (the turns are then not
+        // borrowed mutably).
+        let Some(t) = self.session.turn(turn) else {
             return;
         };
-        if !(stopping || c.cancel_requested) {
+        let stopping = !t.phase.is_running();
+        let Some(c) = t.children.iter().find(|c| c.id == child) else {
+            return;
+        };
+        let cancelled = stopping || c.cancel_requested;
+        if !cancelled && temporary_outputs == 0 {
+            return;
+        }
+        let Some(c) = self
+            .turn_mut(turn)
+            .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+        else {
+            return;
+        };
+        if !cancelled {
             c.temporary_outputs = c.temporary_outputs.saturating_add(temporary_outputs);
             return;
         }

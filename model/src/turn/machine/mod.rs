@@ -233,8 +233,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 interruptible,
             } => {
                 self.accept(turn, *generation, *mode, *deadline_ms, *budget);
-                if let Some(t) = self.turn_mut(turn).filter(|t| t.phase.is_running()) {
-                    t.interruptible = *interruptible;
+                // (Borrowed mutably only where it changes: an accept refused changes nothing.)
+                let running = self.session.turn(turn).filter(|t| t.phase.is_running());
+                if running.is_some_and(|t| t.interruptible != *interruptible) {
+                    if let Some(t) = self.turn_mut(turn) {
+                        t.interruptible = *interruptible;
+                    }
                 }
             }
             InputKind::Spawn {
@@ -296,8 +300,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             InputKind::CommitFailed { turn, child } => self.commit_resolved(turn, child, false),
             InputKind::Tick => {}
             InputKind::ClientAck { seq } => {
-                let c = &mut self.session.client;
-                c.acked = c.acked.max(*seq);
+                // An ack of nothing new leaves the client as it is (not borrowed mutably).
+                if *seq > self.session.client.acked {
+                    self.session.client.acked = *seq;
+                }
             }
             InputKind::Disconnect => {
                 self.session.client.connected = false;
