@@ -67,9 +67,7 @@ impl<T> Hashed<T> {
         }
         self.hash = source.hash;
     }
-}
 
-impl<T> Hashed<T> {
     /// Whether this part and `other` share one value: one is a copy of the other (or both of a
     /// third) that no mutable borrow has changed since. What a step leaves shared costs no copy
     /// and keeps its hash.
