@@ -456,3 +456,15 @@ impl Output {
         }
     }
 }
+
+/// Puts `value` under `key` unless the map holds it there already: only a change borrows the
+/// part mutably (which copies it if it is shared with another state, and forgets its hash).
+pub(crate) fn insert_changed<K: Ord + Clone, V: PartialEq + Clone>(
+    map: &mut crate::Hashed<Map<K, V>>,
+    key: K,
+    value: V,
+) {
+    if map.get(&key) != Some(&value) {
+        map.insert(key, value);
+    }
+}

@@ -81,9 +81,7 @@ impl Monitor {
                 generation: reply.owner_message_generation.unwrap_or(0),
             };
             // The row as it was remembered already (a re-send) leaves the rows as they are.
-            if self.rows.get(root) != Some(&seen) {
-                self.rows.insert(root.clone(), seen);
-            }
+            insert_changed(&mut self.rows, root.clone(), seen);
         }
     }
 

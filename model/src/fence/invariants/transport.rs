@@ -119,12 +119,12 @@ impl Monitor {
         if direct {
             self.track_binding(&asked.worker, &token, action, reply);
         } else {
-            let key = (token.clone(), normalize(req));
-            // The same reply again leaves the replies as they are (not borrowed mutably, nor
-            // copied if shared).
-            if self.replies.get(&key).map(|(a, r)| (a, r)) != Some((&action, reply)) {
-                self.replies.insert(key, (action, reply.clone()));
-            }
+            // The same reply again leaves the replies as they are.
+            insert_changed(
+                &mut self.replies,
+                (token.clone(), normalize(req)),
+                (action, reply.clone()),
+            );
         }
     }
 

@@ -172,9 +172,7 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
             written_at: self.state.now,
         };
         // The same ack written again at the same time leaves the mailbox as it is.
-        if self.state.mailbox.get(&key) != Some(&ack) {
-            self.state.mailbox.insert(key, ack);
-        }
+        insert_changed(&mut self.state.mailbox, key, ack);
         self.emit(Output::AckWritten {
             token,
             req,
