@@ -12,6 +12,13 @@ echo "   then the CLI with its flaw switch, the --flaw path)"
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p turnfence-checks --all-targets --features flaws -- -D warnings
 
+echo "== no pending snapshot committed (a passing test deletes its stale .snap.new, so look first)"
+tracked=$(git ls-files -- '*.snap.new' '*.pending-snap' 2>/dev/null || true)
+if [ -n "$tracked" ]; then
+  echo "pending snapshots are committed (review them, commit the .snap files, remove these):"
+  echo "$tracked"; exit 1
+fi
+
 echo "== tests (snapshots must match; insta records which ones the tests reference)"
 refs=$(mktemp)
 trap 'rm -f "$refs"' EXIT
