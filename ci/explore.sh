@@ -4,10 +4,10 @@
 # queued requests: snapshots/deep_explore_deeper_counts.snap); and of the fence bounds again with
 # symmetry reduction (snapshots/deep_explore_symmetry_counts.snap); and every turn CI set walked
 # again, each step held to leave the parts it did not change shared (tests/it/shared_parts.rs).
-# Cost: a release build of the tests (about 2 minutes on 2 cores) and about a minute and a half
-# of exploration on both cores (48.6 s on this project's machine on 2026-12-03 before the shared
-# parts' walk, which takes about 40 s; 3.2 GB at the peak; the deeper fence set, `queue-three`,
-# and that walk take the longest).
+# Cost: a release build of the tests (about 2 minutes on 2 cores) and under a minute of
+# exploration and walking on both cores (59 s on this project's machine on 2026-12-04, the
+# shared parts' walk about 13 s of it alone; 3.6 GB at the peak; the deeper fence set,
+# `queue-three`, takes the longest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refs=$(mktemp)

@@ -2,7 +2,7 @@
 //! scratch copies, no restores, no kept bookkeeping. The yardstick the explorer is held to (its
 //! reached invariants and coverage) and the input of the peer bench's floor measurement.
 
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 
 use turnfence_checks::explore::{self, Explore};
 use turnfence_checks::fuzz;
@@ -15,15 +15,30 @@ pub fn all_states<M: Explore>(
     bounds: &M::Bounds,
     mut each: impl FnMut(&M, &M::Input, &[StepOf<M>], &M::Monitor),
 ) -> Vec<(M, M::Monitor)> {
+    let mut all = Vec::new();
+    walk::<M>(
+        bounds,
+        |machine, input, steps, _, memory| each(machine, input, steps, memory),
+        |state| all.push(state),
+    );
+    all
+}
+
+/// Walks every distinct state of machine `M` within the bounds breadth-first from the start,
+/// holding only the states still to expand. Each transition taken — from a state, by an input,
+/// the steps it made, to the successor (machine and monitor, before their fingerprints are
+/// refreshed) — is handed to `each`, whether the successor is new or not; each state, once
+/// expanded, to `expanded`, in breadth-first order.
+pub fn walk<M: Explore>(
+    bounds: &M::Bounds,
+    mut each: impl FnMut(&M, &M::Input, &[StepOf<M>], &M, &M::Monitor),
+    mut expanded: impl FnMut((M, M::Monitor)),
+) {
     let start = explore::start(&|| M::default().bounded(bounds));
     let mut seen = HashSet::new();
     seen.insert(explore::fingerprint(&start.0, &start.1));
-    let mut all = vec![start];
-    let mut at = 0;
-    while at < all.len() {
-        let (machine, monitor) = &all[at];
-        at += 1;
-        let mut new = Vec::new();
+    let mut waiting = VecDeque::from([start]);
+    while let Some((machine, monitor)) = waiting.pop_front() {
         for input in machine.alphabet(bounds) {
             let (mut next, mut memory) = (machine.clone(), monitor.clone());
             let (steps, ok) = fuzz::take(&mut next, &input);
@@ -33,14 +48,13 @@ pub fn all_states<M: Explore>(
             for step in &steps {
                 let _ = memory.observe(step);
             }
-            each(machine, &input, &steps, &memory);
+            each(&machine, &input, &steps, &next, &memory);
             next.refresh_fingerprint();
             memory.refresh_fingerprint();
             if seen.insert(explore::fingerprint(&next, &memory)) {
-                new.push((next, memory));
+                waiting.push_back((next, memory));
             }
         }
-        all.append(&mut new);
+        expanded((machine, monitor));
     }
-    all
 }
