@@ -13,10 +13,8 @@
 use std::collections::HashSet;
 
 use turnfence_checks::explore::{self, Explore};
-use turnfence_checks::fuzz;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
-use turnfence_model::Monitor;
 
 #[path = "../tests/support/plain_walk.rs"]
 mod plain_walk;
@@ -27,33 +25,16 @@ fn main() {
     survey::<FenceMachine>(&["transport", "queue"]);
 }
 
-/// The state an input leads to from `state`, fingerprinted, if the machine takes it.
-fn after<M: Explore>(state: &(M, M::Monitor), input: &M::Input) -> Option<(M, M::Monitor, u64)> {
-    let (mut machine, mut monitor) = state.clone();
-    let (steps, ok) = fuzz::take(&mut machine, input);
-    if !ok {
-        return None;
-    }
-    for step in &steps {
-        let _ = monitor.observe(step);
-    }
-    machine.refresh_fingerprint();
-    monitor.refresh_fingerprint();
-    let key = explore::fingerprint(&machine, &monitor);
-    Some((machine, monitor, key))
-}
-
-/// Whether `second` is offered after `first` and, if so, where it leads.
+/// Where `second` leads after `first`'s successor, if it is still offered there and taken.
 fn then<M: Explore>(
-    state: &(M, M::Monitor, u64),
+    (machine, monitor, _, _): &plain_walk::Successor<M>,
     second: &M::Input,
     bounds: &M::Bounds,
 ) -> Option<u64> {
-    let (machine, monitor, _) = state;
     if !machine.alphabet(bounds).contains(second) {
         return None;
     }
-    after(&(machine.clone(), monitor.clone()), second).map(|(_, _, key)| key)
+    plain_walk::successor(machine, monitor, second).map(|(_, _, _, key)| key)
 }
 
 /// A transition named by the state it is taken from and its input (the input by a hash of its
@@ -75,11 +56,14 @@ fn survey<M: Explore>(named: &[&str]) {
         for state in &all {
             let here = explore::fingerprint(&state.0, &state.1);
             let inputs = state.0.alphabet(&bounds);
-            let next: Vec<_> = inputs.iter().map(|input| after(state, input)).collect();
+            let next: Vec<_> = inputs
+                .iter()
+                .map(|input| plain_walk::successor(&state.0, &state.1, input))
+                .collect();
             for (x, a) in next.iter().enumerate() {
                 let Some(a) = a else { continue };
                 transitions += 1;
-                self_loops += usize::from(a.2 == here);
+                self_loops += usize::from(a.3 == here);
                 for (y, b) in next.iter().enumerate().skip(x + 1) {
                     let Some(b) = b else { continue };
                     pairs += 1;
@@ -87,8 +71,8 @@ fn survey<M: Explore>(named: &[&str]) {
                     let (ab, ba) = (then(a, ib, &bounds), then(b, ia, &bounds));
                     if ab.is_some() && ab == ba {
                         commuting += 1;
-                        may_sleep.insert(transition(a.2, ib));
-                        may_sleep.insert(transition(b.2, ia));
+                        may_sleep.insert(transition(a.3, ib));
+                        may_sleep.insert(transition(b.3, ia));
                     }
                 }
             }

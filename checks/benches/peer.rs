@@ -111,7 +111,7 @@ fn main() {
 }
 
 /// How the shared work makes the state each input is taken from.
-#[derive(Clone, Copy, PartialEq)]
+#[derive(Clone, Copy)]
 enum Copying {
     /// A whole copy in place (`clone_from`), as stateright's `next_state` must copy a state.
     Whole,

@@ -26,8 +26,7 @@ pub fn all_states<M: Explore>(
 
 /// Walks every distinct state of machine `M` within the bounds breadth-first from the start,
 /// holding only the states still to expand. Each transition taken — from a state, by an input,
-/// the steps it made, to the successor (machine and monitor, before their fingerprints are
-/// refreshed) — is handed to `each`, whether the successor is new or not; each state, once
+/// the steps it made, to the successor (machine and monitor) — is handed to `each`, whether the successor is new or not; each state, once
 /// expanded, to `expanded`, in breadth-first order.
 pub fn walk<M: Explore>(
     bounds: &M::Bounds,
@@ -40,21 +39,44 @@ pub fn walk<M: Explore>(
     let mut waiting = VecDeque::from([start]);
     while let Some((machine, monitor)) = waiting.pop_front() {
         for input in machine.alphabet(bounds) {
-            let (mut next, mut memory) = (machine.clone(), monitor.clone());
-            let (steps, ok) = fuzz::take(&mut next, &input);
-            if !ok {
+            let Some((next, memory, steps, key)) = successor(&machine, &monitor, &input) else {
                 continue;
-            }
-            for step in &steps {
-                let _ = memory.observe(step);
-            }
+            };
             each(&machine, &input, &steps, &next, &memory);
-            next.refresh_fingerprint();
-            memory.refresh_fingerprint();
-            if seen.insert(explore::fingerprint(&next, &memory)) {
+            if seen.insert(key) {
                 waiting.push_back((next, memory));
             }
         }
         expanded((machine, monitor));
     }
+}
+
+/// A successor: the machine and monitor, the steps that made it, its fingerprint.
+pub type Successor<M> = (
+    M,
+    <M as turnfence_model::Machine>::Monitor,
+    Vec<StepOf<M>>,
+    u64,
+);
+
+/// Where `input` leads from a state (machine and monitor), if the machine takes it: a fresh copy
+/// stepped, its monitor told every step, both fingerprints refreshed; with the steps and the
+/// successor's fingerprint.
+pub fn successor<M: Explore>(
+    machine: &M,
+    monitor: &M::Monitor,
+    input: &M::Input,
+) -> Option<Successor<M>> {
+    let (mut next, mut memory) = (machine.clone(), monitor.clone());
+    let (steps, ok) = fuzz::take(&mut next, input);
+    if !ok {
+        return None;
+    }
+    for step in &steps {
+        let _ = memory.observe(step);
+    }
+    next.refresh_fingerprint();
+    memory.refresh_fingerprint();
+    let key = explore::fingerprint(&next, &memory);
+    Some((next, memory, steps, key))
 }
