@@ -10,6 +10,8 @@ pub struct Case {
     pub failures: Vec<Failure>,
     /// It could not be judged (an unreadable trace), with why.
     pub error: Option<String>,
+    /// It was left unjudged (a rule the log cannot let the checker judge), with why.
+    pub skipped: Option<String>,
 }
 
 /// One failure of a test case: a short message (`line 18: no_false_cancel_claim`), its type
@@ -25,14 +27,19 @@ pub struct Failure {
 pub fn render(suite: &str, cases: &[Case]) -> String {
     let failures: usize = cases.iter().filter(|c| !c.failures.is_empty()).count();
     let errors = cases.iter().filter(|c| c.error.is_some()).count();
+    // Said only where a case was skipped: reports of traces judged in full read as before.
+    let skipped = match cases.iter().filter(|c| c.skipped.is_some()).count() {
+        0 => String::new(),
+        n => format!(" skipped=\"{n}\""),
+    };
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     out.push_str(&format!(
-        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">\n",
+        "<testsuites name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"{skipped}>\n",
         escape(suite),
         cases.len()
     ));
     out.push_str(&format!(
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\">\n",
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"{skipped}>\n",
         escape(suite),
         cases.len()
     ));
@@ -49,6 +56,9 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
                 escape(&f.kind),
                 escape(&f.text)
             ));
+        }
+        if let Some(why) = &case.skipped {
+            out.push_str(&format!("      <skipped message=\"{}\"/>\n", escape(why)));
         }
         if let Some(e) = &case.error {
             out.push_str(&format!(

@@ -21,6 +21,7 @@ pub struct Ask {
     pub dialect: Option<Dialect>,
     pub machine: Option<Machine>,
     pub profile: Option<Profile>,
+    pub session_key: Option<String>,
     pub format: Format,
     pub max_findings: usize,
 }
@@ -32,6 +33,7 @@ impl Ask {
             dialect: self.dialect,
             machine: self.machine,
             profile: self.profile,
+            session_key: self.session_key.clone(),
         }
     }
 }
@@ -271,16 +273,17 @@ fn json_many(named: &[(&Path, &Outcome)]) -> serde_json::Value {
     })
 }
 
-/// One test case per trace, one failure per finding.
+/// One test case per trace, one failure per finding; one skipped case per rule left unjudged.
 fn junit_report(named: &[(&Path, &Outcome)]) -> String {
-    let cases: Vec<junit::Case> = named
-        .iter()
-        .map(|(path, outcome)| {
-            let name = path.display().to_string();
-            match outcome {
-                Outcome::Judged(v, reading) => junit::Case {
-                    name,
-                    classname: format!("turnfence.check.{}", reading.machine.name()),
+    let mut cases: Vec<junit::Case> = Vec::new();
+    for (path, outcome) in named {
+        let name = path.display().to_string();
+        match outcome {
+            Outcome::Judged(v, reading) => {
+                let classname = format!("turnfence.check.{}", reading.machine.name());
+                cases.push(junit::Case {
+                    name: name.clone(),
+                    classname: classname.clone(),
                     failures: v
                         .findings
                         .iter()
@@ -299,15 +302,31 @@ fn junit_report(named: &[(&Path, &Outcome)]) -> String {
                         })
                         .collect(),
                     error: None,
-                },
-                Outcome::Unreadable(e, _) => junit::Case {
-                    name,
-                    classname: "turnfence.check".to_owned(),
-                    failures: Vec::new(),
-                    error: Some(e.to_string()),
-                },
+                    skipped: None,
+                });
+                for n in &v.not_judged {
+                    let ids = if n.ids.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", n.ids.join(", "))
+                    };
+                    cases.push(junit::Case {
+                        name: format!("{name} :: {} ({}){ids}", n.rule, n.session),
+                        classname: classname.clone(),
+                        failures: Vec::new(),
+                        error: None,
+                        skipped: Some(trace::not_judged_line(n)),
+                    });
+                }
             }
-        })
-        .collect();
+            Outcome::Unreadable(e, _) => cases.push(junit::Case {
+                name,
+                classname: "turnfence.check".to_owned(),
+                failures: Vec::new(),
+                error: Some(e.to_string()),
+                skipped: None,
+            }),
+        }
+    }
     junit::render("turnfence check", &cases)
 }

@@ -110,6 +110,7 @@ impl Task for Walks<'_> {
                 classname: format!("turnfence.explore.{}", M::NAME),
                 failures: failure.into_iter().collect(),
                 error: None,
+                skipped: None,
             });
         }
         let gaps = union.verdict::<M>(count);
@@ -118,6 +119,7 @@ impl Task for Walks<'_> {
             classname: format!("turnfence.explore.{}", M::NAME),
             failures: gaps.into_iter().collect(),
             error: None,
+            skipped: None,
         });
         write_junit(self.junit_path, "turnfence explore", &cases);
         Ok(code)

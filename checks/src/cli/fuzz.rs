@@ -165,5 +165,6 @@ fn case<M: Driven>(plan: &Plan, failures: Vec<junit::Failure>) -> junit::Case {
         classname: format!("turnfence.fuzz.{}", M::NAME),
         failures,
         error: None,
+        skipped: None,
     }
 }

@@ -98,6 +98,11 @@ enum Command {
         /// else `lab`.
         #[arg(long, value_enum)]
         profile: Option<turnfence_checks::trace::Profile>,
+        /// The field of a line that names its session (a room, a call id), for a log of many
+        /// sessions; by default the meta line's `session_key`, else `session`
+        /// (`livekit-agents` only).
+        #[arg(long, value_name = "FIELD")]
+        session_key: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// At most this many findings in the text report of one trace (every one is still
@@ -191,6 +196,7 @@ pub fn run(cli: Cli) -> ExitCode {
             dialect,
             machine,
             profile,
+            session_key,
             format,
             max_findings,
         } => check::run(
@@ -199,6 +205,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 dialect,
                 machine,
                 profile,
+                session_key,
                 format,
                 max_findings,
             },

@@ -108,6 +108,18 @@ struct Session {
 #[derive(Default)]
 pub struct Livekit {
     sessions: BTreeMap<String, Session>,
+    /// The field that names a line's session (`--session-key`), else `session`.
+    session_key: Option<String>,
+}
+
+impl Livekit {
+    /// The dialect reading a line's session from `key` (else `session`).
+    pub fn keyed(key: Option<String>) -> Livekit {
+        Livekit {
+            session_key: key,
+            ..Livekit::default()
+        }
+    }
 }
 
 /// The reader of the dialect's logs.

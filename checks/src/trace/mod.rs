@@ -23,7 +23,7 @@ pub use reading::{
     check_dialect, check_input, check_input_keeping, reading, Checked, Flags, Machine, Profile,
     Reading,
 };
-pub use render::{render_text, MAX_TEXT_FINDINGS};
+pub use render::{not_judged_line, render_text, MAX_TEXT_FINDINGS};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -49,6 +49,11 @@ struct Meta {
     complete: Option<Vec<String>>,
     /// The capture is partial: a session may end with its turns unfinished.
     partial: bool,
+    /// The stack's version, its session options and the field naming a line's session: read by
+    /// the dialect (`livekit-agents`).
+    version: Option<serde_json::Value>,
+    options: Option<serde_json::Value>,
+    session_key: Option<serde_json::Value>,
     expect: Option<serde_json::Value>,
     invariant: Option<serde_json::Value>,
     line: Option<serde_json::Value>,
@@ -56,6 +61,8 @@ struct Meta {
     error: Option<serde_json::Value>,
     story: Option<serde_json::Value>,
     source: Option<serde_json::Value>,
+    /// A planted bug's patch, named beside its log (interop corpus).
+    patch: Option<serde_json::Value>,
 }
 
 /// What a dialect read from one line.
@@ -81,6 +88,15 @@ pub enum Event<S: Conform> {
     /// The session is over: judge it and drop its state.
     End {
         session: String,
+    },
+    /// A rule the log cannot let the checker judge for some of a session's subjects (or all of
+    /// them, `ids` empty): what it needs is missing from the log. The rule's findings about those
+    /// subjects are dropped, and the rule is reported not judged — never a finding.
+    NotJudged {
+        session: String,
+        rule: &'static str,
+        ids: Vec<String>,
+        needs: String,
     },
 }
 
@@ -176,6 +192,29 @@ impl Finding {
     }
 }
 
+/// A rule left unjudged for some subjects of a session: what the log would have to show for it to
+/// be judged. Reported beside the findings, never as one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NotJudged {
+    /// The line that made it unjudgeable (the first, where several did).
+    pub line: usize,
+    pub session: String,
+    pub rule: &'static str,
+    /// The subjects (reply, tool call) it is not judged for; empty: the whole session.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ids: Vec<String>,
+    pub needs: String,
+}
+
+impl NotJudged {
+    /// Whether `f` is about what this leaves unjudged (its rule, and one of its subjects).
+    fn covers(&self, f: &Finding) -> bool {
+        f.session == self.session
+            && f.name() == self.rule
+            && (self.ids.is_empty() || f.ids.iter().any(|i| self.ids.contains(i)))
+    }
+}
+
 /// The verdict on a whole trace.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Verdict {
@@ -185,6 +224,9 @@ pub struct Verdict {
     /// The most sessions open at once: what the checker's memory follows.
     pub peak_open_sessions: usize,
     pub findings: Vec<Finding>,
+    /// The rules left unjudged where the log does not show what they need.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_judged: Vec<NotJudged>,
     /// Each session's effective trace, one line per step (with [`Keep::Effective`] only).
     #[serde(skip)]
     pub effective: Vec<String>,
@@ -294,6 +336,12 @@ impl ReadLines<StackRecord> for StackLines {
 pub trait StackDialect<S: Conform>: Default {
     const COMPLETE: &'static [&'static str];
 
+    /// The meta line (the one given, or the one made for a log without one): what the dialect
+    /// reads from it (a stack's version and options).
+    fn meta(&mut self, _meta: &serde_json::Value) -> Result<(), InputError> {
+        Ok(())
+    }
+
     fn line(
         &mut self,
         text: &str,
@@ -308,6 +356,16 @@ pub trait StackDialect<S: Conform>: Default {
 pub struct StackReader<D> {
     lines: StackLines,
     events: StackEvents<D>,
+}
+
+impl<D> StackReader<D> {
+    /// A reader with its dialect made already (given what the command line chose).
+    pub fn new(dialect: D) -> StackReader<D> {
+        StackReader {
+            lines: StackLines::default(),
+            events: StackEvents(dialect),
+        }
+    }
 }
 
 /// A real stack's lines made into events by its dialect `D`.
@@ -334,7 +392,10 @@ impl<S: Conform, D: StackDialect<S>> MakeEvents<S, StackRecord> for StackEvents<
         out: &mut Vec<Event<S>>,
     ) -> Result<(), InputError> {
         match record {
-            StackRecord::Meta(v) => out.push(Event::Meta(v)),
+            StackRecord::Meta(v) => {
+                self.0.meta(&v)?;
+                out.push(Event::Meta(v));
+            }
             StackRecord::Line(text) => out.extend(self.0.line(&text, line, sessions)?),
         }
         Ok(())
@@ -489,6 +550,26 @@ impl<S: Conform> Checker<S> {
                 self.end(&session, Some(line));
                 Ok(())
             }
+            Event::NotJudged {
+                session,
+                rule,
+                ids,
+                needs,
+            } => {
+                let known = self.verdict.not_judged.iter().any(|n| {
+                    n.session == session && n.rule == rule && n.ids == ids && n.needs == needs
+                });
+                if !known {
+                    self.verdict.not_judged.push(NotJudged {
+                        line,
+                        session,
+                        rule,
+                        ids,
+                        needs,
+                    });
+                }
+                Ok(())
+            }
         }
     }
 
@@ -534,7 +615,12 @@ impl<S: Conform> Checker<S> {
                 self.verdict.effective.extend(s.effective());
                 self.verdict.hidden.extend(s.hidden_kept().iter().cloned());
             }
-            self.verdict.findings.extend(s.finish(line));
+            let not_judged = &self.verdict.not_judged;
+            let judged = s
+                .finish(line)
+                .into_iter()
+                .filter(|f| !not_judged.iter().any(|n| n.covers(f)));
+            self.verdict.findings.extend(judged);
         }
     }
 }

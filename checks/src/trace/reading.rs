@@ -9,7 +9,7 @@ use turnfence_model::turn::{self, TurnMachine};
 use super::conform::Conform;
 use super::{canonical, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
-use crate::livekit::LivekitReader;
+use crate::livekit::{Livekit, LivekitReader};
 use crate::realtime::RealtimeReader;
 
 /// Which machine a trace is of.
@@ -51,6 +51,7 @@ impl Default for Reading {
             dialect: Dialect::Canonical,
             machine: Machine::Turn,
             profile: Profile::Lab,
+            session_key: None,
             overrides: Vec::new(),
         }
     }
@@ -106,7 +107,9 @@ pub(super) fn check_dialect_batched(
             check_with(input, &mut RealtimeReader::default(), keep, profile, batch)
         }
         (Dialect::LivekitAgents, Machine::Turn) => {
-            check_with(input, &mut LivekitReader::default(), keep, profile, batch)
+            let dialect = Livekit::keyed(read.session_key.clone());
+            let mut reader = LivekitReader::new(dialect);
+            check_with(input, &mut reader, keep, profile, batch)
         }
         (Dialect::OpenaiRealtime | Dialect::LivekitAgents, Machine::Fence) => Err(InputError::at(
             0,
@@ -148,36 +151,61 @@ pub struct Reading {
     pub dialect: Dialect,
     pub machine: Machine,
     pub profile: Profile,
+    /// The field of a line that names its session (`--session-key`, else the meta line's
+    /// `session_key`): a room, a call id. Read by the `livekit-agents` dialect.
+    pub session_key: Option<String>,
     /// A flag that disagreed with the meta line, said as a sentence.
     pub overrides: Vec<String>,
 }
 
 /// Which dialect and machine a trace is read as: a flag, else what the meta line (`first`, the
 /// trace's first line) names, else canonical and turn.
-pub fn reading(
-    first: &str,
-    dialect: Option<Dialect>,
-    machine: Option<Machine>,
-    profile: Option<Profile>,
-) -> Result<Reading, InputError> {
+pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     let meta = serde_json::from_str::<serde_json::Value>(first.trim_start_matches('\u{feff}'))
         .ok()
         .and_then(|v| v.get("meta").cloned());
     let mut overrides = Vec::new();
-    let dialect = chosen(dialect, meta.as_ref(), &mut overrides)?;
-    let machine = chosen(machine, meta.as_ref(), &mut overrides)?;
-    let profile = chosen(profile, meta.as_ref(), &mut overrides)?;
+    let dialect = chosen(flags.dialect, meta.as_ref(), &mut overrides)?;
+    let machine = chosen(flags.machine, meta.as_ref(), &mut overrides)?;
+    let profile = chosen(flags.profile, meta.as_ref(), &mut overrides)?;
     let dialect = dialect.unwrap_or(Dialect::Canonical);
-    // A dialect of a real stack implies its profile, unless a profile is named.
+    // A dialect of a real stack implies its profile. Another stack's rules cannot judge its log
+    // (the lab's may: they are the reference every stack is read against).
     let implied = match dialect {
-        Dialect::OpenaiRealtime => Profile::OpenaiRealtime,
-        Dialect::LivekitAgents => Profile::LivekitAgents,
-        Dialect::Canonical | Dialect::Lab => Profile::Lab,
+        Dialect::OpenaiRealtime => Some(Profile::OpenaiRealtime),
+        Dialect::LivekitAgents => Some(Profile::LivekitAgents),
+        Dialect::Canonical | Dialect::Lab => None,
     };
+    let foreign = profile.filter(|p| *p != Profile::Lab && Some(*p) != implied);
+    if let (Some(own), Some(named)) = (implied, foreign) {
+        return Err(InputError::at(
+            0,
+            format!(
+                "the {} dialect is read under its own profile {:?}, not {:?}: leave the profile out",
+                dialect.name(),
+                own.name(),
+                named.name()
+            ),
+        ));
+    }
+    let meta_key = meta
+        .as_ref()
+        .and_then(|m| m.get("session_key")?.as_str().map(str::to_owned));
+    let session_key = flags.session_key.clone().or(meta_key);
+    if session_key.is_some() && dialect != Dialect::LivekitAgents {
+        return Err(InputError::at(
+            0,
+            format!(
+                "a session key is read by the livekit-agents dialect only, not {}",
+                dialect.name()
+            ),
+        ));
+    }
     Ok(Reading {
         dialect,
         machine: machine.unwrap_or(Machine::Turn),
-        profile: profile.unwrap_or(implied),
+        profile: profile.or(implied).unwrap_or_default(),
+        session_key,
         overrides,
     })
 }
@@ -258,11 +286,13 @@ pub struct Checked {
 
 /// What the command line chose, each overriding the meta line's choice; `None` leaves it to the
 /// meta line (else the default: canonical, turn, lab).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flags {
     pub dialect: Option<Dialect>,
     pub machine: Option<Machine>,
     pub profile: Option<Profile>,
+    /// The field that names a line's session (`--session-key`).
+    pub session_key: Option<String>,
 }
 
 /// Checks a trace read as [`reading`] decides from its first line, then streams the rest.
@@ -281,7 +311,7 @@ pub fn check_input_keeping(mut input: impl BufRead, flags: &Flags, keep: Keep) -
             verdict,
         };
     }
-    let read = match reading(&first, flags.dialect, flags.machine, flags.profile) {
+    let read = match reading(&first, flags) {
         Ok(read) => read,
         Err(e) => {
             return Checked {

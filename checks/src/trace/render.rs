@@ -65,5 +65,21 @@ pub fn render_text(v: &Verdict, max_findings: usize) -> String {
     for (name, count) in v.counts() {
         out.push_str(&format!("  {count:>7}  {name}\n"));
     }
+    for n in &v.not_judged {
+        out.push_str(&format!("{}\n", not_judged_line(n)));
+    }
     out
+}
+
+/// A rule left unjudged, as one line: the rule, where, for what, and what the log would need.
+pub fn not_judged_line(n: &super::NotJudged) -> String {
+    let ids = if n.ids.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", n.ids.join(", "))
+    };
+    format!(
+        "not judged: {} from line {} ({}){ids}: needs {}",
+        n.rule, n.line, n.session, n.needs
+    )
 }

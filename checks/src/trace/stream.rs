@@ -248,7 +248,7 @@ mod tests {
             for file in files {
                 let text = std::fs::read_to_string(&file).unwrap();
                 let first = text.lines().next().unwrap_or_default();
-                let Ok(read) = reading(first, None, None, None) else {
+                let Ok(read) = reading(first, &Default::default()) else {
                     // Refused from its first line, before any is judged.
                     continue;
                 };
