@@ -79,7 +79,10 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
     if !s.playback.is_empty() {
         out.push(InputKind::FRAME_PLAYED);
     }
-    out.push(InputKind::SpeechStarted { confidence: 0.9 });
+    out.push(InputKind::SpeechStarted {
+        confidence: 0.9,
+        since: None,
+    });
     if m.profile().pauses_on_speech() {
         livekit_kinds(m, b, &mut out);
     }

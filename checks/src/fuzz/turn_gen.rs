@@ -107,6 +107,7 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
             Pick::Stop => stop(m, g),
             Pick::Speech => Some(InputKind::SpeechStarted {
                 confidence: g.range(50, 100) as f64 / 100.0,
+                since: None,
             }),
             Pick::Commit => commit(m, g),
             Pick::Tick => {
@@ -246,7 +247,10 @@ fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<Input
             }),
             other => Some(other),
         },
-        _ => Some(InputKind::SpeechStarted { confidence: 0.9 }),
+        _ => Some(InputKind::SpeechStarted {
+            confidence: 0.9,
+            since: None,
+        }),
     }
 }
 

@@ -171,7 +171,7 @@ pub fn input_line(
         InputKind::Stop { request_id, .. } => {
             ("client", "turn.cancel", json!({ "request_id": request_id }))
         }
-        InputKind::SpeechStarted { confidence } => (
+        InputKind::SpeechStarted { confidence, .. } => (
             "vad",
             "input_audio.speech_started",
             json!({ "confidence": confidence }),

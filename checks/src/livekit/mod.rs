@@ -196,7 +196,7 @@ impl Line<'_> {
         match kind {
             "agent_state_changed" => Ok(self.agent_state(s)),
             "user_state_changed" if e.new_state.as_deref() == Some("speaking") => {
-                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0 })])
+                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0, since: None })])
             }
             "user_state_changed" if e.old_state.as_deref() == Some("speaking") => {
                 Ok(vec![self.input(InputKind::SpeechStopped)])

@@ -287,7 +287,7 @@ impl Line<'_> {
             "response.done" => self.done(s),
             "response.cancel" => Ok(self.cancel()),
             "input_audio_buffer.speech_started" if s.vad_interrupts => {
-                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0 })])
+                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0, since: None })])
             }
             "input_audio_buffer.speech_started" => Ok(Vec::new()),
             "conversation.item.truncate" => self.truncate(s),

@@ -107,7 +107,8 @@ fn input_kind() -> impl Strategy<Value = InputKind> {
         2 => turn().prop_map(|turn| InputKind::ModelDone { turn }),
         2 => Just(InputKind::FRAME_PLAYED),
         3 => (turn(), name(&["r0", "r1"])).prop_map(|(turn, request_id)| InputKind::Stop { turn, request_id }),
-        2 => (0.0f64..1.0).prop_map(|confidence| InputKind::SpeechStarted { confidence }),
+        2 => ((0.0f64..1.0), proptest::option::of(0u64..10_000))
+            .prop_map(|(confidence, since)| InputKind::SpeechStarted { confidence, since }),
         2 => commit,
         1 => (turn(), child()).prop_map(|(turn, child)| InputKind::CommitAcked { turn, child }),
         1 => (turn(), child()).prop_map(|(turn, child)| InputKind::CommitFailed { turn, child }),
@@ -281,7 +282,10 @@ fn a_barge_in_reports_one_playback_clear() {
             text: None,
             frames: 3,
         },
-        InputKind::SpeechStarted { confidence: 0.9 },
+        InputKind::SpeechStarted {
+            confidence: 0.9,
+            since: None,
+        },
     ];
     let inputs: Vec<Input> = inputs.into_iter().map(|k| Input::new(1, k)).collect();
     let steps = record(&inputs);

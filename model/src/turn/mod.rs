@@ -14,5 +14,5 @@ pub use flaw::Flaw;
 pub use invariants::{Invariant, Monitor, Step, Violation};
 pub use machine::*;
 pub use misuse::Misuse;
-pub use profile::{Profile, FALSE_INTERRUPTION_TIMEOUT_MS, MIN_INTERRUPTION_MS};
+pub use profile::{Interruption, Profile, FALSE_INTERRUPTION_TIMEOUT_MS, MIN_INTERRUPTION_MS};
 pub use types::*;

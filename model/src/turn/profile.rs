@@ -19,6 +19,48 @@ pub const FALSE_INTERRUPTION_TIMEOUT_MS: Millis = 2_000;
 /// (LiveKit's `min_interruption_duration`, 0.5 s by default): shorter speech pauses nothing.
 pub const MIN_INTERRUPTION_MS: Millis = 500;
 
+/// (`livekit-agents`.) A session's interruption options, as LiveKit's `AgentSession` takes them
+/// (`min_interruption_duration`, `false_interruption_timeout`, `resume_false_interruption`): what
+/// a log or its meta line states, else LiveKit's defaults ([`Interruption::LIVEKIT`]).
+/// `allow_interruptions` is a turn's (`Accept::interruptible`), not the session's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct Interruption {
+    /// Speech counts as an interruption once it has lasted this long.
+    pub min_ms: Millis,
+    /// A paused output resumes when no transcript confirmed the interruption this long after
+    /// the user stopped speaking; `None`: no interruption is taken for a false one.
+    pub false_timeout_ms: Option<Millis>,
+    /// Counted speech pauses the output, which resumes if the interruption was false; `false`:
+    /// counted speech interrupts at once.
+    pub resume: bool,
+}
+
+impl Interruption {
+    /// LiveKit's defaults: 0.5 s, 2.0 s, resuming on.
+    pub const LIVEKIT: Interruption = Interruption {
+        min_ms: MIN_INTERRUPTION_MS,
+        false_timeout_ms: Some(FALSE_INTERRUPTION_TIMEOUT_MS),
+        resume: true,
+    };
+
+    /// Counted speech pauses the output (to resume it if no transcript comes), rather than
+    /// interrupting it at once.
+    pub fn pauses(self) -> bool {
+        self.resume && self.false_timeout_ms.is_some()
+    }
+
+    pub fn is_livekit_default(&self) -> bool {
+        *self == Interruption::LIVEKIT
+    }
+}
+
+impl Default for Interruption {
+    fn default() -> Interruption {
+        Interruption::LIVEKIT
+    }
+}
+
 /// Which semantics the turn machine and its monitor follow.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use serde::Serialize;
 
 use super::types::{Budget, Cause, ChildId, ChildKind, Generation, Mode, Seq, Terminal, TurnId};
-use super::Profile;
+use super::{Interruption, Profile};
 use crate::{Hashed, Millis};
 
 /// The checkpoint a child refused at its spawn is `cancelled` at: it never ran.
@@ -401,6 +401,9 @@ pub struct Session {
     /// The rule choices this session follows.
     #[serde(skip_serializing_if = "Profile::is_lab")]
     pub profile: Profile,
+    /// (`livekit-agents`.) The interruption options this session was made with.
+    #[serde(skip_serializing_if = "Interruption::is_livekit_default")]
+    pub interruption: Interruption,
     pub now: Millis,
     pub active_generation: Option<Generation>,
     /// The highest generation any turn of the session has used.
@@ -423,6 +426,7 @@ pub struct Session {
 
 clone_in_place!(Session {
     profile,
+    interruption,
     now,
     active_generation,
     max_generation,
@@ -440,6 +444,7 @@ impl Default for Session {
     fn default() -> Session {
         Session {
             profile: Profile::Lab,
+            interruption: Interruption::LIVEKIT,
             now: 0,
             active_generation: None,
             max_generation: None,

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::Millis;
+
 /// A turn's id, as the client and the logs know it.
 pub type TurnId = compact_str::CompactString;
 /// A child's id, unique within its turn.
@@ -330,8 +332,14 @@ pub enum InputKind {
     },
     /// The client asked to stop the turn (`turn.cancel`).
     Stop { turn: TurnId, request_id: String },
-    /// Voice activity detection heard the user start speaking.
-    SpeechStarted { confidence: f64 },
+    /// Voice activity detection heard the user start speaking — `since` this earlier time, where
+    /// the detector dates the speech's start before it says so (`livekit-agents`: speech counts
+    /// as an interruption from its start).
+    SpeechStarted {
+        confidence: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<Millis>,
+    },
     /// Voice activity detection heard the user stop speaking.
     SpeechStopped,
     /// A final transcript of the user's speech came: it was words, not noise.

@@ -328,7 +328,10 @@ impl Manager {
     /// The VAD hears speech: an interruption of the turn speaking now — decided at once, or
     /// (where output pauses on speech) pending a transcript.
     pub(super) fn speech(&mut self) {
-        self.input(InputKind::SpeechStarted { confidence: 0.9 });
+        self.input(InputKind::SpeechStarted {
+            confidence: 0.9,
+            since: None,
+        });
         if self.rules.audio_outlives_turn {
             if self.playback.is_empty() && self.phase != Phase::Running {
                 return;
@@ -396,7 +399,10 @@ impl Manager {
     /// The VAD's speech under a stack where audio outlives its turn, with the frames to play
     /// and the count heard read by a flawed caller beforehand: cleared and truncated as read.
     pub(super) fn speech_as_read(&mut self, buffered: u32, heard: u32) {
-        self.input(InputKind::SpeechStarted { confidence: 0.9 });
+        self.input(InputKind::SpeechStarted {
+            confidence: 0.9,
+            since: None,
+        });
         if buffered == 0 && self.phase != Phase::Running {
             return;
         }

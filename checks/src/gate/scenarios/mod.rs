@@ -252,7 +252,13 @@ fn voice_barge_in() -> Scenario {
         )
         .delta(44, 7, 2, None, 4)
         .at(46, InputKind::FRAME_PLAYED)
-        .at(70, InputKind::SpeechStarted { confidence: 0.94 })
+        .at(
+            70,
+            InputKind::SpeechStarted {
+                confidence: 0.94,
+                since: None,
+            },
+        )
         .delta(79, 7, 3, None, 1)
         .at(
             84,

@@ -47,7 +47,13 @@ impl Script {
     }
 
     fn speech(&mut self, at: Millis) -> &mut Script {
-        self.at(at, InputKind::SpeechStarted { confidence: 0.9 })
+        self.at(
+            at,
+            InputKind::SpeechStarted {
+                confidence: 0.9,
+                since: None,
+            },
+        )
     }
 
     /// A create for another response (`response.create`, or VAD's own).

@@ -82,6 +82,9 @@ pub(super) fn speech_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<()
             .get("confidence")
             .and_then(Value::as_f64)
             .ok_or_else(|| InputError::at(x.line, "missing detail field `confidence`"))?;
-    o.input(InputKind::SpeechStarted { confidence });
+    o.input(InputKind::SpeechStarted {
+        confidence,
+        since: None,
+    });
     Ok(())
 }

@@ -91,6 +91,8 @@ enum Input {
     },
     SpeechStarted {
         confidence: f64,
+        #[serde(default)]
+        since: Option<turnfence_model::Millis>,
     },
     SpeechStopped,
     Transcribed,

@@ -5,7 +5,6 @@
 use super::memory::{Moment, Monitor};
 use super::Invariant;
 use crate::turn::types::*;
-use crate::turn::FALSE_INTERRUPTION_TIMEOUT_MS;
 
 impl Monitor {
     fn settles_calls(&self) -> bool {
@@ -212,7 +211,9 @@ impl Monitor {
         let Some((turn, Some(since))) = self.pause.clone() else {
             return;
         };
-        let due = since.saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS);
+        // Without a false-interruption timeout nothing pauses (counted speech interrupts).
+        let timeout = self.interruption.false_timeout_ms.unwrap_or_default();
+        let due = since.saturating_add(timeout);
         if self.decides_pauses() && self.now >= due {
             self.violate_once(
                 Invariant::InterruptionDecidedOnce,

@@ -6,7 +6,7 @@ use crate::fence::{Map, Set};
 
 use super::Invariant;
 use crate::turn::types::*;
-use crate::turn::Profile;
+use crate::turn::{Interruption, Profile};
 use crate::{Findings, Hashed, Millis};
 
 #[derive(Debug, PartialEq, Hash)]
@@ -212,11 +212,13 @@ pub struct Monitor {
     pub(super) user_speaking: bool,
     /// The turns accepted uninterruptible.
     pub(super) uninterruptible: Hashed<Set<TurnId>>,
+    /// The session's interruption options (`livekit-agents`): when an open pause is due.
+    pub(super) interruption: Interruption,
 }
 
 clone_in_place!(Monitor {
     profile, now, active_generation, client_received, disconnected_at, replayed, expect, findings,
-    fenced_below, stale_stop, pause, user_speaking
+    fenced_below, stale_stop, pause, user_speaking, interruption
 } maps { moments, refusals } parts {
     turns, store, client_text, reported, audio, calls, uninterruptible
 });
@@ -236,7 +238,7 @@ pub(super) enum Moment {
 monitor! {
     fingerprint: profile, now, active_generation, turns, store, client_received, client_text,
         disconnected_at, replayed, reported, audio, fenced_below, stale_stop, calls, pause,
-        user_speaking, uninterruptible;
+        user_speaking, uninterruptible, interruption;
 }
 
 impl Monitor {
@@ -246,6 +248,12 @@ impl Monitor {
             profile,
             ..Monitor::default()
         }
+    }
+
+    /// This monitor, judging a session made with `interruption`.
+    pub fn with_interruption(mut self, interruption: Interruption) -> Monitor {
+        self.interruption = interruption;
+        self
     }
 
     /// Whether `invariant` is judged: the profile has it, or it is the one invariant asked for.

@@ -4,7 +4,8 @@
 use super::TurnMachine;
 use crate::turn::state::{ChildState, Frame, Phase};
 use crate::turn::types::*;
-use crate::turn::{Flaw, FALSE_INTERRUPTION_TIMEOUT_MS, MIN_INTERRUPTION_MS};
+use crate::turn::Flaw;
+use crate::Millis;
 use crate::Plant;
 
 impl<P: Plant<Flaw>> TurnMachine<P> {
@@ -98,12 +99,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
 
     /// Barge-in: the user speaks over an audio turn that is speaking (under a profile that
     /// pauses on speech, the speech is timed first: see [`Self::speech_began`]).
-    pub(super) fn speech_started(&mut self) {
+    pub(super) fn speech_started(&mut self, since: Option<Millis>) {
         if self.session.profile.playback_outlives_turn() {
             return self.speech_started_downstream();
         }
         if self.session.profile.pauses_on_speech() {
-            return self.speech_began();
+            return self.speech_began(since);
         }
         let Some((turn, generation)) = self.speaking() else {
             return;
@@ -112,18 +113,29 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// Speech began where output pauses on speech: with a reply in progress (a turn running),
-    /// it counts as an interruption once it has lasted [`MIN_INTERRUPTION_MS`]; meanwhile a
-    /// paused output's resume waits for it to end.
-    fn speech_began(&mut self) {
+    /// it counts as an interruption once it has lasted the session's `min_ms` — from `since`,
+    /// when the detector dates its start earlier than it said so (counted at once if that is
+    /// past); meanwhile a paused output's resume waits for it to end.
+    fn speech_began(&mut self, since: Option<Millis>) {
         let s = &mut self.session;
+        let mut count_now = false;
         if !s.user_speaking {
             s.user_speaking = true;
             if s.turns.iter().any(|t| t.phase.is_running()) {
-                s.interruption_due = Some(s.now.saturating_add(MIN_INTERRUPTION_MS));
+                let began = since.map_or(s.now, |b| b.min(s.now));
+                let due = began.saturating_add(s.interruption.min_ms);
+                if due <= s.now {
+                    count_now = true;
+                } else {
+                    s.interruption_due = Some(due);
+                }
             }
         }
         if let Some((_, resume_at)) = s.paused.as_mut() {
             *resume_at = None;
+        }
+        if count_now {
+            self.interruption_counted();
         }
     }
 
@@ -136,17 +148,26 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
         s.user_speaking = false;
         s.interruption_due = None;
-        let resume_at = s.now.saturating_add(FALSE_INTERRUPTION_TIMEOUT_MS);
+        let timeout = s.interruption.false_timeout_ms.unwrap_or_default();
+        let resume_at = s.now.saturating_add(timeout);
         if let Some((_, at)) = s.paused.as_mut() {
             *at = Some(resume_at);
         }
     }
 
-    /// The speech going on has lasted long enough to count: the speaking turn's output pauses.
+    /// The speech going on has lasted long enough to count: the speaking turn's output pauses,
+    /// or — where the session takes no interruption for a false one — is interrupted at once.
     pub(super) fn interruption_counted(&mut self) {
         self.session.interruption_due = None;
-        if let Some((turn, _)) = self.speaking() {
-            self.pause(&turn);
+        let Some((turn, generation)) = self.speaking() else {
+            return;
+        };
+        if self.session.interruption.pauses() {
+            return self.pause(&turn);
+        }
+        let interruptible = self.session.turn(&turn).is_some_and(|t| t.interruptible);
+        if interruptible {
+            self.barge_in(&turn, generation);
         }
     }
 

@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use super::misuse::Misuse;
 use super::state::{Child, ChildState, Session, Turn};
 use super::types::*;
-use super::{Flaw, Invariant, Monitor, Profile};
+use super::{Flaw, Interruption, Invariant, Monitor, Profile};
 use crate::{Millis, Plant, Sound};
 
 /// At most this many turns per session.
@@ -83,9 +83,21 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.session.profile
     }
 
-    /// A monitor judging by this machine's profile.
+    /// This machine, fresh, with the session's interruption options (`livekit-agents`; before
+    /// any input).
+    pub fn with_interruption(mut self, interruption: Interruption) -> Self {
+        self.session.interruption = interruption;
+        self
+    }
+
+    /// The session's interruption options (`livekit-agents`).
+    pub fn interruption(&self) -> Interruption {
+        self.session.interruption
+    }
+
+    /// A monitor judging by this machine's profile and options.
     fn fresh_monitor(&self) -> Monitor {
-        Monitor::for_profile(self.session.profile)
+        Monitor::for_profile(self.session.profile).with_interruption(self.session.interruption)
     }
 
     /// A planted flaw runs under the profile whose rule it breaks.
@@ -279,7 +291,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             InputKind::ModelDone { turn } => self.model_done(turn),
             InputKind::FramePlayed { frames } => self.frame_played(*frames),
             InputKind::Stop { turn, request_id } => self.stop(turn, request_id),
-            InputKind::SpeechStarted { .. } => self.speech_started(),
+            InputKind::SpeechStarted { since, .. } => self.speech_started(*since),
             InputKind::SpeechStopped => self.speech_stopped(),
             InputKind::Transcribed => self.transcribed(),
             InputKind::CommitSent {
