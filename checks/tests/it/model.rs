@@ -567,3 +567,92 @@ fn a_child_past_the_limit_is_refused_and_changes_nothing() {
     assert!(drain(&mut m).is_empty());
     assert_eq!(m.session(), &before, "a refused spawn changed the session");
 }
+
+/// Under livekit-agents, speech counts as an interruption from the start the detector dates it
+/// to, not from the moment it said so: speech said at 900 ms but dated to 300 ms has lasted the
+/// 500 ms by 800, so the speaking reply pauses at once; the same speech undated pauses only once
+/// 500 ms have passed since 900.
+#[test]
+fn speech_dated_earlier_counts_from_its_start() {
+    use turnfence_model::turn::{Output, Profile};
+
+    let reply = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#,
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":5000}"#,
+    ];
+    let paused = [Output::PlaybackPaused { turn: "t1".into() }];
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents);
+    let dated = r#"{"at":900,"input":"speech_started","confidence":1.0,"since":300}"#;
+    let inputs = [&reply[..], &[dated]].concat();
+    assert_eq!(crate::last_outputs(&mut m, &inputs), paused);
+
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents);
+    let undated = r#"{"at":900,"input":"speech_started","confidence":1.0}"#;
+    let inputs = [&reply[..], &[undated]].concat();
+    assert_eq!(crate::last_outputs(&mut m, &inputs), []);
+    let later = [r#"{"at":1399,"input":"tick"}"#];
+    assert_eq!(crate::last_outputs(&mut m, &later), []);
+    let due = [r#"{"at":1400,"input":"tick"}"#];
+    assert_eq!(crate::last_outputs(&mut m, &due), paused);
+}
+
+/// A session's own interruption options replace LiveKit's defaults: with 1.2 s of speech needed
+/// and a 3 s timeout, speech of 1 s pauses nothing; speech of 1.2 s pauses, and its resume comes
+/// 3 s after the speech ended, not 2 s. With resuming off, counted speech interrupts at once:
+/// the output is cleared and the reply cancelled, nothing paused.
+#[test]
+fn a_sessions_interruption_options_decide_its_pauses() {
+    use turnfence_model::turn::{Interruption, Output, Profile, Terminal};
+
+    let options = Interruption {
+        min_ms: 1_200,
+        false_timeout_ms: Some(3_000),
+        resume: true,
+    };
+    let made = || TurnMachine::with_profile(Profile::LivekitAgents).with_interruption(options);
+    let reply = [
+        r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"audio"}"#,
+        r#"{"at":10,"input":"delta","turn":"t1","generation":1,"seq":1,"frames":9000}"#,
+        r#"{"at":100,"input":"speech_started","confidence":1.0}"#,
+    ];
+    let mut m = made();
+    let short = [
+        r#"{"at":1100,"input":"speech_stopped"}"#,
+        r#"{"at":1400,"input":"tick"}"#,
+    ];
+    crate::last_outputs(&mut m, &[&reply[..], &short[..1]].concat());
+    assert_eq!(crate::last_outputs(&mut m, &short[1..]), []);
+
+    let mut m = made();
+    let counted = [r#"{"at":1300,"input":"tick"}"#];
+    let paused = [Output::PlaybackPaused { turn: "t1".into() }];
+    assert_eq!(
+        crate::last_outputs(&mut m, &[&reply[..], &counted].concat()),
+        paused
+    );
+    let stopped = [
+        r#"{"at":1500,"input":"speech_stopped"}"#,
+        r#"{"at":4499,"input":"tick"}"#,
+    ];
+    assert_eq!(crate::last_outputs(&mut m, &stopped), []);
+    let resumed = [Output::PlaybackResumed { turn: "t1".into() }];
+    assert_eq!(
+        crate::last_outputs(&mut m, &[r#"{"at":4500,"input":"tick"}"#]),
+        resumed
+    );
+
+    let no_resume = Interruption {
+        resume: false,
+        ..options
+    };
+    let mut m = TurnMachine::with_profile(Profile::LivekitAgents).with_interruption(no_resume);
+    let out = crate::last_outputs(&mut m, &[&reply[..], &counted].concat());
+    assert!(!out.contains(&paused[0]), "{out:?}");
+    assert!(
+        out.contains(&Output::Terminal {
+            turn: "t1".into(),
+            state: Terminal::Cancelled
+        }),
+        "{out:?}"
+    );
+}
