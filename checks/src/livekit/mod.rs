@@ -1,24 +1,36 @@
 //! The `livekit-agents` dialect of `check`: LiveKit Agents session events (`AgentSession`'s
-//! emitted events as `model_dump()` writes them, one object per line, as a session report's
-//! `events` holds them), read as the turn machine's inputs and observed outputs under the
-//! `livekit-agents` profile.
+//! emitted events as `model_dump(mode="json")` writes them, one object per line; or a whole
+//! session report, `SessionReport.to_dict()`, on one line) read as the turn machine's inputs and
+//! observed outputs under the `livekit-agents` profile.
 //!
-//! LiveKit's events name no turn: a turn is one agent reply, from the agent's `thinking` to its
-//! assistant message (`speech_1`, `speech_2`, … in order). Time is `created_at` (epoch seconds),
-//! counted in milliseconds from the log's first event. docs/MAPPING.md ("The livekit-agents
-//! dialect") gives each event's reading and the list of event types read and skipped; any other
-//! type is an input error at its line.
+//! Read as written: a line's place in the file is when the session knew it, so the session's
+//! clock is the latest `created_at` so far; a `created_at` earlier than that is a fact about when
+//! something happened (LiveKit dates a user's speech to the voice detector's start), never a step
+//! back in time. LiveKit's events name no reply: a reply is one agent speech, from the agent's
+//! `thinking` (or `speaking`, for `say()`) to its assistant message (`speech_1`, `speech_2`, …).
+//! The session's interruption options are the ones its log states (a report's `options`), else
+//! the meta line's `options` (LiveKit's names and units), else LiveKit's defaults.
+//! What a log cannot show is reported not judged: whether a speech allowed interruptions, a tool
+//! call's start before `tool_execution_updated` (livekit-agents 1.6.5). docs/MAPPING.md ("The
+//! livekit-agents dialect") gives each event's reading; an event type, or a key, it neither
+//! reads nor lists is an input error at its line.
 
-use std::collections::BTreeMap;
+mod options;
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use turnfence_model::turn::{
-    ChildKind, InputKind, Mode, Output, Terminal, ToolAnswer, TurnMachine,
+    ChildKind, InputKind, Invariant as TurnInvariant, Mode, Output, Terminal, ToolAnswer,
+    TurnMachine,
 };
 use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
-use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
+use crate::trace::turn_facts::{Fact, TurnFact};
+use crate::trace::{Event, InputError, Sessions, StackDialect, StackReader};
+pub use options::Options;
 
 /// The output kinds a LiveKit log records completely: each tool call's answer
 /// (`function_tools_executed`), and each resume (`agent_false_interruption`).
@@ -31,11 +43,66 @@ pub const SKIPPED: &[&str] = &[
     "session_usage_updated",
     "user_transcription_timeout",
     "overlapping_speech",
+    "eot_prediction",
+    "user_turn_exceeded",
+    "agent_backchannel_opportunity",
     "error",
     "debug_message",
 ];
 
-/// The default session name, when a line names none.
+/// The keys an event of a LiveKit session has, over every event type of the versions read
+/// (1.x): any other key of a line is an input error, unless it is the session key.
+const KEYS: &[&str] = &[
+    "type",
+    "created_at",
+    "old_state",
+    "new_state",
+    "transcript",
+    "is_final",
+    "item_id",
+    "speaker_id",
+    "language",
+    "speech_duration",
+    "vad_speech_started_at",
+    "resumed",
+    "message",
+    "extra_instructions",
+    "metrics",
+    "usage",
+    "item",
+    "function_calls",
+    "function_call_outputs",
+    "user_initiated",
+    "source",
+    "speech_handle",
+    "update",
+    "error",
+    "reason",
+    "agent_ended",
+    "detected_at",
+    "detection_delay",
+    "is_interruption",
+    "num_requests",
+    "overlap_started_at",
+    "prediction_duration",
+    "probabilities",
+    "probability",
+    "speech_input",
+    "total_duration",
+    "accumulated_transcript",
+    "accumulated_word_count",
+    "duration",
+    "delay",
+    "inference_duration",
+    "threshold",
+    "end_of_turn_probability",
+    "end_of_turn_threshold",
+];
+
+/// The key that names a line's session unless `--session-key` names another.
+pub const SESSION_KEY: &str = "session";
+
+/// The session's name when a line names none.
 pub const SESSION: &str = "livekit";
 
 /// The keys of a LiveKit event this dialect reads.
@@ -45,7 +112,6 @@ struct Ev {
     #[serde(rename = "type")]
     kind: Option<String>,
     created_at: Option<f64>,
-    session: Option<String>,
     new_state: Option<String>,
     old_state: Option<String>,
     is_final: Option<bool>,
@@ -59,6 +125,7 @@ struct Ev {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct Item {
+    id: Option<String>,
     role: Option<String>,
     interrupted: Option<bool>,
     #[serde(rename = "type")]
@@ -89,19 +156,58 @@ struct CallOutput {
     is_error: bool,
 }
 
+/// The reply in progress.
+#[derive(Debug, Default)]
+struct Reply {
+    id: String,
+    /// Its audio is out (the agent spoke).
+    spoke: bool,
+    /// The agent stopped speaking while the user spoke, the reply not yet ended: LiveKit paused
+    /// (or interrupted) it.
+    paused: bool,
+}
+
+/// The user's speech in progress, as the dialect holds it while the reply it falls on may not
+/// have allowed interruptions (the log does not say): when it started (as stated), its line, and
+/// whether it is already given to the model.
+#[derive(Debug)]
+struct Speech {
+    /// The detector's start (ms), and the time from which it counts (after AEC warm-up).
+    began: Millis,
+    counts_from: Millis,
+    /// The reply it fell on, speaking, while the speech was held back.
+    held_over: Option<String>,
+}
+
 /// What one session's log showed so far.
 #[derive(Debug, Default)]
 struct Session {
     /// The log's first `created_at` (seconds): time zero.
     t0: Option<f64>,
-    /// Replies so far; the one in progress (not yet ended by its assistant message).
+    /// The session's clock (ms): the latest `created_at` so far.
+    clock: Millis,
+    /// The options, as the log or the meta line state them.
+    options: Options,
+    /// Replies so far; the one in progress.
     replies: u64,
-    current: Option<String>,
-    /// The current reply has spoken (its audio is out).
-    spoke: bool,
-    /// Tool calls started (with their turn), and how each ended.
+    current: Option<Reply>,
+    /// A reply whose message came with its tool calls still running: LiveKit's speech goes on
+    /// (the agent thinks again, for the calls' results) until they are answered.
+    continuing: Option<String>,
+    /// Each assistant message's item id, with its reply.
+    messages: BTreeMap<String, String>,
+    /// Tool calls started (with their reply), and how each ended.
     calls: BTreeMap<String, String>,
     ended: BTreeMap<String, ToolAnswer>,
+    answered: BTreeSet<String>,
+    /// The user's speech in progress.
+    speech: Option<Speech>,
+    /// When the agent first spoke (ms): AEC warm-up runs from there.
+    first_spoke: Option<Millis>,
+    /// The version emits `tool_execution_updated` (a call's start is seen).
+    sees_starts: bool,
+    /// Not-judged already reported for tool starts.
+    said_starts: bool,
 }
 
 /// The dialect: each session's log so far.
@@ -110,6 +216,8 @@ pub struct Livekit {
     sessions: BTreeMap<String, Session>,
     /// The field that names a line's session (`--session-key`), else `session`.
     session_key: Option<String>,
+    /// The options and version the meta line states.
+    meta: Options,
 }
 
 impl Livekit {
@@ -130,13 +238,88 @@ type Events = Vec<Event<TurnMachine>>;
 impl StackDialect<TurnMachine> for Livekit {
     const COMPLETE: &'static [&'static str] = COMPLETE;
 
+    fn meta(&mut self, meta: &Value) -> Result<(), InputError> {
+        self.meta = Options::from_meta(meta)?;
+        Ok(())
+    }
+
     fn line(
         &mut self,
         text: &str,
         line: usize,
-        _: &Sessions<TurnMachine>,
+        sessions: &Sessions<TurnMachine>,
     ) -> Result<Events, InputError> {
-        let ev: Ev = parse_stack_line(text, line, "a LiveKit event")?;
+        let value: Value = crate::trace::parse_stack_line(text, line, "a LiveKit event")?;
+        let Value::Object(object) = value else {
+            return Err(InputError::at(line, "not a JSON object"));
+        };
+        if object.contains_key("events") && !object.contains_key("type") {
+            return self.report(object, line, sessions);
+        }
+        self.event(object, line, sessions, None)
+    }
+}
+
+impl Livekit {
+    /// A session report on one line: its options, then each of its events, all at this line.
+    fn report(
+        &mut self,
+        mut report: Map<String, Value>,
+        line: usize,
+        sessions: &Sessions<TurnMachine>,
+    ) -> Result<Events, InputError> {
+        let stated = Options::from_report(&report, &self.meta)
+            .map_err(|e| InputError::at(line, format!("session report: {e}")))?;
+        let Some(Value::Array(events)) = report.remove("events") else {
+            return Err(InputError::at(
+                line,
+                "a session report's `events` is a list",
+            ));
+        };
+        let mut out = Vec::new();
+        for event in events {
+            let Value::Object(event) = event else {
+                return Err(InputError::at(
+                    line,
+                    "a session report's event is an object",
+                ));
+            };
+            out.extend(self.event(event, line, sessions, Some(&stated))?);
+        }
+        Ok(out)
+    }
+
+    /// One event: its session's, at its time.
+    fn event(
+        &mut self,
+        object: Map<String, Value>,
+        line: usize,
+        sessions: &Sessions<TurnMachine>,
+        stated: Option<&Options>,
+    ) -> Result<Events, InputError> {
+        let key = self.session_key.as_deref().unwrap_or(SESSION_KEY);
+        let session = match object.get(key) {
+            None => SESSION.to_owned(),
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            Some(_) => {
+                return Err(InputError::at(
+                    line,
+                    format!("the session key `{key}` is neither a string nor a number"),
+                ))
+            }
+        };
+        if let Some(k) = object
+            .keys()
+            .find(|k| k.as_str() != key && !KEYS.contains(&k.as_str()))
+        {
+            return Err(InputError::at(
+                line,
+                format!("unknown key `{k}` (not a field of a LiveKit session event; if it names the session, pass --session-key {k})"),
+            ));
+        }
+        let ev: Ev = serde_json::from_value(Value::Object(object))
+            .map_err(|e| InputError::at(line, format!("not a LiveKit event: {e}")))?;
         let kind = ev
             .kind
             .clone()
@@ -150,41 +333,50 @@ impl StackDialect<TurnMachine> for Livekit {
                     "missing `created_at`: the event's time (epoch seconds)",
                 )
             })?;
-        let session = ev.session.clone().unwrap_or_else(|| SESSION.to_owned());
-        let state = self.sessions.entry(session.clone()).or_default();
+        let mut out = Vec::new();
+        if !self.sessions.contains_key(&session) {
+            let options = stated.cloned().unwrap_or_else(|| self.meta.clone());
+            let machine = sessions
+                .fresh()
+                .clone()
+                .with_interruption(options.interruption);
+            out.push(Event::Begin {
+                session: session.clone(),
+                machine,
+            });
+            let state = Session {
+                options,
+                ..Session::default()
+            };
+            self.sessions.insert(session.clone(), state);
+        }
+        let state = self.sessions.get_mut(&session).expect("inserted above");
         let t0 = *state.t0.get_or_insert(created);
-        if kind == "close" {
-            // The session closes at its time: what fell due by then happened, then it is judged.
-            let at = ((created - t0).max(0.0) * 1000.0).round() as Millis;
-            self.sessions.remove(&session);
-            let tick = turnfence_model::turn::Input::new(at, InputKind::Tick);
-            return Ok(vec![
-                Event::Input {
-                    session: session.clone(),
-                    input: tick,
-                },
-                Event::End { session },
-            ]);
-        }
-        if created < t0 {
-            return Err(InputError::at(
-                line,
-                "`created_at` before the log's first event",
-            ));
-        }
-        let at = ((created - t0) * 1000.0).round() as Millis;
+        // A time stated earlier than the session's clock is when it happened, not when it was
+        // known: the clock stays.
+        let stated_at = ((created - t0).max(0.0) * 1000.0).round() as Millis;
+        state.clock = state.clock.max(stated_at);
         let x = Line {
-            at,
+            at: state.clock,
+            stated: stated_at,
             line,
             session: &session,
             ev: &ev,
         };
-        x.translate(&kind, state)
+        if kind == "close" {
+            out.extend(x.close(state));
+            self.sessions.remove(&session);
+            return Ok(out);
+        }
+        out.extend(x.translate(&kind, state)?);
+        Ok(out)
     }
 }
 
 struct Line<'a> {
+    /// The session's clock at this line, and the time the line states.
     at: Millis,
+    stated: Millis,
     line: usize,
     session: &'a str,
     ev: &'a Ev,
@@ -196,15 +388,13 @@ impl Line<'_> {
         match kind {
             "agent_state_changed" => Ok(self.agent_state(s)),
             "user_state_changed" if e.new_state.as_deref() == Some("speaking") => {
-                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0, since: None })])
+                Ok(self.speech_started(s))
             }
             "user_state_changed" if e.old_state.as_deref() == Some("speaking") => {
-                Ok(vec![self.input(InputKind::SpeechStopped)])
+                Ok(self.speech_stopped(s))
             }
             "user_state_changed" => Ok(Vec::new()),
-            "user_input_transcribed" if e.is_final == Some(true) => {
-                Ok(vec![self.input(InputKind::Transcribed)])
-            }
+            "user_input_transcribed" if e.is_final == Some(true) => Ok(self.transcribed(s)),
             "user_input_transcribed" => Ok(Vec::new()),
             "agent_false_interruption" => Ok(self.false_interruption(s)),
             "conversation_item_added" => Ok(self.item_added(s)),
@@ -233,103 +423,299 @@ impl Line<'_> {
         }
     }
 
-    /// The agent starts thinking: a new reply (a turn) unless one is in progress; it starts
-    /// speaking: the reply's audio is out (one frame for the speaker) — and a reply that speaks
-    /// without thinking first (`say()`) begins there.
+    fn not_judged(
+        &self,
+        rule: TurnInvariant,
+        ids: Vec<String>,
+        needs: String,
+    ) -> Event<TurnMachine> {
+        use turnfence_model::Invariant as _;
+        Event::NotJudged {
+            session: self.session.to_owned(),
+            rule: rule.name(),
+            ids,
+            needs,
+        }
+    }
+
+    /// The session closes at its time: what fell due by then happened, then it is judged.
+    fn close(&self, s: &mut Session) -> Events {
+        let mut out = self.release_speech(s);
+        out.push(self.input(InputKind::Tick));
+        out.push(Event::End {
+            session: self.session.to_owned(),
+        });
+        out
+    }
+
+    /// The agent starts thinking: a new reply unless one is in progress. It starts speaking: the
+    /// reply's audio is out (one frame for the speaker), and a reply that speaks without
+    /// thinking first (`say()`) begins there; a paused reply speaking again resumed (its
+    /// `agent_false_interruption` says so). It stops speaking while the user speaks: LiveKit
+    /// paused or interrupted the reply — the speech held back is given to the model now.
     fn agent_state(&self, s: &mut Session) -> Events {
         let mut out = Vec::new();
         match self.ev.new_state.as_deref() {
-            Some("thinking") if s.current.is_none() => out.push(self.begin_reply(s)),
-            Some("speaking") if !s.spoke || s.current.is_none() => {
+            Some("thinking") if s.current.is_none() && s.continuing.is_none() => {
+                out.push(self.begin_reply(s))
+            }
+            Some("speaking") => {
+                s.first_spoke.get_or_insert(self.at);
+                s.continuing = None;
                 if s.current.is_none() {
                     out.push(self.begin_reply(s));
                 }
-                s.spoke = true;
-                out.push(self.input(InputKind::Delta {
-                    turn: s.current.clone().unwrap_or_default().into(),
-                    generation: s.replies,
-                    seq: 1,
-                    text: None,
-                    frames: 1,
-                }));
+                let Some(reply) = s.current.as_mut() else {
+                    return out;
+                };
+                reply.paused = false;
+                if !reply.spoke {
+                    reply.spoke = true;
+                    let turn = reply.id.clone();
+                    out.push(self.input(InputKind::Delta {
+                        turn: turn.into(),
+                        generation: s.replies,
+                        seq: 1,
+                        text: None,
+                        frames: 1,
+                    }));
+                }
+            }
+            Some("listening" | "idle") => {
+                s.continuing = None;
+                let speaking = s.speech.is_some();
+                if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
+                    reply.paused = true;
+                    out.extend(self.release_speech(s));
+                }
             }
             _ => {}
         }
         out
     }
 
-    /// The next reply begins: its accept.
+    /// The next reply begins: its accept (interruptible as the session's `allow_interruptions`
+    /// says: a speech's own is not in the log).
     fn begin_reply(&self, s: &mut Session) -> Event<TurnMachine> {
         s.replies += 1;
         let turn = format!("speech_{}", s.replies);
-        s.current = Some(turn.clone());
-        s.spoke = false;
+        s.current = Some(Reply {
+            id: turn.clone(),
+            ..Reply::default()
+        });
         self.input(InputKind::Accept {
             turn: turn.into(),
             generation: s.replies,
             mode: Mode::Audio,
             deadline_ms: None,
             budget: None,
-            interruptible: true,
+            interruptible: s.options.allow_interruptions,
         })
     }
 
+    /// The user starts speaking, dated to the detector's start. Over a reply speaking that the
+    /// session lets be interrupted, it is held back until LiveKit shows what it made of it (the
+    /// reply's own `allow_interruptions` is not in the log): a pause or an interruption gives it
+    /// to the model; its end with neither leaves the reply's interruption unjudged.
+    fn speech_started(&self, s: &mut Session) -> Events {
+        let began = self.stated.min(self.at);
+        let warm = s
+            .first_spoke
+            .zip(s.options.aec_warmup_ms)
+            .map(|(spoke, warmup)| spoke.saturating_add(warmup));
+        // During AEC warm-up speech interrupts nothing: it counts from the warm-up's end.
+        let min = s.options.interruption.min_ms;
+        let counts_from = match warm {
+            Some(end) if end > began.saturating_add(min) => end.saturating_sub(min),
+            _ => began,
+        };
+        let over = s
+            .current
+            .as_ref()
+            .filter(|r| r.spoke && !r.paused && s.options.allow_interruptions)
+            .map(|r| r.id.clone());
+        let held = over.is_some();
+        s.speech = Some(Speech {
+            began,
+            counts_from,
+            held_over: over,
+        });
+        if held {
+            return Vec::new();
+        }
+        vec![self.input(InputKind::SpeechStarted {
+            confidence: 1.0,
+            since: Some(counts_from),
+        })]
+    }
+
+    /// The speech held back is given to the model once LiveKit took it for an interruption (it
+    /// paused or interrupted the reply, or a transcript came): it counted, from its start.
+    fn release_speech(&self, s: &mut Session) -> Events {
+        let Some(speech) = s.speech.as_mut().filter(|sp| sp.held_over.is_some()) else {
+            return Vec::new();
+        };
+        speech.held_over = None;
+        speech.counts_from = speech.began;
+        vec![self.input(InputKind::SpeechStarted {
+            confidence: 1.0,
+            since: Some(speech.began),
+        })]
+    }
+
+    /// The user stopped speaking. A speech held back over a reply that LiveKit neither paused
+    /// nor interrupted: long enough to count, the reply did not allow interruptions or LiveKit
+    /// failed to take one — the log cannot say which, so the reply's interruption is not judged;
+    /// too short to count, it is given to the model (which takes it for no interruption).
+    fn speech_stopped(&self, s: &mut Session) -> Events {
+        let Some(speech) = s.speech.take() else {
+            return vec![self.input(InputKind::SpeechStopped)];
+        };
+        let ended = self.stated.min(self.at);
+        let Some(reply) = speech.held_over.clone() else {
+            return vec![self.input(InputKind::SpeechStopped)];
+        };
+        let counted = ended
+            >= speech
+                .counts_from
+                .saturating_add(s.options.interruption.min_ms);
+        if !counted {
+            return vec![
+                self.input(InputKind::SpeechStarted {
+                    confidence: 1.0,
+                    since: Some(speech.counts_from),
+                }),
+                self.input(InputKind::SpeechStopped),
+            ];
+        }
+        let needs = format!(
+            "whether {reply} allowed interruptions: the user spoke over it for {} ms and it played on, which a speech made with allow_interruptions=False does and an interruptible one must not; LiveKit's log does not say which it was (a session whose replies never allow them states allow_interruptions: false in the meta line's options)",
+            ended.saturating_sub(speech.began)
+        );
+        vec![
+            self.not_judged(
+                TurnInvariant::InterruptionDecidedOnce,
+                vec![reply.clone()],
+                needs.clone(),
+            ),
+            self.not_judged(
+                TurnInvariant::UninterruptibleOutputSurvives,
+                vec![reply],
+                needs,
+            ),
+        ]
+    }
+
+    /// A final transcript: the user's turn is committed, which confirms a paused interruption —
+    /// and, over a reply speaking that the user is no longer talking over, interrupts it as
+    /// LiveKit does (a committed user turn interrupts the speech in progress): the model has no
+    /// turn commit, so this is the speech that counted, then its transcript.
+    fn transcribed(&self, s: &mut Session) -> Events {
+        let mut out = self.release_speech(s);
+        let speaking = s.current.as_ref().is_some_and(|r| r.spoke && !r.paused);
+        if speaking && s.speech.is_none() && s.options.allow_interruptions {
+            out.push(self.input(InputKind::SpeechStarted {
+                confidence: 1.0,
+                since: Some(0),
+            }));
+            out.push(self.input(InputKind::Transcribed));
+            out.push(self.input(InputKind::SpeechStopped));
+            return out;
+        }
+        out.push(self.input(InputKind::Transcribed));
+        out
+    }
+
     /// `agent_false_interruption{resumed}`: a resumed pause is the output going on — with no
-    /// reply in progress, of the last one (the model says whether anything of it was paused).
+    /// reply in progress, of the last one. Not resumed while the reply is still paused: the
+    /// session says its output stays paused.
     fn false_interruption(&self, s: &Session) -> Events {
         let turn = s
             .current
-            .clone()
+            .as_ref()
+            .map(|r| r.id.clone())
             .unwrap_or_else(|| format!("speech_{}", s.replies));
         match self.ev.resumed {
             Some(true) => vec![self.observed(Output::PlaybackResumed { turn: turn.into() })],
+            _ if s.current.as_ref().is_some_and(|r| r.paused) => vec![Event::Fact {
+                session: self.session.to_owned(),
+                at: self.at,
+                fact: Fact::Turn {
+                    turn,
+                    what: TurnFact::KeptPaused,
+                },
+            }],
             _ => Vec::new(),
         }
     }
 
     /// The assistant's message: the reply ended — interrupted (cancelled), or played out (the
-    /// model done, its audio played, completed).
+    /// model done, its audio played, completed). A reply with a tool call still running ends
+    /// when its calls do (they run through an interruption), so its end is not this line's. The
+    /// same message committed again is the reply ending again.
     fn item_added(&self, s: &mut Session) -> Events {
         let item = self.ev.item.as_ref();
         let assistant = item.is_some_and(|i| {
             i.role.as_deref() == Some("assistant")
                 && i.kind.as_deref().unwrap_or("message") == "message"
         });
-        let Some(turn) = s.current.clone().filter(|_| assistant) else {
+        if !assistant {
             return Vec::new();
+        }
+        let interrupted = item.and_then(|i| i.interrupted) == Some(true);
+        let id = item.and_then(|i| i.id.clone());
+        let state = if interrupted {
+            Terminal::Cancelled
+        } else {
+            Terminal::Completed
         };
-        s.current = None;
-        if item.and_then(|i| i.interrupted) == Some(true) {
-            // The speech was interrupted; the reply ends when its tools do (they run to
-            // completion), so with a call still unanswered its end is not this line's.
-            let pending = s
-                .calls
-                .iter()
-                .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
-            if pending {
-                return Vec::new();
-            }
+        if let Some(turn) = id.as_ref().and_then(|id| s.messages.get(id)) {
             return vec![self.observed(Output::Terminal {
-                turn: turn.into(),
-                state: Terminal::Cancelled,
+                turn: turn.clone().into(),
+                state,
             })];
         }
-        let mut out = Vec::new();
-        if s.spoke {
+        let mut out = self.release_speech(s);
+        let Some(reply) = s.current.take() else {
+            return out;
+        };
+        let turn = reply.id;
+        if let Some(id) = id {
+            s.messages.insert(id, turn.clone());
+        }
+        let pending = s
+            .calls
+            .iter()
+            .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
+        if interrupted {
+            if !pending {
+                out.push(self.observed(Output::Terminal {
+                    turn: turn.into(),
+                    state,
+                }));
+            }
+            return out;
+        }
+        if reply.spoke {
             out.push(self.input(InputKind::FRAME_PLAYED));
         }
         out.push(self.input(InputKind::ModelDone {
             turn: turn.clone().into(),
         }));
-        out.push(self.observed(Output::Terminal {
-            turn: turn.into(),
-            state: Terminal::Completed,
-        }));
+        if pending {
+            s.continuing = Some(turn.clone());
+        }
+        if !pending {
+            out.push(self.observed(Output::Terminal {
+                turn: turn.into(),
+                state,
+            }));
+        }
         out
     }
 
     /// `tool_execution_updated`: a call started (a tool child of the current reply), or ended
-    /// (its one answer).
+    /// (its one end).
     fn tool_update(&self, s: &mut Session) -> Result<Events, InputError> {
         let Some(u) = self.ev.update.as_ref() else {
             return Err(InputError::at(
@@ -337,33 +723,19 @@ impl Line<'_> {
                 "tool_execution_updated needs `update`",
             ));
         };
+        s.sees_starts = true;
         match u.kind.as_deref() {
             Some("tool_call_started") => {
                 let call = u.function_call.as_ref();
                 let id = call.and_then(|c| c.call_id.clone());
-                let (Some(id), Some(turn)) = (id, s.current.clone()) else {
+                let Some(id) = id else {
                     return Err(InputError::at(
                         self.line,
-                        "tool_call_started needs a function_call with a call_id, during a reply",
+                        "tool_call_started needs a function_call with a call_id",
                     ));
                 };
                 let name = call.and_then(|c| c.name.clone()).unwrap_or_default();
-                s.calls.insert(id.clone(), turn.clone());
-                Ok(vec![
-                    self.input(InputKind::Spawn {
-                        turn: turn.clone().into(),
-                        child: id.clone().into(),
-                        kind: ChildKind::Tool {
-                            name,
-                            cancellable: true,
-                        },
-                        need_ms: None,
-                    }),
-                    self.observed(Output::ChildStarted {
-                        turn: turn.into(),
-                        child: id.into(),
-                    }),
-                ])
+                Ok(self.start_call(s, &id, name))
             }
             Some("tool_call_ended") => {
                 let id = u
@@ -383,6 +755,9 @@ impl Line<'_> {
                         ))
                     }
                 };
+                if s.ended.contains_key(&id) {
+                    return Ok(Vec::new());
+                }
                 Ok(self.end_call(s, &id, how))
             }
             // Progress and deferred replies: no answer, no turn semantics.
@@ -394,8 +769,36 @@ impl Line<'_> {
         }
     }
 
+    /// A call starts: a tool child of the reply in progress (or of the last one: a tool may
+    /// start after its reply's message).
+    fn start_call(&self, s: &mut Session, id: &str, name: String) -> Events {
+        let turn = s
+            .current
+            .as_ref()
+            .map(|r| r.id.clone())
+            .unwrap_or_else(|| format!("speech_{}", s.replies));
+        s.calls.insert(id.to_owned(), turn.clone());
+        vec![
+            self.input(InputKind::Spawn {
+                turn: turn.clone().into(),
+                child: id.to_owned().into(),
+                kind: ChildKind::Tool {
+                    name,
+                    cancellable: true,
+                },
+                need_ms: None,
+            }),
+            self.observed(Output::ChildStarted {
+                turn: turn.into(),
+                child: id.to_owned().into(),
+            }),
+        ]
+    }
+
     /// `function_tools_executed`: the batch's answers, committed to the conversation — a
-    /// call's one answer (its end, where no `tool_call_ended` said it, comes with it).
+    /// call's one answer (its end, where no `tool_call_ended` said it, comes with it). Where the
+    /// version emits no `tool_execution_updated` (before 1.6.5), a call is first seen here: it
+    /// started and ended here, and a call never answered cannot be seen (not judged).
     fn tools_executed(&self, s: &mut Session) -> Result<Events, InputError> {
         let e = self.ev;
         if e.function_calls.len() != e.function_call_outputs.len() {
@@ -405,10 +808,33 @@ impl Line<'_> {
             ));
         }
         let mut out = Vec::new();
-        for o in &e.function_call_outputs {
+        if !s.sees_starts && !s.said_starts {
+            s.said_starts = true;
+            out.push(self.not_judged(
+                TurnInvariant::ToolCallSettled,
+                Vec::new(),
+                "tool_execution_updated (emitted from livekit-agents 1.6.5) to see a tool call start: a call never answered is not in this log".to_owned(),
+            ));
+        }
+        for (call, o) in e.function_calls.iter().zip(&e.function_call_outputs) {
             let id = o.call_id.clone().ok_or_else(|| {
                 InputError::at(self.line, "a function_call_output needs `call_id`")
             })?;
+            if !s.calls.contains_key(&id) && !s.sees_starts && !s.answered.contains(&id) {
+                // First seen at its answer: a call of the reply in progress; one whose reply
+                // already ended cannot be placed (its start is not in the log).
+                if s.current.is_none() {
+                    s.answered.insert(id.clone());
+                    out.push(self.not_judged(
+                        TurnInvariant::ToolCallSettled,
+                        vec![id.clone()],
+                        format!("when tool call {id} started (tool_execution_updated, from livekit-agents 1.6.5): it is answered after its reply ended"),
+                    ));
+                    continue;
+                }
+                let name = call.name.clone().unwrap_or_default();
+                out.extend(self.start_call(s, &id, name));
+            }
             let ended = s.ended.get(&id).copied();
             let answer = match (ended, o.is_error) {
                 // A cancelled call's output is an error saying so.
@@ -416,15 +842,11 @@ impl Line<'_> {
                 (_, true) => ToolAnswer::Error,
                 (_, false) => ToolAnswer::Result,
             };
-            if ended.is_none() {
+            if ended.is_none() && !s.answered.contains(&id) {
                 out.extend(self.end_call(s, &id, answer));
             }
-            let turn = s
-                .calls
-                .get(&id)
-                .cloned()
-                .or_else(|| s.current.clone())
-                .unwrap_or_default();
+            s.answered.insert(id.clone());
+            let turn = s.calls.get(&id).cloned().unwrap_or_default();
             out.push(self.observed(Output::ToolAnswered {
                 turn: turn.into(),
                 child: id.into(),

@@ -89,9 +89,16 @@ pub enum Event<S: Conform> {
     End {
         session: String,
     },
-    /// A rule the log cannot let the checker judge for some of a session's subjects (or all of
-    /// them, `ids` empty): what it needs is missing from the log. The rule's findings about those
-    /// subjects are dropped, and the rule is reported not judged — never a finding.
+    /// A session begins as this machine (made with what its log states: a stack's options),
+    /// before its first input. A session already open is an input error.
+    Begin {
+        session: String,
+        machine: S,
+    },
+    /// A rule the log cannot let the checker judge for some of a session's subjects (`ids`; none:
+    /// a part of it the dialect judges nowhere): what it needs is missing from the log. The
+    /// rule's findings about those subjects are dropped, and the rule is reported not judged —
+    /// never a finding.
     NotJudged {
         session: String,
         rule: &'static str,
@@ -200,18 +207,21 @@ pub struct NotJudged {
     pub line: usize,
     pub session: String,
     pub rule: &'static str,
-    /// The subjects (reply, tool call) it is not judged for; empty: the whole session.
+    /// The subjects (reply, tool call) it is not judged for; empty: a part of the rule the dialect
+    /// judged nowhere in the session.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ids: Vec<String>,
     pub needs: String,
 }
 
 impl NotJudged {
-    /// Whether `f` is about what this leaves unjudged (its rule, and one of its subjects).
+    /// Whether `f` is about what this leaves unjudged: the rule (or an output the rule would
+    /// have decided, missing) about one of its subjects. Without subjects it drops nothing: the
+    /// dialect judged none of it.
     fn covers(&self, f: &Finding) -> bool {
         f.session == self.session
-            && f.name() == self.rule
-            && (self.ids.is_empty() || f.ids.iter().any(|i| self.ids.contains(i)))
+            && (f.name() == self.rule || f.kind == FindingKind::MissingOutput)
+            && f.ids.iter().any(|i| self.ids.contains(i))
     }
 }
 
@@ -504,6 +514,11 @@ impl<S: Conform> Sessions<S> {
     pub fn peek(&self, session: &str) -> Option<&SessionCheck<S>> {
         self.open.get(session)
     }
+
+    /// The machine each session starts as unless its log says otherwise (the trace's profile).
+    pub fn fresh(&self) -> &S {
+        &self.fresh
+    }
 }
 
 struct Checker<S: Conform> {
@@ -548,6 +563,20 @@ impl<S: Conform> Checker<S> {
             }
             Event::End { session } => {
                 self.end(&session, Some(line));
+                Ok(())
+            }
+            Event::Begin { session, machine } => {
+                if self.sessions.open.contains_key(&session) {
+                    return Err(InputError::at(
+                        line,
+                        format!("session {session:?} is already open: its options come first"),
+                    ));
+                }
+                let fresh = std::mem::replace(&mut self.sessions.fresh, machine);
+                let opened = self.sessions.get(&session, line).map(|_| ());
+                self.sessions.fresh = fresh;
+                opened?;
+                self.open_peak();
                 Ok(())
             }
             Event::NotJudged {

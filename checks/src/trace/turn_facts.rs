@@ -53,6 +53,10 @@ pub enum TurnFact {
     Generation(u64),
     /// The turn's delivery stopped (its gate is closed).
     DeliveryStopped(bool),
+    /// The system reports the pause of the turn's output a false interruption and the output not
+    /// resumed (`livekit-agents`: `agent_false_interruption` with `resumed: false`): it stays
+    /// paused, neither resumed nor interrupted, unless the turn has ended.
+    KeptPaused,
 }
 
 type Verdict = Option<Judged<TurnMachine>>;
@@ -129,6 +133,15 @@ fn judge_turn(
             })
         }
         TurnFact::CancelEffects(count) => return cancel_effects(s.turn(turn)?, count),
+        TurnFact::KeptPaused => {
+            return s.turn(turn)?.phase.is_running().then(|| {
+                (
+                    Some(Invariant::InterruptionDecidedOnce),
+                    vec![turn.to_owned()],
+                    format!("the pause of reply {turn} is reported a false interruption, and its output not resumed: it stays paused, neither resumed nor interrupted"),
+                )
+            })
+        }
         TurnFact::PropagationMs(ms) => {
             let since = cancel_began(history, turn)?;
             let took = at.saturating_sub(since);

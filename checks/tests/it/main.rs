@@ -14,6 +14,7 @@ mod fixtures;
 mod flaws;
 mod fuzz;
 mod gate;
+mod interop;
 mod mangled;
 mod model;
 mod monitors;
@@ -107,6 +108,26 @@ pub fn fixtures(dir: &str) -> Vec<PathBuf> {
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
         .collect();
+    files.sort();
+    files
+}
+
+/// The interop corpus: every log a real stack's own code wrote (`fixtures/interop/STACK@VERSION/`),
+/// sorted.
+pub fn interop_corpus() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/interop");
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display())) {
+        let dir = dir.unwrap().path();
+        if dir.is_dir() {
+            let name = dir
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            files.extend(fixtures(&format!("interop/{name}")));
+        }
+    }
     files.sort();
     files
 }

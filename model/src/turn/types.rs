@@ -332,9 +332,9 @@ pub enum InputKind {
     },
     /// The client asked to stop the turn (`turn.cancel`).
     Stop { turn: TurnId, request_id: String },
-    /// Voice activity detection heard the user start speaking — `since` this earlier time, where
-    /// the detector dates the speech's start before it says so (`livekit-agents`: speech counts
-    /// as an interruption from its start).
+    /// Voice activity detection heard the user start speaking. `since`: the time the speech
+    /// counts from, where that is not now (`livekit-agents`: the detector dates a speech's start
+    /// before it says so, and speech counts as an interruption from its start).
     SpeechStarted {
         confidence: f64,
         #[serde(default, skip_serializing_if = "Option::is_none")]

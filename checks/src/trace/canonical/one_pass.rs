@@ -522,9 +522,13 @@ mod tests {
                 Some(Event::Input { .. }) => "input",
                 Some(Event::Output { .. }) => "output",
                 Some(Event::End { .. }) => "session end",
-                Some(Event::Meta(_) | Event::Fact { .. } | Event::NotJudged { .. }) | None => {
-                    panic!("left over: {line}")
-                }
+                Some(
+                    Event::Meta(_)
+                    | Event::Fact { .. }
+                    | Event::NotJudged { .. }
+                    | Event::Begin { .. },
+                )
+                | None => panic!("left over: {line}"),
             });
         }
         assert_eq!(kinds.len(), 3, "{kinds:?}");

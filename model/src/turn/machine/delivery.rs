@@ -114,16 +114,16 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
 
     /// Speech began where output pauses on speech: with a reply in progress (a turn running),
     /// it counts as an interruption once it has lasted the session's `min_ms` — from `since`,
-    /// when the detector dates its start earlier than it said so (counted at once if that is
-    /// past); meanwhile a paused output's resume waits for it to end.
+    /// where the speech counts from another time than now (the detector dates its start earlier
+    /// than it said so: counted at once if that is past); meanwhile a paused output's resume
+    /// waits for it to end.
     fn speech_began(&mut self, since: Option<Millis>) {
         let s = &mut self.session;
         let mut count_now = false;
         if !s.user_speaking {
             s.user_speaking = true;
             if s.turns.iter().any(|t| t.phase.is_running()) {
-                let began = since.map_or(s.now, |b| b.min(s.now));
-                let due = began.saturating_add(s.interruption.min_ms);
+                let due = since.unwrap_or(s.now).saturating_add(s.interruption.min_ms);
                 if due <= s.now {
                     count_now = true;
                 } else {

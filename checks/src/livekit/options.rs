@@ -1,0 +1,127 @@
+//! A LiveKit session's options, in LiveKit's names and units (seconds): what a session report
+//! states (`options`, `sdk_version`), else what the meta line states (`options`, `version`), else
+//! LiveKit's defaults. ARCHITECTURE.md ("The livekit-agents dialect") gives each default's source.
+
+use serde_json::{Map, Value};
+use turnfence_model::turn::Interruption;
+use turnfence_model::Millis;
+
+use crate::trace::InputError;
+
+/// The options a LiveKit session ran with, as far as the checker reads them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// The stack's version, where stated.
+    pub version: Option<String>,
+    /// `allow_interruptions`: the session's replies may be interrupted (a speech's own choice,
+    /// `say(..., allow_interruptions=…)`, is not in the log).
+    pub allow_interruptions: bool,
+    /// `min_interruption_duration`, `false_interruption_timeout`, `resume_false_interruption`.
+    pub interruption: Interruption,
+    /// `aec_warmup_duration`: speech interrupts nothing this long after the agent first speaks.
+    pub aec_warmup_ms: Option<Millis>,
+}
+
+impl Default for Options {
+    /// LiveKit's defaults (livekit-agents 1.6 to 1.8: `AgentSession.__init__`).
+    fn default() -> Options {
+        Options {
+            version: None,
+            allow_interruptions: true,
+            interruption: Interruption::LIVEKIT,
+            aec_warmup_ms: Some(3_000),
+        }
+    }
+}
+
+/// The option names of LiveKit's `AgentSession` (and of a report's `options`) that do not bear on
+/// a rule the checker judges: read and left.
+const LEFT: &[&str] = &[
+    "min_interruption_words",
+    "discard_audio_if_uninterruptible",
+    "user_away_timeout",
+    "min_endpointing_delay",
+    "max_endpointing_delay",
+    "max_tool_steps",
+    "min_consecutive_speech_delay",
+    "preemptive_generation",
+    "recording_options",
+];
+
+impl Options {
+    /// The meta line's `version` and `options` over LiveKit's defaults. An option it does not
+    /// know, or a value of the wrong type, is an input error on line 1.
+    pub fn from_meta(meta: &Value) -> Result<Options, InputError> {
+        let mut options = Options::default();
+        if let Some(v) = meta.get("version") {
+            let v = v
+                .as_str()
+                .ok_or_else(|| InputError::at(1, "meta line: `version` is a string"))?;
+            options.version = Some(v.to_owned());
+        }
+        match meta.get("options") {
+            None => {}
+            Some(Value::Object(o)) => options
+                .apply(o)
+                .map_err(|e| InputError::at(1, format!("meta line: {e}")))?,
+            Some(_) => return Err(InputError::at(1, "meta line: `options` is an object")),
+        }
+        Ok(options)
+    }
+
+    /// A session report's `options` and `sdk_version` over `meta`'s: what the log states wins.
+    pub fn from_report(report: &Map<String, Value>, meta: &Options) -> Result<Options, String> {
+        let mut options = meta.clone();
+        if let Some(v) = report.get("sdk_version").and_then(Value::as_str) {
+            options.version = Some(v.to_owned());
+        }
+        match report.get("options") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(o)) => options.apply(o)?,
+            Some(_) => return Err("`options` is an object".to_owned()),
+        }
+        Ok(options)
+    }
+
+    fn apply(&mut self, o: &Map<String, Value>) -> Result<(), String> {
+        for (k, v) in o {
+            match k.as_str() {
+                "allow_interruptions" => self.allow_interruptions = flag(k, v)?,
+                "resume_false_interruption" => self.interruption.resume = flag(k, v)?,
+                "min_interruption_duration" => {
+                    self.interruption.min_ms = seconds(k, v)?.unwrap_or_default()
+                }
+                "false_interruption_timeout" | "agent_false_interruption_timeout" => {
+                    self.interruption.false_timeout_ms = seconds(k, v)?
+                }
+                "aec_warmup_duration" => self.aec_warmup_ms = seconds(k, v)?,
+                k if LEFT.contains(&k) => {}
+                k => {
+                    return Err(format!(
+                        "unknown LiveKit option `{k}` (options are AgentSession's, in its names and units: allow_interruptions, min_interruption_duration, false_interruption_timeout, resume_false_interruption, aec_warmup_duration, …)"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn flag(key: &str, v: &Value) -> Result<bool, String> {
+    v.as_bool()
+        .ok_or_else(|| format!("option `{key}` is true or false, not {v}"))
+}
+
+/// Seconds as milliseconds; `null` is none.
+fn seconds(key: &str, v: &Value) -> Result<Option<Millis>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => match n.as_f64() {
+            Some(s) if (0.0..1e9).contains(&s) => Ok(Some((s * 1000.0).round() as Millis)),
+            _ => Err(format!("option `{key}` is a number of seconds, not {v}")),
+        },
+        _ => Err(format!(
+            "option `{key}` is a number of seconds or null, not {v}"
+        )),
+    }
+}

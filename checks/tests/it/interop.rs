@@ -1,0 +1,96 @@
+//! The interop corpus (`fixtures/interop/`): logs the real stacks' own code wrote, run offline by
+//! `interop/` (`ci/interop.sh` writes them again and compares). Every correct run conforms, and
+//! every planted bug is found at its line with the rule its meta line names — and nothing else:
+//! one bug, one finding. What a log cannot show is reported not judged, never a finding.
+
+use turnfence_checks::trace;
+
+use crate::{interop_corpus, meta, read};
+
+/// One corpus log's verdict as a line of the corpus report: its expectation held, with what was
+/// left unjudged.
+fn judged(path: &std::path::Path) -> String {
+    let text = read(path);
+    let m = meta(&text);
+    let folder = path
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy();
+    let name = format!("{folder}/{}", path.file_name().unwrap().to_string_lossy());
+    let v = match trace::check_input(text.as_bytes(), &Default::default()).verdict {
+        Ok(v) => v,
+        Err(e) => panic!("{name}: unreadable: {e}"),
+    };
+    let report = trace::render_text(&v, trace::MAX_TEXT_FINDINGS);
+    match m["expect"].as_str() {
+        Some("accepted") => assert!(v.conforms(), "{name} should conform:\n{report}"),
+        Some("rejected") => {
+            let rule = m["invariant"].as_str().unwrap();
+            let line = m["line"].as_u64().unwrap() as usize;
+            let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
+            assert_eq!(
+                found,
+                [(rule, line)],
+                "{name}: one finding, {rule} at line {line}:\n{report}"
+            );
+        }
+        other => panic!("{name}: expect {other:?}"),
+    }
+    let mut out = format!("{name}: ");
+    if v.conforms() {
+        out.push_str("conforms");
+    }
+    for f in &v.findings {
+        let since = f
+            .since
+            .map_or_else(String::new, |s| format!(" since line {s}"));
+        out.push_str(&format!("{} at line {}{since}", f.name(), f.line));
+    }
+    for n in &v.not_judged {
+        out.push_str(&format!("; not judged: {} [{}]", n.rule, n.ids.join(", ")));
+    }
+    out
+}
+
+/// Every log of the corpus, of every stack and version, as its meta line expects; the whole
+/// verdict list reviewed as a snapshot (a change in what is not judged shows there).
+#[test]
+fn every_corpus_log_is_judged_as_its_meta_line_expects() {
+    let files = interop_corpus();
+    assert!(files.len() >= 20, "{} corpus logs", files.len());
+    let lines: Vec<String> = files.iter().map(|f| judged(f)).collect();
+    crate::snapshot_settings().bind(|| {
+        insta::assert_snapshot!("interop_corpus", lines.join("\n"));
+    });
+}
+
+/// Both forms of a session, the event stream and the session report, give the same verdict.
+#[test]
+fn a_sessions_event_stream_and_its_report_agree() {
+    for events in interop_corpus()
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with(".events.jsonl"))
+    {
+        let report = events.with_file_name(
+            events
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(".events.jsonl", ".report.jsonl"),
+        );
+        if !report.exists() {
+            continue;
+        }
+        let verdict = |p: &std::path::Path| {
+            let v = trace::check_input(read(p).as_bytes(), &Default::default())
+                .verdict
+                .unwrap();
+            let names: Vec<&str> = v.findings.iter().map(|f| f.name()).collect();
+            let unjudged: Vec<&str> = v.not_judged.iter().map(|n| n.rule).collect();
+            format!("{names:?} {unjudged:?}")
+        };
+        assert_eq!(verdict(events), verdict(&report), "{}", events.display());
+    }
+}
