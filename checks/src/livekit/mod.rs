@@ -119,7 +119,8 @@ struct Ev {
     item: Option<Item>,
     update: Option<Update>,
     function_calls: Vec<Call>,
-    function_call_outputs: Vec<CallOutput>,
+    /// Before 1.6.5 an output may be `null` (a call without one).
+    function_call_outputs: Vec<Option<CallOutput>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -196,8 +197,11 @@ struct Session {
     continuing: Option<String>,
     /// Each assistant message's item id, with its reply.
     messages: BTreeMap<String, String>,
-    /// Tool calls started (with their reply), and how each ended.
+    /// Tool calls started (with their reply); how each ended, as its task said
+    /// (`tool_call_ended`); those whose end the model was given (with their answer); and those
+    /// answered.
     calls: BTreeMap<String, String>,
+    returned: BTreeMap<String, ToolAnswer>,
     ended: BTreeMap<String, ToolAnswer>,
     answered: BTreeSet<String>,
     /// The user's speech in progress.
@@ -438,10 +442,30 @@ impl Line<'_> {
         }
     }
 
-    /// The session closes at its time: what fell due by then happened, then it is judged.
+    /// The session closes at its time: what fell due by then happened, then it is judged. A
+    /// tool call not answered by now never will be: a call its task ended is given its end (the
+    /// model answers it; the log never does), and every one is stated unanswered.
     fn close(&self, s: &mut Session) -> Events {
         let mut out = self.release_speech(s);
         out.push(self.input(InputKind::Tick));
+        let open: Vec<(String, String)> = s
+            .calls
+            .iter()
+            .filter(|(id, _)| !s.answered.contains(*id))
+            .map(|(id, turn)| (id.clone(), turn.clone()))
+            .collect();
+        for (id, turn) in open {
+            if let Some(how) = s.returned.get(&id).copied() {
+                if !s.ended.contains_key(&id) {
+                    out.extend(self.end_call(s, &id, how));
+                }
+            }
+            out.push(Event::Fact {
+                session: self.session.to_owned(),
+                at: self.at,
+                fact: Fact::Unanswered { turn, child: id },
+            });
+        }
         out.push(Event::End {
             session: self.session.to_owned(),
         });
@@ -714,8 +738,8 @@ impl Line<'_> {
         out
     }
 
-    /// `tool_execution_updated`: a call started (a tool child of the current reply), or ended
-    /// (its one end).
+    /// `tool_execution_updated`: a call started (a tool child of the current reply), or its task
+    /// returned (how, kept for its answer).
     fn tool_update(&self, s: &mut Session) -> Result<Events, InputError> {
         let Some(u) = self.ev.update.as_ref() else {
             return Err(InputError::at(
@@ -755,10 +779,10 @@ impl Line<'_> {
                         ))
                     }
                 };
-                if s.ended.contains_key(&id) {
-                    return Ok(Vec::new());
-                }
-                Ok(self.end_call(s, &id, how))
+                // The task returned; the call ends, as the model takes it, with its answer
+                // committed (`function_tools_executed`), which may come much later.
+                s.returned.entry(id).or_insert(how);
+                Ok(Vec::new())
             }
             // Progress and deferred replies: no answer, no turn semantics.
             Some("tool_call_updated" | "tool_reply_updated") => Ok(Vec::new()),
@@ -817,12 +841,15 @@ impl Line<'_> {
             ));
         }
         for (call, o) in e.function_calls.iter().zip(&e.function_call_outputs) {
+            // A call without an output (before 1.6.5) is not answered here.
+            let Some(o) = o else { continue };
             let id = o.call_id.clone().ok_or_else(|| {
                 InputError::at(self.line, "a function_call_output needs `call_id`")
             })?;
-            if !s.calls.contains_key(&id) && !s.sees_starts && !s.answered.contains(&id) {
-                // First seen at its answer: a call of the reply in progress; one whose reply
-                // already ended cannot be placed (its start is not in the log).
+            if !s.calls.contains_key(&id) && !s.answered.contains(&id) {
+                // First seen at its answer (before 1.6.5 every call is; later, a call LiveKit
+                // refused — an unknown tool, bad arguments — is answered without a start): a call
+                // of the reply in progress. One whose reply already ended cannot be placed.
                 if s.current.is_none() {
                     s.answered.insert(id.clone());
                     out.push(self.not_judged(
@@ -835,14 +862,14 @@ impl Line<'_> {
                 let name = call.name.clone().unwrap_or_default();
                 out.extend(self.start_call(s, &id, name));
             }
-            let ended = s.ended.get(&id).copied();
-            let answer = match (ended, o.is_error) {
+            let returned = s.returned.get(&id).copied();
+            let answer = match (returned, o.is_error) {
                 // A cancelled call's output is an error saying so.
                 (Some(ToolAnswer::Cancelled), true) => ToolAnswer::Cancelled,
                 (_, true) => ToolAnswer::Error,
                 (_, false) => ToolAnswer::Result,
             };
-            if ended.is_none() && !s.answered.contains(&id) {
+            if !s.ended.contains_key(&id) {
                 out.extend(self.end_call(s, &id, answer));
             }
             s.answered.insert(id.clone());

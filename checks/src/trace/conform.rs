@@ -604,8 +604,8 @@ impl<M: Conform> SessionCheck<M> {
 }
 
 /// The conformance findings an invariant finding explains — an output the model does not produce,
-/// or produces otherwise, or one it produces that a complete log never shows, or a stated fact it
-/// contradicts, at the very line where an invariant is
+/// or produces otherwise, or one it produces that a complete log never shows, or a subject left
+/// open, or a stated fact it contradicts, at the very line where an invariant is
 /// broken; or a stated fact that breaks the same invariant there — go with it rather than
 /// standing alone: one finding per broken event.
 fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
@@ -622,7 +622,8 @@ fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Fi
                 FindingKind::UnexpectedOutput
                 | FindingKind::ContradictedOutput
                 | FindingKind::ContradictedFact
-                | FindingKind::MissingOutput => true,
+                | FindingKind::MissingOutput
+                | FindingKind::LeftOpen => true,
                 FindingKind::Invariant => judged[i].invariant == f.invariant,
                 _ => false,
             })

@@ -29,6 +29,9 @@ pub enum Fact {
     CancelTargets { generation: u64 },
     /// The resume window, in ms.
     ResumeTtlMs { ms: u64 },
+    /// The session closed with this tool call unanswered (`livekit-agents`: a tool may answer
+    /// until the session closes, and not after).
+    Unanswered { turn: String, child: String },
 }
 
 /// What a turn log states about one turn.
@@ -81,6 +84,20 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 ),
             )
         }),
+        Fact::Unanswered { turn, child } => {
+            let answered = history.steps().any(|(_, mut outputs)| {
+                outputs.any(|o| {
+                    matches!(o, Output::ToolAnswered { turn: t, child: c, .. } if t == turn && c == child)
+                })
+            });
+            (!answered).then(|| {
+                (
+                    Some(Invariant::ToolCallSettled),
+                    vec![turn.clone(), child.clone()],
+                    format!("the session closed with tool call {child} never answered: it stays in progress forever"),
+                )
+            })
+        }
         Fact::CancelTargets { generation } => {
             let t = s.turns.iter().rev().find(|t| t.generation == *generation);
             match t {
