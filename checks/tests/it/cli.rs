@@ -734,3 +734,122 @@ fn fuzz_takes_a_profile() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no profile"), "{stderr}");
 }
+
+/// The uninterruptible `say()` of the LiveKit corpus, talked over: it conforms, and the rule it
+/// cannot judge (whether the reply allowed interruptions) is said in every format — a line of
+/// text, the verdict's `not_judged` in JSON, a skipped JUnit case — never as a finding.
+#[test]
+fn a_rule_the_log_cannot_judge_is_reported_not_judged_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/interop/livekit-agents@1.8.9/uninterruptible_say.events.jsonl");
+    let log = log.to_str().unwrap();
+    let text = turnfence(&["check", log], dir.path());
+    assert_exit(&text, 0, &text.stdout);
+    let stdout = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        stdout.contains("not judged: interruption_decided_once from line 9 (livekit) [speech_1]: needs whether speech_1 allowed interruptions"),
+        "{stdout}"
+    );
+    let json = turnfence(&["check", log, "--format", "json"], dir.path());
+    assert_exit(&json, 0, &json.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(v["status"], "conforms");
+    let rules: Vec<&str> = v["verdict"]["not_judged"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "interruption_decided_once",
+            "uninterruptible_output_survives"
+        ]
+    );
+    assert_eq!(v["verdict"]["not_judged"][0]["ids"][0], "speech_1");
+    let junit = turnfence(&["check", log, "--format", "junit"], dir.path());
+    let xml = String::from_utf8_lossy(&junit.stdout);
+    assert!(xml.contains("skipped=\"2\""), "{xml}");
+    assert_eq!(
+        xml.matches("<skipped message=\"not judged: ").count(),
+        2,
+        "{xml}"
+    );
+    assert!(!xml.contains("<failure"), "{xml}");
+}
+
+/// A log of several LiveKit sessions, each line naming its room: `--session-key room` (or the
+/// meta line's `session_key`) separates them; without it the key is unknown, an input error
+/// that names the flag; a LiveKit log under another stack's profile is an input error too.
+#[test]
+fn a_session_key_separates_sessions_and_contradicting_flags_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = |room: &str, t: f64| {
+        [
+            format!(
+                r#"{{"type":"agent_state_changed","old_state":"listening","new_state":"thinking","created_at":{t},"room":"{room}"}}"#
+            ),
+            format!(
+                r#"{{"type":"agent_state_changed","old_state":"thinking","new_state":"speaking","created_at":{},"room":"{room}"}}"#,
+                t + 0.5
+            ),
+            format!(
+                r#"{{"type":"conversation_item_added","item":{{"id":"item_{room}","type":"message","role":"assistant","content":["hi"],"interrupted":false}},"created_at":{},"room":"{room}"}}"#,
+                t + 1.0
+            ),
+            format!(
+                r#"{{"type":"close","reason":"user_initiated","created_at":{},"room":"{room}"}}"#,
+                t + 2.0
+            ),
+        ]
+    };
+    let (a, b) = (lines("a", 100.0), lines("b", 100.2));
+    // Interleaved: b's lines between a's.
+    let body: Vec<&str> = a
+        .iter()
+        .zip(&b)
+        .flat_map(|(x, y)| [x.as_str(), y.as_str()])
+        .collect();
+    let path = dir.path().join("rooms.jsonl");
+    std::fs::write(
+        &path,
+        format!(
+            "{{\"meta\":{{\"dialect\":\"livekit-agents\"}}}}\n{}\n",
+            body.join("\n")
+        ),
+    )
+    .unwrap();
+    let p = path.to_str().unwrap();
+    let keyed = turnfence(
+        &["check", p, "--session-key", "room", "--format", "json"],
+        dir.path(),
+    );
+    assert_exit(&keyed, 0, &keyed.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&keyed.stdout).unwrap();
+    assert_eq!(v["verdict"]["sessions"], 2, "{v}");
+    let unkeyed = turnfence(&["check", p], dir.path());
+    assert_exit(&unkeyed, 2, &unkeyed.stderr);
+    let err = String::from_utf8_lossy(&unkeyed.stderr);
+    assert!(
+        err.contains("line 2: unknown key `room`") && err.contains("--session-key room"),
+        "{err}"
+    );
+    let foreign = turnfence(&["check", p, "--profile", "openai-realtime"], dir.path());
+    assert_exit(&foreign, 2, &foreign.stderr);
+    let err = String::from_utf8_lossy(&foreign.stderr);
+    assert!(err.contains("read under its own profile"), "{err}");
+    let keyed_elsewhere = turnfence(
+        &[
+            "check",
+            p,
+            "--dialect",
+            "canonical",
+            "--session-key",
+            "room",
+        ],
+        dir.path(),
+    );
+    assert_exit(&keyed_elsewhere, 2, &keyed_elsewhere.stderr);
+}
