@@ -29,7 +29,7 @@ use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
 use crate::trace::turn_facts::{Fact, TurnFact};
-use crate::trace::{Event, InputError, Sessions, StackDialect, StackReader};
+use crate::trace::{Event, Finding, InputError, Sessions, StackDialect, StackReader, Verdict};
 pub use options::Options;
 
 /// The output kinds a LiveKit log records completely: each tool call's answer
@@ -222,6 +222,9 @@ pub struct Livekit {
     session_key: Option<String>,
     /// The options and version the meta line states.
     meta: Options,
+    /// The lines at which each session's user began to speak: where a story of an agent that
+    /// went on speaking starts.
+    speech_lines: BTreeMap<String, Vec<usize>>,
 }
 
 impl Livekit {
@@ -241,6 +244,12 @@ type Events = Vec<Event<TurnMachine>>;
 
 impl StackDialect<TurnMachine> for Livekit {
     const COMPLETE: &'static [&'static str] = COMPLETE;
+
+    fn reword(&self, verdict: &mut Verdict) {
+        for f in &mut verdict.findings {
+            self.reword_finding(f);
+        }
+    }
 
     fn meta(&mut self, meta: &Value) -> Result<(), InputError> {
         self.meta = Options::from_meta(meta)?;
@@ -372,9 +381,53 @@ impl Livekit {
             self.sessions.remove(&session);
             return Ok(out);
         }
+        if kind == "user_state_changed" && ev.new_state.as_deref() == Some("speaking") {
+            self.speech_lines
+                .entry(session.clone())
+                .or_default()
+                .push(line);
+        }
         out.extend(x.translate(&kind, state)?);
         Ok(out)
     }
+
+    /// A finding in LiveKit's words: replies, tool calls and audio, not turns, children,
+    /// generations and frames; a finding about an interruption starts its story at the user's
+    /// speech it came after, unless it names an earlier line already.
+    fn reword_finding(&self, f: &mut Finding) {
+        f.message = words(&f.message);
+        f.ids.retain(|i| i.parse::<u64>().is_err());
+        let interruption = [
+            "no_late_delivery",
+            "interruption_decided_once",
+            "uninterruptible_output_survives",
+        ];
+        if f.since.is_none() && interruption.contains(&f.name()) {
+            f.since = self
+                .speech_lines
+                .get(&f.session)
+                .and_then(|lines| lines.iter().rev().find(|l| **l < f.line).copied());
+        }
+        for d in &mut f.derived {
+            d.message = words(&d.message);
+        }
+    }
+}
+
+/// A model's sentence in LiveKit's words.
+fn words(message: &str) -> String {
+    if message.starts_with("a frame of generation")
+        && message.contains("after its turn was stopped")
+    {
+        return "audio of the reply played after it was interrupted".to_owned();
+    }
+    message
+        .replace("a frame of turn ", "audio of reply ")
+        .replace("turn speech_", "reply speech_")
+        .replace("turn=speech_", "reply=speech_")
+        .replace("the turn ", "the reply ")
+        .replace("child call_", "tool call call_")
+        .replace("child=", "tool_call=")
 }
 
 struct Line<'a> {

@@ -352,6 +352,9 @@ pub trait StackDialect<S: Conform>: Default {
         Ok(())
     }
 
+    /// The verdict in the stack's words ([`Reader::reword`]).
+    fn reword(&self, _verdict: &mut Verdict) {}
+
     fn line(
         &mut self,
         text: &str,
@@ -390,6 +393,10 @@ impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
     fn halves(&mut self) -> (&mut StackLines, &mut StackEvents<D>) {
         self.lines.complete = D::COMPLETE;
         (&mut self.lines, &mut self.events)
+    }
+
+    fn reword(&self, verdict: &mut Verdict) {
+        self.events.0.reword(verdict);
     }
 }
 
@@ -439,6 +446,10 @@ pub trait Reader<S: Conform> {
 
     /// The two halves, borrowed apart.
     fn halves(&mut self) -> (&mut Self::Lines, &mut Self::Events);
+
+    /// The verdict said in the stack's words (a real stack's dialect: its replies, tool calls
+    /// and speech, not turns, children and frames), once every line is read.
+    fn reword(&self, _verdict: &mut Verdict) {}
 }
 
 /// A reader's first half: lines into records. Each pushes what it makes onto `out`.
@@ -743,7 +754,9 @@ fn check_batched<S: Conform, R: Reader<S>>(
     fresh: S,
     batch: usize,
 ) -> Result<Verdict, InputError> {
-    stream::check(input, reader, Checker::new(keep, fresh), batch)
+    let mut verdict = stream::check(input, reader, Checker::new(keep, fresh), batch)?;
+    reader.reword(&mut verdict);
+    Ok(verdict)
 }
 
 /// Checks events that were never text (a concurrency adapter's record): each with its line
