@@ -38,7 +38,6 @@ pub const COMPLETE: &[&str] = &["tool_answered", "playback_resumed"];
 
 /// Event types with no turn semantics: read and skipped.
 pub const SKIPPED: &[&str] = &[
-    "speech_created",
     "metrics_collected",
     "session_usage_updated",
     "user_transcription_timeout",
@@ -206,6 +205,14 @@ struct Session {
     answered: BTreeSet<String>,
     /// The user's speech in progress.
     speech: Option<Speech>,
+    /// The log records LiveKit's speech creation (`speech_created`): a reply begins only where a
+    /// speech was created (or tool results were committed, for a reply to them) since the last
+    /// one ended, and the agent speaking with neither is the last reply's audio, late.
+    records_speeches: bool,
+    /// A speech was created, or tool results committed, since the last reply ended.
+    may_begin: bool,
+    /// The last reply, ended.
+    last: Option<Reply>,
     /// When the agent first spoke (ms): AEC warm-up runs from there.
     first_spoke: Option<Millis>,
     /// The version emits `tool_execution_updated` (a call's start is seen).
@@ -222,6 +229,8 @@ pub struct Livekit {
     session_key: Option<String>,
     /// The options and version the meta line states.
     meta: Options,
+    /// The options a session report states (its header read), for its events.
+    report: Option<Options>,
     /// The lines at which each session's user began to speak: where a story of an agent that
     /// went on speaking starts.
     speech_lines: BTreeMap<String, Vec<usize>>,
@@ -267,41 +276,52 @@ impl StackDialect<TurnMachine> for Livekit {
             return Err(InputError::at(line, "not a JSON object"));
         };
         if object.contains_key("events") && !object.contains_key("type") {
-            return self.report(object, line, sessions);
+            // A report's header (its events follow, split off: `split`): its options.
+            let stated = Options::from_report(&object, &self.meta)
+                .map_err(|e| InputError::at(line, format!("session report: {e}")))?;
+            self.report = Some(stated);
+            return Ok(Vec::new());
         }
-        self.event(object, line, sessions, None)
+        let stated = self.report.clone();
+        self.event(object, line, sessions, stated.as_ref())
     }
-}
 
-impl Livekit {
-    /// A session report on one line: its options, then each of its events, all at this line.
-    fn report(
-        &mut self,
-        mut report: Map<String, Value>,
-        line: usize,
-        sessions: &Sessions<TurnMachine>,
-    ) -> Result<Events, InputError> {
-        let stated = Options::from_report(&report, &self.meta)
-            .map_err(|e| InputError::at(line, format!("session report: {e}")))?;
-        let Some(Value::Array(events)) = report.remove("events") else {
+    /// A session report (`SessionReport.to_dict()` on one line) as its header (the report without
+    /// its events) and each of its events.
+    fn split(text: &str, line: usize) -> Result<Option<Vec<String>>, InputError> {
+        if !text.contains("\"events\"") {
+            return Ok(None);
+        }
+        let value: Value = crate::trace::parse_stack_line(text, line, "a LiveKit event")?;
+        let Value::Object(mut report) = value else {
+            return Ok(None);
+        };
+        if report.contains_key("type") {
+            return Ok(None);
+        }
+        let Some(Value::Array(events)) =
+            report.insert("events".to_owned(), Value::Array(Vec::new()))
+        else {
             return Err(InputError::at(
                 line,
                 "a session report's `events` is a list",
             ));
         };
-        let mut out = Vec::new();
+        let mut parts = vec![Value::Object(report).to_string()];
         for event in events {
-            let Value::Object(event) = event else {
+            if !event.is_object() {
                 return Err(InputError::at(
                     line,
                     "a session report's event is an object",
                 ));
-            };
-            out.extend(self.event(event, line, sessions, Some(&stated))?);
+            }
+            parts.push(event.to_string());
         }
-        Ok(out)
+        Ok(Some(parts))
     }
+}
 
+impl Livekit {
     /// One event: its session's, at its time.
     fn event(
         &mut self,
@@ -375,6 +395,7 @@ impl Livekit {
             line,
             session: &session,
             ev: &ev,
+            machine: sessions.peek(&session).map(|c| c.machine()),
         };
         if kind == "close" {
             out.extend(x.close(state));
@@ -437,6 +458,17 @@ struct Line<'a> {
     line: usize,
     session: &'a str,
     ev: &'a Ev,
+    /// The session's machine as it stands before this line (none before its first event).
+    machine: Option<&'a TurnMachine>,
+}
+
+impl Session {
+    /// The generation of a reply (its number).
+    fn replies_of(&self, turn: &str) -> u64 {
+        turn.strip_prefix("speech_")
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(self.replies)
+    }
 }
 
 impl Line<'_> {
@@ -455,6 +487,11 @@ impl Line<'_> {
             "user_input_transcribed" => Ok(Vec::new()),
             "agent_false_interruption" => Ok(self.false_interruption(s)),
             "conversation_item_added" => Ok(self.item_added(s)),
+            "speech_created" => {
+                s.records_speeches = true;
+                s.may_begin = true;
+                Ok(Vec::new())
+            }
             "tool_execution_updated" => self.tool_update(s),
             "function_tools_executed" => self.tools_executed(s),
             k if SKIPPED.contains(&k) => Ok(Vec::new()),
@@ -533,12 +570,20 @@ impl Line<'_> {
     fn agent_state(&self, s: &mut Session) -> Events {
         let mut out = Vec::new();
         match self.ev.new_state.as_deref() {
-            Some("thinking") if s.current.is_none() && s.continuing.is_none() => {
+            Some("thinking")
+                if s.current.is_none()
+                    && s.continuing.is_none()
+                    && (s.may_begin || !s.records_speeches) =>
+            {
                 out.push(self.begin_reply(s))
             }
             Some("speaking") => {
                 s.first_spoke.get_or_insert(self.at);
                 s.continuing = None;
+                if s.current.is_none() && s.records_speeches && !s.may_begin {
+                    // No speech was created since the last reply ended: this is its audio.
+                    return self.late_audio(s);
+                }
                 if s.current.is_none() {
                     out.push(self.begin_reply(s));
                 }
@@ -563,7 +608,13 @@ impl Line<'_> {
                 let speaking = s.speech.is_some();
                 if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
                     reply.paused = true;
+                    let turn = reply.id.clone();
                     out.extend(self.release_speech(s));
+                    // A reply that allows no interruption, paused by speech: said, for the
+                    // model (which never pauses it) to judge.
+                    if !s.options.allow_interruptions {
+                        out.push(self.observed(Output::PlaybackPaused { turn: turn.into() }));
+                    }
                 }
             }
             _ => {}
@@ -571,10 +622,28 @@ impl Line<'_> {
         out
     }
 
+    /// The agent speaks with no reply in progress and no speech created since the last ended:
+    /// the last reply's audio, played after it ended.
+    fn late_audio(&self, s: &Session) -> Events {
+        let Some(last) = s.last.as_ref() else {
+            return Vec::new();
+        };
+        vec![
+            self.input(InputKind::Tick),
+            self.observed(Output::Played {
+                turn: last.id.clone().into(),
+                generation: s.replies_of(&last.id),
+                seq: 1,
+                frames: 1,
+            }),
+        ]
+    }
+
     /// The next reply begins: its accept (interruptible as the session's `allow_interruptions`
     /// says: a speech's own is not in the log).
     fn begin_reply(&self, s: &mut Session) -> Event<TurnMachine> {
         s.replies += 1;
+        s.may_begin = false;
         let turn = format!("speech_{}", s.replies);
         s.current = Some(Reply {
             id: turn.clone(),
@@ -746,16 +815,31 @@ impl Line<'_> {
         } else {
             Terminal::Completed
         };
-        if let Some(turn) = id.as_ref().and_then(|id| s.messages.get(id)) {
-            return vec![self.observed(Output::Terminal {
-                turn: turn.clone().into(),
-                state,
-            })];
+        let again = id.as_ref().and_then(|id| s.messages.get(id)).cloned();
+        // With no reply in progress, a message is the last one's, committed again.
+        let again = again.or_else(|| {
+            s.current
+                .is_none()
+                .then(|| s.last.as_ref().map(|r| r.id.clone()))
+                .flatten()
+        });
+        if let Some(turn) = again {
+            return vec![
+                self.input(InputKind::Tick),
+                self.observed(Output::Terminal {
+                    turn: turn.into(),
+                    state,
+                }),
+            ];
         }
         let mut out = self.release_speech(s);
         let Some(reply) = s.current.take() else {
             return out;
         };
+        s.last = Some(Reply {
+            id: reply.id.clone(),
+            ..Reply::default()
+        });
         let turn = reply.id;
         if let Some(id) = id {
             s.messages.insert(id, turn.clone());
@@ -766,6 +850,8 @@ impl Line<'_> {
             .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
         if interrupted {
             if !pending {
+                // What fell due by now happened (a resume the model owed).
+                out.push(self.input(InputKind::Tick));
                 out.push(self.observed(Output::Terminal {
                     turn: turn.into(),
                     state,
@@ -773,12 +859,19 @@ impl Line<'_> {
             }
             return out;
         }
-        if reply.spoke {
+        // Played out: the audio the model still holds for it, and its model done, where the
+        // model has not ended it already (an interruption confirmed before this message).
+        let model = self.machine.map(|m| m.session());
+        let holds = model.is_none_or(|m| m.playback.holds(&turn));
+        let running = model.is_none_or(|m| m.turn(&turn).is_some_and(|t| t.phase.is_running()));
+        if reply.spoke && holds {
             out.push(self.input(InputKind::FRAME_PLAYED));
         }
-        out.push(self.input(InputKind::ModelDone {
-            turn: turn.clone().into(),
-        }));
+        if running {
+            out.push(self.input(InputKind::ModelDone {
+                turn: turn.clone().into(),
+            }));
+        }
         if pending {
             s.continuing = Some(turn.clone());
         }
@@ -885,6 +978,8 @@ impl Line<'_> {
             ));
         }
         let mut out = Vec::new();
+        // A reply to the results may follow, without a speech of its own.
+        s.may_begin = true;
         if !s.sees_starts && !s.said_starts {
             s.said_starts = true;
             out.push(self.not_judged(

@@ -299,11 +299,25 @@ pub enum StackRecord {
 /// The lines of a real stack's log: its first line is its meta line (given the dialect's
 /// `complete`, the output kinds its logs record completely, unless it names its own) or — a log
 /// without one — an event, before which the dialect's meta is put.
-#[derive(Default)]
 pub struct StackLines {
     started: bool,
     /// The dialect's `complete` ([`StackDialect::COMPLETE`]), set when the reader is split.
     complete: &'static [&'static str],
+    /// The dialect's [`StackDialect::split`], set when the reader is split.
+    split: Split,
+}
+
+/// A line of a stack's log as the records it holds, or `None`: it is one.
+type Split = fn(&str, usize) -> Result<Option<Vec<String>>, InputError>;
+
+impl Default for StackLines {
+    fn default() -> StackLines {
+        StackLines {
+            started: false,
+            complete: &[],
+            split: |_, _| Ok(None),
+        }
+    }
 }
 
 impl ReadLines<StackRecord> for StackLines {
@@ -336,7 +350,10 @@ impl ReadLines<StackRecord> for StackLines {
                 }
             }
         }
-        out.push((line, StackRecord::Line(text.to_owned())));
+        match (self.split)(text, line)? {
+            Some(parts) => out.extend(parts.into_iter().map(|p| (line, StackRecord::Line(p)))),
+            None => out.push((line, StackRecord::Line(text.to_owned()))),
+        }
         Ok(())
     }
 }
@@ -354,6 +371,13 @@ pub trait StackDialect<S: Conform>: Default {
 
     /// The verdict in the stack's words ([`Reader::reword`]).
     fn reword(&self, _verdict: &mut Verdict) {}
+
+    /// A line that holds several records (a session report and its events), as those records,
+    /// each read at this line in turn (so each sees the sessions as the one before left them);
+    /// `None`: the line is one record.
+    fn split(_text: &str, _line: usize) -> Result<Option<Vec<String>>, InputError> {
+        Ok(None)
+    }
 
     fn line(
         &mut self,
@@ -392,6 +416,7 @@ impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
 
     fn halves(&mut self) -> (&mut StackLines, &mut StackEvents<D>) {
         self.lines.complete = D::COMPLETE;
+        self.lines.split = D::split;
         (&mut self.lines, &mut self.events)
     }
 

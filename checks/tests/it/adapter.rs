@@ -544,7 +544,10 @@ fn adapter_record_telling_a_late_delivery_does_not_conform() {
         .iter()
         .map(|f| (f.name(), f.line))
         .collect();
-    // The delivery breaks no_late_delivery, and the drop the model gives instead is missing
-    // (late drops are told in full); both at the fourth action, the late delta.
-    assert_eq!(found, [("missing_output", 4), ("no_late_delivery", 4)]);
+    // The delivery breaks no_late_delivery at the fourth action, the late delta: one finding,
+    // which explains the delivery the model does not make and the drop it gives instead, missing
+    // there (late drops are told in full).
+    assert_eq!(found, [("no_late_delivery", 4)]);
+    let explained: Vec<&str> = verdict.findings[0].derived.iter().map(|d| d.name()).collect();
+    assert_eq!(explained, ["unexpected_output", "missing_output"]);
 }

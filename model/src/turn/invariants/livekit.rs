@@ -170,10 +170,23 @@ impl Monitor {
     }
 
     /// The paused turn was interrupted (fenced, stopped, past its deadline): the pause's one
-    /// decision.
+    /// decision — too late if its time to resume had passed (the user silent since).
     pub(super) fn pause_decided(&mut self, turn: &str) {
-        if self.pause.as_ref().is_some_and(|(open, _)| open == turn) {
-            self.pause = None;
+        let Some((open, since)) = self.pause.clone().filter(|(open, _)| open == turn) else {
+            return;
+        };
+        self.pause = None;
+        let timeout = self.interruption.false_timeout_ms.unwrap_or_default();
+        // At its very time a decision is in time (another timer of that instant may come first).
+        if let Some(due) = since
+            .map(|s| s.saturating_add(timeout))
+            .filter(|d| self.now > *d)
+        {
+            self.violate_once(
+                Invariant::InterruptionDecidedOnce,
+                &[&open],
+                format!("the pause, the user silent since {} ms, was still undecided at {} ms, past its {due} ms: neither resumed nor interrupted in time", since.unwrap_or_default(), self.now),
+            );
         }
     }
 
