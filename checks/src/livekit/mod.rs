@@ -184,8 +184,9 @@ struct Speech {
 struct Session {
     /// The log's first `created_at` (seconds): time zero.
     t0: Option<f64>,
-    /// The session's clock (ms): the latest `created_at` so far.
+    /// The session's clock (ms): the latest `created_at` so far; and that `created_at` as written.
     clock: Millis,
+    latest: Option<f64>,
     /// The options, as the log or the meta line state them.
     options: Options,
     /// Replies so far; the one in progress.
@@ -388,6 +389,19 @@ impl Livekit {
         // A time stated earlier than the session's clock is when it happened, not when it was
         // known: the clock stays.
         let stated_at = ((created - t0).max(0.0) * 1000.0).round() as Millis;
+        // LiveKit stamps an event when it emits it, but a user's speech when the detector says
+        // it began or ended: only that may be dated before the clock.
+        let behind = state.latest.is_some_and(|latest| created < latest);
+        state.latest = Some(state.latest.map_or(created, |l| l.max(created)));
+        if behind && kind != "user_state_changed" {
+            return Err(InputError::at(
+                line,
+                format!(
+                    "time went backwards: {kind} at {stated_at} ms after {} ms in session {session:?} (LiveKit dates only user_state_changed before it emits it)",
+                    state.clock
+                ),
+            ));
+        }
         state.clock = state.clock.max(stated_at);
         let x = Line {
             at: state.clock,

@@ -548,6 +548,10 @@ fn adapter_record_telling_a_late_delivery_does_not_conform() {
     // which explains the delivery the model does not make and the drop it gives instead, missing
     // there (late drops are told in full).
     assert_eq!(found, [("no_late_delivery", 4)]);
-    let explained: Vec<&str> = verdict.findings[0].derived.iter().map(|d| d.name()).collect();
+    let explained: Vec<&str> = verdict.findings[0]
+        .derived
+        .iter()
+        .map(|d| d.name())
+        .collect();
     assert_eq!(explained, ["unexpected_output", "missing_output"]);
 }
