@@ -98,6 +98,11 @@ const KEYS: &[&str] = &[
     "end_of_turn_threshold",
 ];
 
+/// How far LiveKit's measure of a speech may run behind the start it dates the speech to: its
+/// voice detector's window and the event loop (speech it took for an interruption that lasted,
+/// from its dated start, this much less than `min_interruption_duration` still counted).
+const DETECTOR_WINDOW_MS: Millis = 50;
+
 /// The key that names a line's session unless `--session-key` names another.
 pub const SESSION_KEY: &str = "session";
 
@@ -716,10 +721,19 @@ impl Line<'_> {
             return Vec::new();
         };
         speech.held_over = None;
-        speech.counts_from = speech.began;
+        // LiveKit measured it counted by now; its measure runs up to a detector window behind
+        // the start it dates the speech to.
+        let min = s.options.interruption.min_ms;
+        let lasted = self.at.saturating_sub(speech.began);
+        let since = if lasted < min && lasted + DETECTOR_WINDOW_MS >= min {
+            self.at.saturating_sub(min)
+        } else {
+            speech.began
+        };
+        speech.counts_from = since;
         vec![self.input(InputKind::SpeechStarted {
             confidence: 1.0,
-            since: Some(speech.began),
+            since: Some(since),
         })]
     }
 
@@ -846,7 +860,26 @@ impl Line<'_> {
                 }),
             ];
         }
-        let mut out = self.release_speech(s);
+        let mut out = Vec::new();
+        // Interrupted at once by the speech held over it, never paused: what a session without
+        // resuming does, and LiveKit's default resumes. Unless the options are stated, the log
+        // cannot say which: the reply's interruption is not judged.
+        let held_over = s.speech.as_ref().and_then(|sp| sp.held_over.clone());
+        let at_once = interrupted
+            && !s.options.pause_stated
+            && s.options.interruption.pauses()
+            && s.current
+                .as_ref()
+                .is_some_and(|r| !r.paused && held_over.as_ref() == Some(&r.id));
+        if let Some(turn) = held_over.filter(|_| at_once) {
+            if let Some(sp) = s.speech.as_mut() {
+                sp.held_over = None;
+            }
+            let needs = format!("the session's resume_false_interruption and false_interruption_timeout: {turn} was interrupted at once by speech, as a session without resuming does, where LiveKit's default pauses it (state them in the meta line's options)");
+            out.push(self.not_judged(TurnInvariant::InterruptionDecidedOnce, vec![turn], needs));
+        } else {
+            out.extend(self.release_speech(s));
+        }
         let Some(reply) = s.current.take() else {
             return out;
         };

@@ -20,6 +20,8 @@ pub struct Options {
     pub interruption: Interruption,
     /// `aec_warmup_duration`: speech interrupts nothing this long after the agent first speaks.
     pub aec_warmup_ms: Option<Millis>,
+    /// The meta line states the options (a report does not state how a pause is decided).
+    pub pause_stated: bool,
 }
 
 impl Default for Options {
@@ -30,6 +32,7 @@ impl Default for Options {
             allow_interruptions: true,
             interruption: Interruption::LIVEKIT,
             aec_warmup_ms: Some(3_000),
+            pause_stated: false,
         }
     }
 }
@@ -61,9 +64,12 @@ impl Options {
         }
         match meta.get("options") {
             None => {}
-            Some(Value::Object(o)) => options
-                .apply(o)
-                .map_err(|e| InputError::at(1, format!("meta line: {e}")))?,
+            Some(Value::Object(o)) => {
+                options
+                    .apply(o)
+                    .map_err(|e| InputError::at(1, format!("meta line: {e}")))?;
+                options.pause_stated = true;
+            }
             Some(_) => return Err(InputError::at(1, "meta line: `options` is an object")),
         }
         Ok(options)

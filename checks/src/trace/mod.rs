@@ -215,12 +215,12 @@ pub struct NotJudged {
 }
 
 impl NotJudged {
-    /// Whether `f` is about what this leaves unjudged: the rule (or an output the rule would
-    /// have decided, missing) about one of its subjects. Without subjects it drops nothing: the
-    /// dialect judged none of it.
+    /// Whether `f` is about what this leaves unjudged: the rule, or the model's disagreement with
+    /// the log (what it would have done rests on the fact the log lacks), about one of its
+    /// subjects. Without subjects it drops nothing: the dialect judged none of it.
     fn covers(&self, f: &Finding) -> bool {
         f.session == self.session
-            && (f.name() == self.rule || f.kind == FindingKind::MissingOutput)
+            && (f.name() == self.rule || f.kind != FindingKind::Invariant)
             && f.ids.iter().any(|i| self.ids.contains(i))
     }
 }
