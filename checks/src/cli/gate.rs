@@ -18,7 +18,21 @@ pub fn run(
     agent: bool,
 ) -> ExitCode {
     let names: Vec<&str> = if scenario == "all" {
-        gate::scenarios::names(profile).to_vec()
+        let names = gate::scenarios::names(profile).to_vec();
+        if names.is_empty() {
+            let with: Vec<&str> = turnfence_model::turn::Profile::ALL
+                .iter()
+                .filter(|p| !gate::scenarios::names(**p).is_empty())
+                .map(|p| p.name())
+                .collect();
+            eprintln!(
+                "turnfence gate: the {} profile has no gate of its own (its rules are checked by `turnfence check` on its logs, the fuzzer and the explorer); the gates are {}",
+                profile.name(),
+                with.join(" and ")
+            );
+            return ExitCode::from(2);
+        }
+        names
     } else {
         match gate::scenarios::profile_of(scenario) {
             Some(own) if own != profile => {

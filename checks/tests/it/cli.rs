@@ -853,3 +853,18 @@ fn a_session_key_separates_sessions_and_contradicting_flags_are_refused() {
     );
     assert_exit(&keyed_elsewhere, 2, &keyed_elsewhere.stderr);
 }
+
+/// A profile without a gate of its own is an input error (exit 2) naming the gates there are,
+/// not an empty gate that fails with nothing checked; no evidence is written.
+#[test]
+fn a_gate_for_a_profile_without_one_is_an_input_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = turnfence(&["gate", "--profile", "livekit-agents"], dir.path());
+    assert_exit(&out, 2, &out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no gate of its own") && err.contains("lab and openai-realtime"),
+        "{err}"
+    );
+    assert!(!dir.path().join("lab-output").exists());
+}
