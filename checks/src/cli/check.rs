@@ -1,5 +1,5 @@
 //! `turnfence check PATH...`: traces judged against a machine — one file as a full report, or
-//! many (files, and every `*.jsonl` beneath a directory) on every core, a line each and a
+//! many (files, and every `*.jsonl`, `*.ndjson` and JSON `*.log` beneath a directory, the rest listed as skipped) on every core, a line each and a
 //! summary. Each trace is read as its own meta line says unless a flag overrides it.
 
 use std::io::IsTerminal;
@@ -46,9 +46,15 @@ enum Outcome {
     Unreadable(InputError, Option<Reading>),
 }
 
+/// The extensions of the files a directory's traces are read from.
+pub const TRACE_EXTENSIONS: &[&str] = &["jsonl", "ndjson", "log"];
+
 /// Checks every trace the paths name.
 pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
-    let traces = traces(paths);
+    let (traces, skipped) = traces(paths);
+    for (path, why) in &skipped {
+        eprintln!("turnfence check: skipped {}: {why}", path.display());
+    }
     let single = paths.len() == 1 && traces.len() == 1 && !paths[0].is_dir();
     let done = AtomicUsize::new(0);
     let progress = traces.len() > 1 && std::io::stderr().is_terminal();
@@ -74,42 +80,82 @@ pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
     match ask.format {
         Format::Junit => write_stdout(&junit_report(&named)),
         Format::Json if single => write_stdout(&format!("{}\n", json_one(named[0].1))),
-        Format::Json => write_stdout(&format!("{}\n", json_many(&named))),
+        Format::Json => write_stdout(&format!("{}\n", json_many(&named, &skipped))),
         Format::Text if single => text_one(named[0].0, named[0].1, ask.max_findings),
         Format::Text => write_stdout(&text_many(&named)),
     }
     exit_code(&outcomes)
 }
 
-/// The traces the paths name: a file as it is (`-`: standard input), a directory's `*.jsonl`
-/// files at any depth, sorted; a path that does not exist stays, to be reported unreadable.
-fn traces(paths: &[PathBuf]) -> Vec<PathBuf> {
-    let mut out = Vec::new();
+/// The traces the paths name: a file as it is (`-`: standard input), a directory's `*.jsonl`,
+/// `*.ndjson` and `*.log` files at any depth, sorted; a path that does not exist stays, to be
+/// reported unreadable. Beside them, each file of a directory left out, with why.
+fn traces(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
+    let (mut out, mut skipped) = (Vec::new(), Vec::new());
     for path in paths {
         if path.is_dir() {
             let mut found = Vec::new();
-            walk(path, &mut found);
+            walk(path, &mut found, &mut skipped);
             found.sort();
             out.extend(found);
         } else {
             out.push(path.clone());
         }
     }
-    out
+    skipped.sort();
+    (out, skipped)
 }
 
-fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
+fn walk(dir: &Path, found: &mut Vec<PathBuf>, skipped: &mut Vec<(PathBuf, String)>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) => {
+            skipped.push((dir.to_path_buf(), format!("cannot read the directory: {e}")));
+            return;
+        }
     };
     for entry in entries.flatten() {
         let path = entry.path();
         if path.is_dir() {
-            walk(&path, found);
-        } else if path.extension().is_some_and(|x| x == "jsonl") {
-            found.push(path);
+            walk(&path, found, skipped);
+        } else if path
+            .extension()
+            .and_then(|x| x.to_str())
+            .is_some_and(|x| TRACE_EXTENSIONS.contains(&x))
+        {
+            // A `*.log` may be a text log: read as a trace where it opens with a JSON object.
+            if path.extension().is_some_and(|x| x == "log") && !opens_with_object(&path) {
+                let why = "a *.log whose first line is not a JSON object (a text log)";
+                skipped.push((path, why.to_owned()));
+            } else {
+                found.push(path);
+            }
+        } else {
+            let why = format!(
+                "not a trace by its name (a directory's traces are its {} files)",
+                TRACE_EXTENSIONS
+                    .iter()
+                    .map(|x| format!("*.{x}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            skipped.push((path, why));
         }
     }
+}
+
+/// Whether the file's first bytes, past white space, open a JSON object.
+#[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
+fn opens_with_object(path: &Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    head[..n]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace())
+        .is_some_and(|b| *b == b'{')
 }
 
 #[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
@@ -252,7 +298,7 @@ fn json_one(outcome: &Outcome) -> serde_json::Value {
     }
 }
 
-fn json_many(named: &[(&Path, &Outcome)]) -> serde_json::Value {
+fn json_many(named: &[(&Path, &Outcome)], skipped: &[(PathBuf, String)]) -> serde_json::Value {
     let traces: Vec<serde_json::Value> = named
         .iter()
         .map(|(path, outcome)| {
@@ -270,6 +316,10 @@ fn json_many(named: &[(&Path, &Outcome)]) -> serde_json::Value {
             "unreadable": count("input_error"),
         },
         "traces": traces,
+        "skipped": skipped
+            .iter()
+            .map(|(p, why)| json!({ "path": p.display().to_string(), "reason": why }))
+            .collect::<Vec<_>>(),
     })
 }
 

@@ -85,7 +85,7 @@ enum Command {
     /// every one conforms; 1: violations in any; 2: any unreadable (a malformed line, an unknown
     /// event or field, time going backwards, a file that cannot be read, …).
     Check {
-        /// Traces: files (`-` for standard input) and directories (every `*.jsonl` beneath).
+        /// Traces: files (`-` for standard input) and directories (every `*.jsonl`, `*.ndjson` and JSON `*.log` beneath; other files are listed as skipped).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
         /// The dialect; by default each trace's meta line `dialect`, else `canonical`.

@@ -868,3 +868,40 @@ fn a_gate_for_a_profile_without_one_is_an_input_error() {
     );
     assert!(!dir.path().join("lab-output").exists());
 }
+
+/// A directory's traces are its `*.jsonl`, `*.ndjson` and `*.log` files (a `*.log` that opens
+/// with a JSON object: a text log is not one); any other file is skipped and listed with why (standard error, and `skipped` in the JSON summary), never
+/// silently.
+#[test]
+fn a_directory_reads_ndjson_and_log_files_and_lists_what_it_skips() {
+    let dir = tempfile::tempdir().unwrap();
+    let logs = dir.path().join("logs");
+    std::fs::create_dir(&logs).unwrap();
+    let one = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/accepted/0001_lab_baseline_stream.jsonl");
+    std::fs::copy(&one, logs.join("a.ndjson")).unwrap();
+    std::fs::copy(&one, logs.join("b.log")).unwrap();
+    std::fs::write(logs.join("notes.txt"), "not a trace\n").unwrap();
+    std::fs::write(logs.join("server.log"), "INFO started\n").unwrap();
+    let out = turnfence(&["check", "logs", "--format", "json"], dir.path());
+    assert_exit(&out, 0, &out.stderr);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["traces"], 2, "{v}");
+    assert_eq!(v["summary"]["conform"], 2, "{v}");
+    let skipped: Vec<&str> = v["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(skipped.len(), 2, "{v}");
+    assert!(
+        skipped[0].ends_with("notes.txt") && skipped[1].ends_with("server.log"),
+        "{v}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("skipped") && err.contains("notes.txt"),
+        "{err}"
+    );
+}
