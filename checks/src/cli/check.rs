@@ -1,6 +1,7 @@
 //! `turnfence check PATH...`: traces judged against a machine — one file as a full report, or
-//! many (files, and every `*.jsonl`, `*.ndjson` and JSON `*.log` beneath a directory, the rest listed as skipped) on every core, a line each and a
-//! summary. Each trace is read as its own meta line says unless a flag overrides it.
+//! many (files, and every `*.jsonl`, `*.ndjson` and JSON `*.log` beneath a directory, the rest
+//! listed as skipped) on every core, a line each and a summary. Each trace is read as its own
+//! meta line says unless a flag overrides it.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
