@@ -324,6 +324,27 @@ fn json_many(named: &[(&Path, &Outcome)], skipped: &[(PathBuf, String)]) -> serd
     })
 }
 
+/// A finding as a JUnit failure's text: the file and line, the session and time, the line its
+/// story starts at, its ids and sentence, then what it explains, a line each.
+fn failure_text(file: &str, f: &trace::Finding) -> String {
+    let since = f
+        .since
+        .map_or_else(String::new, |s| format!("; its story starts at line {s}"));
+    let mut text = format!(
+        "{file}:{} ({} at {} ms{since}): {} [{}]: {}",
+        f.line,
+        f.session,
+        f.at,
+        f.name(),
+        f.ids.join(", "),
+        f.message
+    );
+    for d in &f.derived {
+        text.push_str(&format!("\n  explains {}: {}", d.name(), d.message));
+    }
+    text
+}
+
 /// One test case per trace, one failure per finding; one skipped case per rule left unjudged.
 fn junit_report(named: &[(&Path, &Outcome)]) -> String {
     let mut cases: Vec<junit::Case> = Vec::new();
@@ -339,17 +360,9 @@ fn junit_report(named: &[(&Path, &Outcome)]) -> String {
                         .findings
                         .iter()
                         .map(|f| junit::Failure {
-                            message: format!("line {}: {}", f.line, f.name()),
+                            message: format!("{name}:{}: {}", f.line, f.name()),
                             kind: f.name().to_owned(),
-                            text: format!(
-                                "line {} ({} at {} ms): {} [{}]: {}",
-                                f.line,
-                                f.session,
-                                f.at,
-                                f.name(),
-                                f.ids.join(", "),
-                                f.message
-                            ),
+                            text: failure_text(&name, f),
                         })
                         .collect(),
                     error: None,

@@ -905,3 +905,24 @@ fn a_directory_reads_ndjson_and_log_files_and_lists_what_it_skips() {
         "{err}"
     );
 }
+
+/// A JUnit failure carries the file and line of the finding, the line its story starts at and
+/// what it explains, so a CI dashboard shows where to look.
+#[test]
+fn a_junit_failure_names_its_file_line_story_and_what_it_explains() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/rejected/0095_interruption_decided_once_log_pause_never_resumes.jsonl");
+    let out = turnfence(
+        &["check", log.to_str().unwrap(), "--format", "junit"],
+        dir.path(),
+    );
+    assert_exit(&out, 1, &out.stdout);
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        xml.contains("0095_interruption_decided_once_log_pause_never_resumes.jsonl:8: interruption_decided_once"),
+        "{xml}"
+    );
+    assert!(xml.contains("its story starts at line 4"), "{xml}");
+    assert!(xml.contains("explains missing_output"), "{xml}");
+}
