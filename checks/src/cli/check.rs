@@ -24,6 +24,8 @@ pub struct Ask {
     pub profile: Option<Profile>,
     pub session_key: Option<String>,
     pub format: Format,
+    /// Also write the JUnit document here.
+    pub junit: Option<PathBuf>,
     pub max_findings: usize,
 }
 
@@ -78,6 +80,9 @@ pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
         .map(PathBuf::as_path)
         .zip(outcomes.iter())
         .collect();
+    if let Some(path) = &ask.junit {
+        super::write_junit(Some(path), "turnfence check", &junit_cases(&named));
+    }
     match ask.format {
         Format::Junit => write_stdout(&junit_report(&named)),
         Format::Json if single => write_stdout(&format!("{}\n", json_one(named[0].1))),
@@ -345,8 +350,13 @@ fn failure_text(file: &str, f: &trace::Finding) -> String {
     text
 }
 
-/// One test case per trace, one failure per finding; one skipped case per rule left unjudged.
+/// The JUnit document: one test case per trace, one failure per finding; one skipped case per
+/// rule left unjudged.
 fn junit_report(named: &[(&Path, &Outcome)]) -> String {
+    junit::render("turnfence check", &junit_cases(named))
+}
+
+fn junit_cases(named: &[(&Path, &Outcome)]) -> Vec<junit::Case> {
     let mut cases: Vec<junit::Case> = Vec::new();
     for (path, outcome) in named {
         let name = path.display().to_string();
@@ -392,5 +402,5 @@ fn junit_report(named: &[(&Path, &Outcome)]) -> String {
             }),
         }
     }
-    junit::render("turnfence check", &cases)
+    cases
 }

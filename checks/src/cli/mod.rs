@@ -105,6 +105,10 @@ enum Command {
         session_key: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
+        /// Also write the outcome as JUnit XML to this file (as `fuzz` and `explore` do; the
+        /// same document `--format junit` prints).
+        #[arg(long)]
+        junit: Option<PathBuf>,
         /// At most this many findings in the text report of one trace (every one is still
         /// counted; the JSON report keeps them all).
         #[arg(long, default_value_t = turnfence_checks::trace::MAX_TEXT_FINDINGS)]
@@ -198,6 +202,7 @@ pub fn run(cli: Cli) -> ExitCode {
             profile,
             session_key,
             format,
+            junit,
             max_findings,
         } => check::run(
             &paths,
@@ -207,6 +212,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 profile,
                 session_key,
                 format,
+                junit,
                 max_findings,
             },
         ),

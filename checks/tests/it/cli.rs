@@ -925,4 +925,15 @@ fn a_junit_failure_names_its_file_line_story_and_what_it_explains() {
     );
     assert!(xml.contains("its story starts at line 4"), "{xml}");
     assert!(xml.contains("explains missing_output"), "{xml}");
+    // The same document where `--junit FILE` asks, beside the text report (as fuzz and explore).
+    let out = turnfence(
+        &["check", log.to_str().unwrap(), "--junit", "j.xml"],
+        dir.path(),
+    );
+    assert_exit(&out, 1, &out.stdout);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("VIOLATIONS"));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("j.xml")).unwrap(),
+        xml
+    );
 }
