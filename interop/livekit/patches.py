@@ -3,12 +3,18 @@
 ``PATCHES`` maps a name to a function that patches the package inside the harness process; the
 harness calls it before building the session, only for the scenario whose ``bug.patch`` names
 it (each scenario runs in a process of its own). A patch's docstring is the one-sentence
-``patch`` of the fixture's meta line.
+``patch`` of the fixture's meta line. The designs follow interop/livekit/BUGS.md (the public
+report each one reproduces, and why the patch sits where it does); the version switches are
+the few places 1.6.4 differs (``SpeechHandle.interrupt`` has no ``source``, and
+``AgentActivity`` no ``_cancel_false_interruption_timer``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Callable
+from typing import Any
 
 PATCHES: dict[str, Callable[[], None]] = {}
 
@@ -18,79 +24,183 @@ def patch(fn: Callable[[], None]) -> Callable[[], None]:
     return fn
 
 
+def _interrupt(handle: Any, *, force: bool = False, source: str) -> None:
+    """``handle.interrupt(...)``, with the ``source`` only where the version has it."""
+    if "source" in inspect.signature(handle.interrupt).parameters:
+        handle.interrupt(force=force, source=source)
+    else:
+        handle.interrupt(force=force)
+
+
+def _cancel_false_interruption_timer(activity: Any) -> None:
+    if hasattr(activity, "_cancel_false_interruption_timer"):
+        activity._cancel_false_interruption_timer()
+    elif activity._false_interruption_timer is not None:
+        activity._false_interruption_timer.cancel()
+        activity._false_interruption_timer = None
+
+
 @patch
 def drop_tool_results_after_interruption() -> None:
-    """AgentSession.emit drops every function_tools_executed whose outputs all ask for no reply (the results of tools that finished after their reply was interrupted), so those calls are never answered."""  # noqa: E501
+    """The results of tools that finish after their reply was interrupted are neither emitted (function_tools_executed) nor committed to the session history, as before the fix of livekit/agents#3702."""  # noqa: E501
+    from livekit.agents.voice import agent_activity
     from livekit.agents.voice.agent_session import AgentSession
+
+    dropped: set[str] = set()
+    mark = agent_activity._interrupted_tool_output  # imported by name into agent_activity
+
+    def marked(out: Any) -> Any:
+        o = mark(out)
+        dropped.add(o.call_id)
+        return o
+
+    agent_activity._interrupted_tool_output = marked
 
     emit = AgentSession.emit
 
-    def patched(self, event, arg):  # type: ignore[no-untyped-def]
+    def patched_emit(self: Any, event: Any, arg: Any) -> None:
         if (
             event == "function_tools_executed"
             and arg.function_call_outputs
-            and all(not out.reply_required for out in arg.function_call_outputs)
+            and all(o.call_id in dropped for o in arg.function_call_outputs)
         ):
             return None
         return emit(self, event, arg)
 
-    AgentSession.emit = patched  # type: ignore[method-assign]
+    AgentSession.emit = patched_emit  # type: ignore[method-assign]
+
+    added = AgentSession._tool_items_added
+
+    def patched_added(self: Any, items: Any) -> None:
+        if items and all(getattr(i, "call_id", None) in dropped for i in items):
+            return None
+        return added(self, items)
+
+    AgentSession._tool_items_added = patched_added  # type: ignore[method-assign]
 
 
 @patch
-def never_arm_false_interruption_timer() -> None:
-    """AgentActivity._start_false_interruption_timer does nothing, so a reply paused by speech that brings no transcript is neither resumed nor interrupted until the session closes."""  # noqa: E501
+def false_interruption_timer_never_resumes() -> None:
+    """When the false-interruption timer fires it emits agent_false_interruption(resumed=false) and forgets the pause without restoring the agent state or resuming the output, so the paused reply is neither resumed nor interrupted."""  # noqa: E501
     from livekit.agents.voice.agent_activity import AgentActivity
+    from livekit.agents.voice.events import AgentFalseInterruptionEvent
 
-    def patched(self, timeout):  # type: ignore[no-untyped-def]
-        return None
+    def start(self: Any, timeout: float) -> None:
+        _cancel_false_interruption_timer(self)
 
-    AgentActivity._start_false_interruption_timer = patched  # type: ignore[method-assign]
+        def fire() -> None:
+            self._false_interruption_timer = None
+            paused = self._paused_speech
+            if paused is None or (
+                self._current_speech is not None and self._current_speech is not paused.handle
+            ):
+                self._paused_speech = None
+                return
+            self._session.emit(
+                "agent_false_interruption", AgentFalseInterruptionEvent(resumed=False)
+            )
+            self._paused_speech = None  # the handle stays paused, undecided
+
+        self._false_interruption_timer = self._session._loop.call_later(timeout, fire)
+
+    AgentActivity._start_false_interruption_timer = start  # type: ignore[method-assign]
 
 
 @patch
-def ignore_allow_interruptions() -> None:
-    """AgentActivity.say ignores its allow_interruptions argument, so speech pauses and interrupts a say(..., allow_interruptions=False) like any other reply (and its audio is not withheld from the STT)."""  # noqa: E501
-    from livekit.agents.types import NOT_GIVEN
+def speech_interrupts_uninterruptible() -> None:
+    """AgentActivity._interrupt_by_audio_activity force-interrupts the current speech when it does not allow interruptions, so speech over a say(..., allow_interruptions=False) cuts it off."""  # noqa: E501
     from livekit.agents.voice.agent_activity import AgentActivity
 
-    say = AgentActivity.say
+    orig = AgentActivity._interrupt_by_audio_activity
 
-    def patched(self, text, *, allow_interruptions=NOT_GIVEN, **kw):  # type: ignore[no-untyped-def]
-        return say(self, text, **kw)
+    def patched(self: Any, *args: Any, **kwargs: Any) -> None:
+        speech, session = self._current_speech, self._session
+        # the session's speech allows no interruption (its options say so, in the log's meta
+        # line), so the activity's own check would return here: the patch cuts in first
+        if (
+            not (session._aec_warmup_remaining > 0 and session._aec_warmup_timer is not None)
+            and speech is not None
+            and not speech.interrupted
+            and not speech.allow_interruptions
+        ):
+            _interrupt(speech, force=True, source="audio_activity")
+            return None
+        return orig(self, *args, **kwargs)
 
-    AgentActivity.say = patched  # type: ignore[method-assign]
+    AgentActivity._interrupt_by_audio_activity = patched  # type: ignore[method-assign]
+
+
+# how long the sink keeps playing the interrupted reply after the verdict (see the scenario)
+LATE_CLEAR = 1.2
 
 
 @patch
-def resume_after_confirmed_interruption() -> None:
-    """AgentActivity._cancel_speech_pause, once a final transcript has interrupted the paused reply, resumes the audio output and restores the speaking state, so output goes on after the interruption was confirmed."""  # noqa: E501
+def resume_before_clear() -> None:
+    """AgentActivity._cancel_speech_pause interrupts the paused reply and resumes the output at once, without waiting for the interrupted generation, and the output's clear_buffer() reaches the sink 1.2 s late, so the interrupted reply's audio plays on after the interruption was confirmed."""  # noqa: E501
     from livekit.agents.voice.agent_activity import AgentActivity
 
-    cancel = AgentActivity._cancel_speech_pause
+    async def cancel(self: Any, old_task: Any = None, *, interrupt: bool = True) -> None:
+        if old_task is not None:
+            try:
+                await old_task
+            except Exception:
+                pass
+        _cancel_false_interruption_timer(self)
+        if not self._paused_speech:
+            return
+        audio = self._session.output.audio
+        handle = self._paused_speech.handle
+        if interrupt and not handle.interrupted and handle.allow_interruptions:
+            if audio is not None:
+                clear = audio.clear_buffer
 
-    async def patched(self, old_task=None, *, interrupt=True):  # type: ignore[no-untyped-def]
-        paused = self._paused_speech
-        await cancel(self, old_task, interrupt=interrupt)
-        if paused is not None and interrupt and paused.handle.interrupted:
-            self._session._update_agent_state("speaking")
-            if self._session.output.audio is not None:
-                self._session.output.audio.resume()
+                def late_clear() -> None:
+                    audio.clear_buffer = clear
+                    asyncio.get_running_loop().call_later(LATE_CLEAR, clear)
 
-    AgentActivity._cancel_speech_pause = patched  # type: ignore[method-assign]
+                audio.clear_buffer = late_clear
+            _interrupt(handle, source="user_turn")
+            # the bug: no `await handle._wait_for_generation()` before reopening the output
+        self._paused_speech = None
+        if self._session.options.interruption["resume_false_interruption"] and audio:
+            audio.resume()
+
+    AgentActivity._cancel_speech_pause = cancel  # type: ignore[method-assign]
 
 
 @patch
 def commit_interrupted_reply_twice() -> None:
-    """AgentSession._conversation_item_added commits an interrupted assistant message twice: first a copy marked interrupted=false (a new id), then the message itself."""  # noqa: E501
-    from livekit.agents.voice.agent_session import AgentSession
+    """A reply whose speech is interrupted after its assistant message was committed (while it waits for its tools) commits the same text again, under a new id, marked interrupted=true."""  # noqa: E501
+    from livekit.agents import llm
+    from livekit.agents.voice.agent_activity import AgentActivity
 
-    added = AgentSession._conversation_item_added
+    orig = AgentActivity._pipeline_reply_task_impl
 
-    def patched(self, message):  # type: ignore[no-untyped-def]
-        if message.role == "assistant" and message.interrupted:
-            copy = message.model_copy(update={"interrupted": False, "id": message.id + "_copy"})
-            added(self, copy)
-        return added(self, message)
+    async def impl(self: Any, *, speech_handle: Any, **kwargs: Any) -> None:
+        committed: list[Any] = []
 
-    AgentSession._conversation_item_added = patched  # type: ignore[method-assign]
+        def seen(item: Any) -> None:
+            if (
+                isinstance(item, llm.ChatMessage)
+                and item.role == "assistant"
+                and not item.interrupted
+            ):
+                committed.append(item)
+
+        speech_handle._add_item_added_callback(seen)
+        try:
+            await orig(self, speech_handle=speech_handle, **kwargs)
+        finally:
+            speech_handle._remove_item_added_callback(seen)
+        if speech_handle.interrupted:
+            for message in committed:
+                again = llm.ChatMessage(
+                    role="assistant",
+                    content=list(message.content),
+                    interrupted=True,
+                    created_at=message.created_at,
+                )
+                self._agent._chat_ctx.insert(again)
+                self._session._conversation_item_added(again)
+
+    AgentActivity._pipeline_reply_task_impl = impl  # type: ignore[method-assign]

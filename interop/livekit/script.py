@@ -153,11 +153,14 @@ def scenario(sc: Scenario) -> Scenario:
 scenario(
     Scenario(
         name="plain_reply",
-        story="the user asks a question; the agent answers it in full and nobody talks over it",
-        utterances=[Utterance(0.5, 1.7, "What is the weather like today?")],
+        story=(
+            "the user asks a question; a fast final transcript (0.15 s) starts a preemptive "
+            "reply before the turn is committed; the agent answers in full, nobody talks over it"
+        ),
+        utterances=[Utterance(0.5, 1.7, "What is the weather like today?", stt_delay=0.15)],
         replies={
             "user:What is the weather like today?": Reply(
-                "It is sunny and warm today with a light breeze from the west."
+                "It is sunny and warm today with a light breeze from the west.", ttft=0.1
             )
         },
         end=8.0,
@@ -189,8 +192,8 @@ scenario(
         name="false_interruption_resumed",
         story=(
             "a 0.8 s noise over the reply pauses the output after 0.5 s; no transcript comes, "
-            "and false_interruption_timeout (2 s) after the noise ended the reply resumes and "
-            "plays to its end"
+            "and false_interruption_timeout (2 s) after the VAD declared the noise over the reply "
+            "resumes and plays to its end"
         ),
         utterances=[
             Utterance(0.5, 1.5, "Tell me a long story."),
@@ -264,14 +267,13 @@ scenario(
     Scenario(
         name="tool_through_interruption",
         story=(
-            "the agent says it will look the weather up and calls a 3 s tool; while the tool "
-            "runs (the agent is silent, thinking) the user asks something else and stops; the "
-            "user's turn is answered while the tool still runs, then the tool's result is "
-            "answered and spoken"
+            'the agent says it will check and calls a 4 s tool; while the tool runs (the agent '
+            "silent, thinking) the user asks something else; the user's turn is committed only when "
+            "the tool ends, its result is committed but never spoken, and the user's turn is answered"
         ),
         utterances=[
             Utterance(0.5, 1.5, "What is the weather in Paris?"),
-            Utterance(3.4, 4.0, "Also in Berlin."),
+            Utterance(3.9, 4.5, "Also in Berlin."),
         ],
         replies={
             "user:What is the weather in Paris?": Reply(
@@ -285,7 +287,7 @@ scenario(
             Tool(
                 name="lookup_weather",
                 description="Look up the current weather of a city.",
-                duration=3.0,
+                duration=4.0,
                 result="sunny, 24 degrees",
             )
         ],
@@ -297,10 +299,10 @@ scenario(
     Scenario(
         name="tool_result_while_user_speaks",
         story=(
-            "the agent calls a 3 s tool; the user starts talking while it runs and is still "
-            "talking when it ends: the tool's result is committed and a reply to it generated, "
-            "but that reply waits for the user and is dropped unspoken when the user's turn is "
-            "committed; the user's turn is answered"
+            'the agent calls a 3 s tool; the user starts talking while it runs and still talks when '
+            "it ends; the tool's result is committed and a reply to it generated, but 1.8.9 never "
+            'plays that reply and 1.6.4 starts it once the user stops and the late transcript cuts '
+            "it off; the user's turn is answered"
         ),
         utterances=[
             Utterance(0.5, 1.5, "What is the weather in Paris?"),
@@ -332,13 +334,13 @@ scenario(
     Scenario(
         name="tool_while_speaking_interrupted",
         story=(
-            "the agent's preamble is talked over and the interruption is confirmed while the "
-            "tool it called still runs; the tool's call and output are committed, flagged as "
-            "interrupted, and the user's turn is answered"
+            'the preamble of a reply that called a 6 s tool is talked over; the transcript confirms '
+            "the interruption and the user's turn is answered while the tool still runs; when it "
+            'ends, 1.8.9 commits its result (asking no reply) and 1.6.4 drops it (livekit/agents#3702)'
         ),
         utterances=[
             Utterance(0.5, 1.5, "What is the weather in Paris?"),
-            Utterance(3.4, 4.6, "Actually, never mind."),
+            Utterance(3.9, 5.1, "Actually, never mind."),
         ],
         replies={
             "user:What is the weather in Paris?": Reply(
@@ -354,7 +356,7 @@ scenario(
             Tool(
                 name="lookup_weather",
                 description="Look up the current weather of a city.",
-                duration=4.0,
+                duration=6.0,
                 result="sunny, 24 degrees",
             )
         ],
@@ -421,7 +423,7 @@ scenario(
             Action(
                 0.5,
                 "say",
-                "Please listen carefully to these important safety instructions before we begin.",
+                "Please listen to these extraordinarily important safety instructions before we begin.",
                 allow_interruptions=False,
             )
         ],
@@ -434,7 +436,8 @@ scenario(
         name="user_away",
         story=(
             "user_away_timeout is 2 s: after the reply both sides are silent, the user turns "
-            "away 2 s after the agent started listening, then speaks again and is answered"
+            "away 2 s after the agent started listening, then speaks again, is answered, and "
+            "turns away again 2 s later"
         ),
         utterances=[
             Utterance(0.5, 1.5, "Hi there."),
@@ -501,10 +504,6 @@ scenario(
 # -- planted bugs: a correct scenario's timeline with one patch of the package ---------------
 
 
-def _index(events: list[dict[str, Any]], pred: Callable[[dict[str, Any]], bool]) -> int | None:
-    return _first(events, pred)
-
-
 def _close(events: list[dict[str, Any]]) -> int | None:
     """The close event: the session ended with the call still unanswered."""
     return _first(events, lambda ev: ev.get("type") == "close")
@@ -535,34 +534,9 @@ def _first_past_resume_deadline(timeout: float) -> Callable[[list[dict[str, Any]
     return find
 
 
-def _first_pause(events: list[dict[str, Any]]) -> int | None:
-    """The first agent_state_changed speaking -> listening: the output paused."""
-    return _first(
-        events,
-        lambda ev: ev.get("type") == "agent_state_changed"
-        and ev["old_state"] == "speaking"
-        and ev["new_state"] == "listening",
-    )
-
-
 def _first_interrupted_assistant_item(events: list[dict[str, Any]]) -> int | None:
     """The first assistant conversation_item_added marked interrupted."""
     return _first(events, lambda ev: assistant_item(ev) and ev["item"].get("interrupted") is True)
-
-
-def _speaking_after_interrupted_item(events: list[dict[str, Any]]) -> int | None:
-    """The first agent_state_changed to speaking after an assistant item marked interrupted,
-    before any new reply was created."""
-    item = _first_interrupted_assistant_item(events)
-    if item is None:
-        return None
-    for i in range(item + 1, len(events)):
-        ev = events[i]
-        if ev.get("type") == "speech_created":
-            return None
-        if ev.get("type") == "agent_state_changed" and ev["new_state"] == "speaking":
-            return i
-    return None
 
 
 def _second_commit_of_a_reply(events: list[dict[str, Any]]) -> int | None:
@@ -592,9 +566,9 @@ bug(
     "tool_while_speaking_interrupted",
     "bug_tool_result_dropped",
     (
-        "the preamble of a reply that called a 4 s tool is interrupted; the tool finishes "
-        "after the interruption and reports its end, but its result is never committed: the "
-        "call that started is never answered before the session closes"
+        "the preamble of a reply that called a 6 s tool is interrupted; the tool ends after the "
+        "interruption and reports its end (tool_call_ended), but its result is never emitted nor "
+        "committed: the call that started is never answered before the session closes"
     ),
     Bug(
         patch="drop_tool_results_after_interruption",
@@ -609,11 +583,12 @@ bug(
     "false_interruption_resumed",
     "bug_pause_never_decided",
     (
-        "a 0.8 s noise pauses the reply; no transcript comes, but the reply is never resumed "
-        "(nor interrupted): it stays paused until the session closes"
+        "a 0.8 s noise pauses the reply and no transcript comes; when false_interruption_timeout "
+        "has passed the session reports agent_false_interruption with resumed false but neither "
+        "resumes nor interrupts the reply, which stays paused until the close interrupts it"
     ),
     Bug(
-        patch="never_arm_false_interruption_timer",
+        patch="false_interruption_timer_never_resumes",
         invariant="interruption_decided_once",
         source="livekit/agents#4039",
         line=_first_past_resume_deadline(2.0),
@@ -624,49 +599,52 @@ bug(
     "uninterruptible_say",
     "bug_uninterruptible_say_interrupted",
     (
-        "the user talks over a say(..., allow_interruptions=False) notice: after 0.5 s the "
-        "notice pauses, the transcript confirms the interruption and the notice is cut off"
+        "the user talks over a say(..., allow_interruptions=False) notice: once the speech has "
+        "lasted 0.5 s the notice is cut off (interrupted true), and the user's turn is answered"
     ),
     Bug(
-        patch="ignore_allow_interruptions",
+        patch="speech_interrupts_uninterruptible",
         invariant="uninterruptible_output_survives",
         source="livekit/agents#3627",
-        line=_first_pause,
+        line=_first_interrupted_assistant_item,
     ),
     replies={"user:Hello? Can you hear me?": Reply("Yes, I can hear you.")},
+    # A speech's own allow_interruptions is not in LiveKit's log (speech_created leaves its
+    # handle out): the session's, stated in the meta line's options, is what shows it.
+    options={"allow_interruptions": False},
 )
 
 bug(
     "confirmed_interruption",
     "bug_audio_after_interruption",
     (
-        "the user talks over a long reply and the transcript confirms the interruption; right "
-        "after the interrupted reply is committed, its output resumes and the agent is "
-        "speaking again"
+        "the user talks over a long reply and the transcript confirms the interruption, but the "
+        "output is resumed before it is cleared: the interrupted reply plays on for 1.2 s, and "
+        "is committed (interrupted, with the words played meanwhile) only then"
     ),
     Bug(
-        patch="resume_after_confirmed_interruption",
+        patch="resume_before_clear",
         invariant="no_late_delivery",
-        source="no public report found (a planted flaw: output after a confirmed interruption)",
-        line=_speaking_after_interrupted_item,
+        source="livekit/agents-js#2122",
+        line=_first_interrupted_assistant_item,
     ),
 )
 
 bug(
-    "confirmed_interruption",
+    "tool_through_interruption",
     "bug_reply_committed_twice",
     (
-        "the user talks over a long reply and interrupts it; the interrupted reply is committed "
-        "twice, first as complete (interrupted false) and then as interrupted"
+        "the preamble before a 4 s tool is committed (interrupted false); the user speaks while "
+        "the tool runs, which interrupts the waiting reply; when the tool ends the same preamble "
+        "is committed again, under a new id, as interrupted"
     ),
     Bug(
         patch="commit_interrupted_reply_twice",
         invariant="one_terminal_state",
-        source="livekit/agents#2094",
+        source="livekit/agents-js#2457 (the shape of livekit/agents#2094)",
         line=_second_commit_of_a_reply,
     ),
 )
-
 
 if __name__ == "__main__":
     # the scenario names, one a line (needs no livekit: ci/interop.sh lists them with python3)

@@ -103,6 +103,11 @@ const KEYS: &[&str] = &[
 /// from its dated start, this much less than `min_interruption_duration` still counted).
 const DETECTOR_WINDOW_MS: Millis = 50;
 
+/// How long after an interruption is confirmed LiveKit's output may take to end its playout (the
+/// interrupted reply is committed at its `playback_finished`, a few ms after the clear in the
+/// corpus); committed later, the reply's audio played on after the interruption.
+const PLAYOUT_END_MS: Millis = 250;
+
 /// The key that names a line's session unless `--session-key` names another.
 pub const SESSION_KEY: &str = "session";
 
@@ -170,6 +175,8 @@ struct Reply {
     /// The agent stopped speaking while the user spoke, the reply not yet ended: LiveKit paused
     /// (or interrupted) it.
     paused: bool,
+    /// When a final transcript confirmed its pause an interruption.
+    confirmed_at: Option<Millis>,
 }
 
 /// The user's speech in progress, as the dialect holds it while the reply it falls on may not
@@ -200,8 +207,10 @@ struct Session {
     /// A reply whose message came with its tool calls still running: LiveKit's speech goes on
     /// (the agent thinks again, for the calls' results) until they are answered.
     continuing: Option<String>,
-    /// Each assistant message's item id, with its reply.
+    /// Each assistant message's item id, with its reply; the replies whose message was
+    /// committed.
     messages: BTreeMap<String, String>,
+    committed: BTreeSet<String>,
     /// Tool calls started (with their reply); how each ended, as its task said
     /// (`tool_call_ended`); those whose end the model was given (with their answer); and those
     /// answered.
@@ -786,6 +795,9 @@ impl Line<'_> {
     /// turn commit, so this is the speech that counted, then its transcript.
     fn transcribed(&self, s: &mut Session) -> Events {
         let mut out = self.release_speech(s);
+        if let Some(reply) = s.current.as_mut().filter(|r| r.paused) {
+            reply.confirmed_at.get_or_insert(self.at);
+        }
         let speaking = s.current.as_ref().is_some_and(|r| r.spoke && !r.paused);
         if speaking && s.speech.is_none() && s.options.allow_interruptions {
             out.push(self.input(InputKind::SpeechStarted {
@@ -852,13 +864,24 @@ impl Line<'_> {
                 .flatten()
         });
         if let Some(turn) = again {
-            return vec![
-                self.input(InputKind::Tick),
-                self.observed(Output::Terminal {
-                    turn: turn.into(),
-                    state,
-                }),
-            ];
+            let mut out = vec![self.input(InputKind::Tick)];
+            // Its message committed before (perhaps while its tools ran, its end then the
+            // calls'): this is its second.
+            if s.committed.contains(&turn) {
+                out.push(Event::Fact {
+                    session: self.session.to_owned(),
+                    at: self.at,
+                    fact: Fact::Turn {
+                        turn: turn.clone(),
+                        what: TurnFact::TerminalEvents(2),
+                    },
+                });
+            }
+            out.push(self.observed(Output::Terminal {
+                turn: turn.into(),
+                state,
+            }));
+            return out;
         }
         let mut out = Vec::new();
         // Interrupted at once by the speech held over it, never paused: what a session without
@@ -891,11 +914,39 @@ impl Line<'_> {
         if let Some(id) = id {
             s.messages.insert(id, turn.clone());
         }
+        s.committed.insert(turn.clone());
         let pending = s
             .calls
             .iter()
             .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
         if interrupted {
+            if !s.options.allow_interruptions && reply.spoke && s.speech.is_some() {
+                // Speech cut a reply the session lets nothing interrupt: said as the pause it
+                // is (for the model, which never pauses it, to judge), then the reply stopped,
+                // so that what follows is judged from where LiveKit went.
+                out.push(self.observed(Output::PlaybackPaused {
+                    turn: turn.clone().into(),
+                }));
+                out.push(self.input(InputKind::Stop {
+                    turn: turn.clone().into(),
+                    request_id: format!("{turn}-cut"),
+                }));
+            }
+            // LiveKit commits an interrupted reply when its playout has ended (the output's
+            // playback_finished): committed well after its interruption was confirmed, it
+            // played on meanwhile.
+            let late = reply
+                .confirmed_at
+                .is_some_and(|t| self.at > t.saturating_add(PLAYOUT_END_MS));
+            if late {
+                out.push(self.input(InputKind::Tick));
+                out.push(self.observed(Output::Played {
+                    turn: turn.clone().into(),
+                    generation: s.replies_of(&turn),
+                    seq: 1,
+                    frames: 1,
+                }));
+            }
             if !pending {
                 // What fell due by now happened (a resume the model owed).
                 out.push(self.input(InputKind::Tick));

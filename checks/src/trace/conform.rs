@@ -660,6 +660,30 @@ fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Fi
         }
     }
     out.extend(judged);
+    fold_repeats(out)
+}
+
+/// An invariant broken again about the same subjects, later, is the same story going on (a pause
+/// reported kept, then found undecided when it ends): it goes with the first finding (`also`).
+fn fold_repeats(mut findings: Vec<Finding>) -> Vec<Finding> {
+    findings.sort_by_key(|f| f.line);
+    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
+    for f in findings {
+        let first = (f.kind == FindingKind::Invariant)
+            .then(|| {
+                out.iter().position(|o| {
+                    o.kind == FindingKind::Invariant
+                        && o.invariant == f.invariant
+                        && o.ids == f.ids
+                        && o.line < f.line
+                })
+            })
+            .flatten();
+        match first {
+            Some(i) => out[i].derived.push(f),
+            None => out.push(f),
+        }
+    }
     out
 }
 
