@@ -1,0 +1,250 @@
+//! Replies: their beginnings (a speech created, tool results committed), their audio, their
+//! pauses, and their ends (the assistant's message).
+
+use super::*;
+
+impl Line<'_> {
+    /// The agent starts thinking: a new reply unless one is in progress. It starts speaking: the
+    /// reply's audio is out (one frame for the speaker), and a reply that speaks without
+    /// thinking first (`say()`) begins there; a paused reply speaking again resumed (its
+    /// `agent_false_interruption` says so). It stops speaking while the user speaks: LiveKit
+    /// paused or interrupted the reply — the speech held back is given to the model now.
+    pub(super) fn agent_state(&self, s: &mut Session) -> Events {
+        let mut out = Vec::new();
+        match self.ev.new_state.as_deref() {
+            Some("thinking")
+                if s.current.is_none()
+                    && s.continuing.is_none()
+                    && (s.may_begin || !s.records_speeches) =>
+            {
+                out.push(self.begin_reply(s))
+            }
+            Some("speaking") => {
+                s.first_spoke.get_or_insert(self.at);
+                s.continuing = None;
+                if s.current.is_none() && s.records_speeches && !s.may_begin {
+                    // No speech was created since the last reply ended: this is its audio.
+                    return self.late_audio(s);
+                }
+                if s.current.is_none() {
+                    out.push(self.begin_reply(s));
+                }
+                let Some(reply) = s.current.as_mut() else {
+                    return out;
+                };
+                reply.paused = false;
+                if !reply.spoke {
+                    reply.spoke = true;
+                    let turn = reply.id.clone();
+                    out.push(self.input(InputKind::Delta {
+                        turn: turn.into(),
+                        generation: s.replies,
+                        seq: 1,
+                        text: None,
+                        frames: 1,
+                    }));
+                }
+            }
+            Some("listening" | "idle") => {
+                s.continuing = None;
+                let speaking = s.speech.is_some();
+                if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
+                    reply.paused = true;
+                    let turn = reply.id.clone();
+                    out.extend(self.release_speech(s));
+                    // A reply that allows no interruption, paused by speech: said, for the
+                    // model (which never pauses it) to judge.
+                    if !s.options.allow_interruptions {
+                        out.push(self.observed(Output::PlaybackPaused { turn: turn.into() }));
+                    }
+                }
+            }
+            _ => {}
+        }
+        out
+    }
+
+    /// The agent speaks with no reply in progress and no speech created since the last ended:
+    /// the last reply's audio, played after it ended.
+    pub(super) fn late_audio(&self, s: &Session) -> Events {
+        let Some(last) = s.last.as_ref() else {
+            return Vec::new();
+        };
+        vec![
+            self.input(InputKind::Tick),
+            self.observed(Output::Played {
+                turn: last.id.clone().into(),
+                generation: s.replies_of(&last.id),
+                seq: 1,
+                frames: 1,
+            }),
+        ]
+    }
+
+    /// The next reply begins: its accept (interruptible as the session's `allow_interruptions`
+    /// says: a speech's own is not in the log).
+    pub(super) fn begin_reply(&self, s: &mut Session) -> Event<TurnMachine> {
+        s.replies += 1;
+        s.may_begin = false;
+        let turn = format!("speech_{}", s.replies);
+        s.current = Some(Reply {
+            id: turn.clone(),
+            ..Reply::default()
+        });
+        self.input(InputKind::Accept {
+            turn: turn.into(),
+            generation: s.replies,
+            mode: Mode::Audio,
+            deadline_ms: None,
+            budget: None,
+            interruptible: s.options.allow_interruptions,
+        })
+    }
+
+    /// The assistant's message: the reply ended — interrupted (cancelled), or played out (the
+    /// model done, its audio played, completed). A reply with a tool call still running ends
+    /// when its calls do (they run through an interruption), so its end is not this line's. The
+    /// same message committed again is the reply ending again.
+    pub(super) fn item_added(&self, s: &mut Session) -> Events {
+        let item = self.ev.item.as_ref();
+        let assistant = item.is_some_and(|i| {
+            i.role.as_deref() == Some("assistant")
+                && i.kind.as_deref().unwrap_or("message") == "message"
+        });
+        if !assistant {
+            return Vec::new();
+        }
+        let interrupted = item.and_then(|i| i.interrupted) == Some(true);
+        let id = item.and_then(|i| i.id.clone());
+        let state = if interrupted {
+            Terminal::Cancelled
+        } else {
+            Terminal::Completed
+        };
+        let again = id.as_ref().and_then(|id| s.messages.get(id)).cloned();
+        // With no reply in progress, a message is the last one's, committed again.
+        let again = again.or_else(|| {
+            s.current
+                .is_none()
+                .then(|| s.last.as_ref().map(|r| r.id.clone()))
+                .flatten()
+        });
+        if let Some(turn) = again {
+            let mut out = vec![self.input(InputKind::Tick)];
+            // Its message committed before (perhaps while its tools ran, its end then the
+            // calls'): this is its second.
+            if s.committed.contains(&turn) {
+                out.push(Event::Fact {
+                    session: self.session.to_owned(),
+                    at: self.at,
+                    fact: Fact::Turn {
+                        turn: turn.clone(),
+                        what: TurnFact::TerminalEvents(2),
+                    },
+                });
+            }
+            out.push(self.observed(Output::Terminal {
+                turn: turn.into(),
+                state,
+            }));
+            return out;
+        }
+        let mut out = Vec::new();
+        // Interrupted at once by the speech held over it, never paused: what a session without
+        // resuming does, and LiveKit's default resumes. Unless the options are stated, the log
+        // cannot say which: the reply's interruption is not judged.
+        let held_over = s.speech.as_ref().and_then(|sp| sp.held_over.clone());
+        let at_once = interrupted
+            && !s.options.pause_stated
+            && s.options.interruption.pauses()
+            && s.current
+                .as_ref()
+                .is_some_and(|r| !r.paused && held_over.as_ref() == Some(&r.id));
+        if let Some(turn) = held_over.filter(|_| at_once) {
+            if let Some(sp) = s.speech.as_mut() {
+                sp.held_over = None;
+            }
+            let needs = format!("the session's resume_false_interruption and false_interruption_timeout: {turn} was interrupted at once by speech, as a session without resuming does, where LiveKit's default pauses it (state them in the meta line's options)");
+            out.push(self.not_judged(TurnInvariant::InterruptionDecidedOnce, vec![turn], needs));
+        } else {
+            out.extend(self.release_speech(s));
+        }
+        let Some(reply) = s.current.take() else {
+            return out;
+        };
+        s.last = Some(Reply {
+            id: reply.id.clone(),
+            ..Reply::default()
+        });
+        let turn = reply.id;
+        if let Some(id) = id {
+            s.messages.insert(id, turn.clone());
+        }
+        s.committed.insert(turn.clone());
+        let pending = s
+            .calls
+            .iter()
+            .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
+        if interrupted {
+            if !s.options.allow_interruptions && reply.spoke && s.speech.is_some() {
+                // Speech cut a reply the session lets nothing interrupt: said as the pause it
+                // is (for the model, which never pauses it, to judge), then the reply stopped,
+                // so that what follows is judged from where LiveKit went.
+                out.push(self.observed(Output::PlaybackPaused {
+                    turn: turn.clone().into(),
+                }));
+                out.push(self.input(InputKind::Stop {
+                    turn: turn.clone().into(),
+                    request_id: format!("{turn}-cut"),
+                }));
+            }
+            // LiveKit commits an interrupted reply when its playout has ended (the output's
+            // playback_finished): committed well after its interruption was confirmed, it
+            // played on meanwhile.
+            let late = reply
+                .confirmed_at
+                .is_some_and(|t| self.at > t.saturating_add(PLAYOUT_END_MS));
+            if late {
+                out.push(self.input(InputKind::Tick));
+                out.push(self.observed(Output::Played {
+                    turn: turn.clone().into(),
+                    generation: s.replies_of(&turn),
+                    seq: 1,
+                    frames: 1,
+                }));
+            }
+            if !pending {
+                // What fell due by now happened (a resume the model owed).
+                out.push(self.input(InputKind::Tick));
+                out.push(self.observed(Output::Terminal {
+                    turn: turn.into(),
+                    state,
+                }));
+            }
+            return out;
+        }
+        // Played out: the audio the model still holds for it, and its model done, where the
+        // model has not ended it already (an interruption confirmed before this message).
+        let model = self.machine.map(|m| m.session());
+        let holds = model.is_none_or(|m| m.playback.holds(&turn));
+        let running = model.is_none_or(|m| m.turn(&turn).is_some_and(|t| t.phase.is_running()));
+        if reply.spoke && holds {
+            out.push(self.input(InputKind::FRAME_PLAYED));
+        }
+        if running {
+            out.push(self.input(InputKind::ModelDone {
+                turn: turn.clone().into(),
+            }));
+        }
+        if pending {
+            s.continuing = Some(turn.clone());
+        }
+        if !pending {
+            out.push(self.observed(Output::Terminal {
+                turn: turn.into(),
+                state,
+            }));
+        }
+        out
+    }
+}

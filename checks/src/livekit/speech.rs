@@ -1,0 +1,154 @@
+//! The user's speech as LiveKit dates and takes it: held back over a reply until LiveKit shows
+//! what it made of it, transcripts, and false interruptions.
+
+use super::*;
+
+impl Line<'_> {
+    /// The user starts speaking, dated to the detector's start. Over a reply speaking that the
+    /// session lets be interrupted, it is held back until LiveKit shows what it made of it (the
+    /// reply's own `allow_interruptions` is not in the log): a pause or an interruption gives it
+    /// to the model; its end with neither leaves the reply's interruption unjudged.
+    pub(super) fn speech_started(&self, s: &mut Session) -> Events {
+        let began = self.stated.min(self.at);
+        let warm = s
+            .first_spoke
+            .zip(s.options.aec_warmup_ms)
+            .map(|(spoke, warmup)| spoke.saturating_add(warmup));
+        // During AEC warm-up speech interrupts nothing: it counts from the warm-up's end.
+        let min = s.options.interruption.min_ms;
+        let counts_from = match warm {
+            Some(end) if end > began.saturating_add(min) => end.saturating_sub(min),
+            _ => began,
+        };
+        let over = s
+            .current
+            .as_ref()
+            .filter(|r| r.spoke && !r.paused && s.options.allow_interruptions)
+            .map(|r| r.id.clone());
+        let held = over.is_some();
+        s.speech = Some(Speech {
+            began,
+            counts_from,
+            held_over: over,
+        });
+        if held {
+            return Vec::new();
+        }
+        vec![self.input(InputKind::SpeechStarted {
+            confidence: 1.0,
+            since: Some(counts_from),
+        })]
+    }
+
+    /// The speech held back is given to the model once LiveKit took it for an interruption (it
+    /// paused or interrupted the reply, or a transcript came): it counted, from its start.
+    pub(super) fn release_speech(&self, s: &mut Session) -> Events {
+        let Some(speech) = s.speech.as_mut().filter(|sp| sp.held_over.is_some()) else {
+            return Vec::new();
+        };
+        speech.held_over = None;
+        // LiveKit measured it counted by now; its measure runs up to a detector window behind
+        // the start it dates the speech to.
+        let min = s.options.interruption.min_ms;
+        let lasted = self.at.saturating_sub(speech.began);
+        let since = if lasted < min && lasted + DETECTOR_WINDOW_MS >= min {
+            self.at.saturating_sub(min)
+        } else {
+            speech.began
+        };
+        speech.counts_from = since;
+        vec![self.input(InputKind::SpeechStarted {
+            confidence: 1.0,
+            since: Some(since),
+        })]
+    }
+
+    /// The user stopped speaking. A speech held back over a reply that LiveKit neither paused
+    /// nor interrupted: long enough to count, the reply did not allow interruptions or LiveKit
+    /// failed to take one — the log cannot say which, so the reply's interruption is not judged;
+    /// too short to count, it is given to the model (which takes it for no interruption).
+    pub(super) fn speech_stopped(&self, s: &mut Session) -> Events {
+        let Some(speech) = s.speech.take() else {
+            return vec![self.input(InputKind::SpeechStopped)];
+        };
+        let ended = self.stated.min(self.at);
+        let Some(reply) = speech.held_over.clone() else {
+            return vec![self.input(InputKind::SpeechStopped)];
+        };
+        let counted = ended
+            >= speech
+                .counts_from
+                .saturating_add(s.options.interruption.min_ms);
+        if !counted {
+            return vec![
+                self.input(InputKind::SpeechStarted {
+                    confidence: 1.0,
+                    since: Some(speech.counts_from),
+                }),
+                self.input(InputKind::SpeechStopped),
+            ];
+        }
+        let needs = format!(
+            "whether {reply} allowed interruptions: the user spoke over it for {} ms and it played on, which a speech made with allow_interruptions=False does and an interruptible one must not; LiveKit's log does not say which it was (a session whose replies never allow them states allow_interruptions: false in the meta line's options)",
+            ended.saturating_sub(speech.began)
+        );
+        vec![
+            self.not_judged(
+                TurnInvariant::InterruptionDecidedOnce,
+                vec![reply.clone()],
+                needs.clone(),
+            ),
+            self.not_judged(
+                TurnInvariant::UninterruptibleOutputSurvives,
+                vec![reply],
+                needs,
+            ),
+        ]
+    }
+
+    /// A final transcript: the user's turn is committed, which confirms a paused interruption —
+    /// and, over a reply speaking that the user is no longer talking over, interrupts it as
+    /// LiveKit does (a committed user turn interrupts the speech in progress): the model has no
+    /// turn commit, so this is the speech that counted, then its transcript.
+    pub(super) fn transcribed(&self, s: &mut Session) -> Events {
+        let mut out = self.release_speech(s);
+        if let Some(reply) = s.current.as_mut().filter(|r| r.paused) {
+            reply.confirmed_at.get_or_insert(self.at);
+        }
+        let speaking = s.current.as_ref().is_some_and(|r| r.spoke && !r.paused);
+        if speaking && s.speech.is_none() && s.options.allow_interruptions {
+            out.push(self.input(InputKind::SpeechStarted {
+                confidence: 1.0,
+                since: Some(0),
+            }));
+            out.push(self.input(InputKind::Transcribed));
+            out.push(self.input(InputKind::SpeechStopped));
+            return out;
+        }
+        out.push(self.input(InputKind::Transcribed));
+        out
+    }
+
+    /// `agent_false_interruption{resumed}`: a resumed pause is the output going on — with no
+    /// reply in progress, of the last one. Not resumed while the reply is still paused: the
+    /// session says its output stays paused.
+    pub(super) fn false_interruption(&self, s: &Session) -> Events {
+        let turn = s
+            .current
+            .as_ref()
+            .map(|r| r.id.clone())
+            .unwrap_or_else(|| format!("speech_{}", s.replies));
+        match self.ev.resumed {
+            Some(true) => vec![self.observed(Output::PlaybackResumed { turn: turn.into() })],
+            _ if s.current.as_ref().is_some_and(|r| r.paused) => vec![Event::Fact {
+                session: self.session.to_owned(),
+                at: self.at,
+                fact: Fact::Turn {
+                    turn,
+                    what: TurnFact::KeptPaused,
+                },
+            }],
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Tool calls: their starts, their tasks' returns, and their answers (`function_tools_executed`).
+
+use super::*;
+
+impl Line<'_> {
+    /// `tool_execution_updated`: a call started (a tool child of the current reply), or its task
+    /// returned (how, kept for its answer).
+    pub(super) fn tool_update(&self, s: &mut Session) -> Result<Events, InputError> {
+        let Some(u) = self.ev.update.as_ref() else {
+            return Err(InputError::at(
+                self.line,
+                "tool_execution_updated needs `update`",
+            ));
+        };
+        s.sees_starts = true;
+        match u.kind.as_deref() {
+            Some("tool_call_started") => {
+                let call = u.function_call.as_ref();
+                let id = call.and_then(|c| c.call_id.clone());
+                let Some(id) = id else {
+                    return Err(InputError::at(
+                        self.line,
+                        "tool_call_started needs a function_call with a call_id",
+                    ));
+                };
+                let name = call.and_then(|c| c.name.clone()).unwrap_or_default();
+                Ok(self.start_call(s, &id, name))
+            }
+            Some("tool_call_ended") => {
+                let id = u
+                    .call_id
+                    .clone()
+                    .ok_or_else(|| InputError::at(self.line, "tool_call_ended needs `call_id`"))?;
+                let how = match u.status.as_deref() {
+                    Some("done") => ToolAnswer::Result,
+                    Some("error") => ToolAnswer::Error,
+                    Some("cancelled") => ToolAnswer::Cancelled,
+                    other => {
+                        return Err(InputError::at(
+                            self.line,
+                            format!(
+                            "tool_call_ended status {other:?}; expected done, error or cancelled"
+                        ),
+                        ))
+                    }
+                };
+                // The task returned; the call ends, as the model takes it, with its answer
+                // committed (`function_tools_executed`), which may come much later.
+                s.returned.entry(id).or_insert(how);
+                Ok(Vec::new())
+            }
+            // Progress and deferred replies: no answer, no turn semantics.
+            Some("tool_call_updated" | "tool_reply_updated") => Ok(Vec::new()),
+            other => Err(InputError::at(
+                self.line,
+                format!("unknown tool_execution_updated update {other:?}"),
+            )),
+        }
+    }
+
+    /// A call starts: a tool child of the reply in progress (or of the last one: a tool may
+    /// start after its reply's message).
+    pub(super) fn start_call(&self, s: &mut Session, id: &str, name: String) -> Events {
+        let turn = s
+            .current
+            .as_ref()
+            .map(|r| r.id.clone())
+            .unwrap_or_else(|| format!("speech_{}", s.replies));
+        s.calls.insert(id.to_owned(), turn.clone());
+        vec![
+            self.input(InputKind::Spawn {
+                turn: turn.clone().into(),
+                child: id.to_owned().into(),
+                kind: ChildKind::Tool {
+                    name,
+                    cancellable: true,
+                },
+                need_ms: None,
+            }),
+            self.observed(Output::ChildStarted {
+                turn: turn.into(),
+                child: id.to_owned().into(),
+            }),
+        ]
+    }
+
+    /// `function_tools_executed`: the batch's answers, committed to the conversation — a
+    /// call's one answer (its end, where no `tool_call_ended` said it, comes with it). Where the
+    /// version emits no `tool_execution_updated` (before 1.6.5), a call is first seen here: it
+    /// started and ended here, and a call never answered cannot be seen (not judged).
+    pub(super) fn tools_executed(&self, s: &mut Session) -> Result<Events, InputError> {
+        let e = self.ev;
+        if e.function_calls.len() != e.function_call_outputs.len() {
+            return Err(InputError::at(
+                self.line,
+                "function_tools_executed: function_calls and function_call_outputs differ in length",
+            ));
+        }
+        let mut out = Vec::new();
+        // A reply to the results may follow, without a speech of its own.
+        s.may_begin = true;
+        if !s.sees_starts && !s.said_starts {
+            s.said_starts = true;
+            out.push(self.not_judged(
+                TurnInvariant::ToolCallSettled,
+                Vec::new(),
+                "tool_execution_updated (emitted from livekit-agents 1.6.5) to see a tool call start: a call never answered is not in this log".to_owned(),
+            ));
+        }
+        for (call, o) in e.function_calls.iter().zip(&e.function_call_outputs) {
+            // A call without an output (before 1.6.5) is not answered here.
+            let Some(o) = o else { continue };
+            let id = o.call_id.clone().ok_or_else(|| {
+                InputError::at(self.line, "a function_call_output needs `call_id`")
+            })?;
+            if !s.calls.contains_key(&id) && !s.answered.contains(&id) {
+                // First seen at its answer (before 1.6.5 every call is; later, a call LiveKit
+                // refused — an unknown tool, bad arguments — is answered without a start): a call
+                // of the reply in progress. One whose reply already ended cannot be placed.
+                if s.current.is_none() {
+                    s.answered.insert(id.clone());
+                    out.push(self.not_judged(
+                        TurnInvariant::ToolCallSettled,
+                        vec![id.clone()],
+                        format!("when tool call {id} started (tool_execution_updated, from livekit-agents 1.6.5): it is answered after its reply ended"),
+                    ));
+                    continue;
+                }
+                let name = call.name.clone().unwrap_or_default();
+                out.extend(self.start_call(s, &id, name));
+            }
+            let returned = s.returned.get(&id).copied();
+            let answer = match (returned, o.is_error) {
+                // A cancelled call's output is an error saying so.
+                (Some(ToolAnswer::Cancelled), true) => ToolAnswer::Cancelled,
+                (_, true) => ToolAnswer::Error,
+                (_, false) => ToolAnswer::Result,
+            };
+            if !s.ended.contains_key(&id) {
+                out.extend(self.end_call(s, &id, answer));
+            }
+            s.answered.insert(id.clone());
+            let turn = s.calls.get(&id).cloned().unwrap_or_default();
+            out.push(self.observed(Output::ToolAnswered {
+                turn: turn.into(),
+                child: id.into(),
+                answer,
+            }));
+        }
+        Ok(out)
+    }
+
+    /// A call ended (its task's one terminal entry): the child's end, as the model takes it.
+    pub(super) fn end_call(&self, s: &mut Session, id: &str, how: ToolAnswer) -> Events {
+        let Some(turn) = s.calls.get(id).cloned() else {
+            return Vec::new();
+        };
+        s.ended.insert(id.to_owned(), how);
+        let child = id.to_owned();
+        let end = match how {
+            ToolAnswer::Result => InputKind::ChildCompleted {
+                turn: turn.into(),
+                child: child.into(),
+            },
+            ToolAnswer::Error => InputKind::ChildFailed {
+                turn: turn.into(),
+                child: child.into(),
+            },
+            ToolAnswer::Cancelled => InputKind::Checkpoint {
+                turn: turn.into(),
+                child: child.into(),
+                phase: "cancelled".to_owned(),
+                temporary_outputs: 0,
+            },
+        };
+        vec![self.input(end)]
+    }
+}
