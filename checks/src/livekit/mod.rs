@@ -173,6 +173,8 @@ struct CallOutput {
 #[derive(Debug, Default)]
 struct Reply {
     id: String,
+    /// Its generation: its number.
+    generation: u64,
     /// Its audio is out (the agent spoke).
     spoke: bool,
     /// The agent stopped speaking while the user spoke, the reply not yet ended: LiveKit paused
@@ -491,15 +493,6 @@ struct Line<'a> {
     ev: &'a Ev,
     /// The session's machine as it stands before this line (none before its first event).
     machine: Option<&'a TurnMachine>,
-}
-
-impl Session {
-    /// The generation of a reply (its number).
-    fn replies_of(&self, turn: &str) -> u64 {
-        turn.strip_prefix("speech_")
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(self.replies)
-    }
 }
 
 impl Line<'_> {

@@ -74,7 +74,7 @@ impl Line<'_> {
             self.input(InputKind::Tick),
             self.observed(Output::Played {
                 turn: last.id.clone().into(),
-                generation: s.replies_of(&last.id),
+                generation: last.generation,
                 seq: 1,
                 frames: 1,
             }),
@@ -89,6 +89,7 @@ impl Line<'_> {
         let turn = format!("speech_{}", s.replies);
         s.current = Some(Reply {
             id: turn.clone(),
+            generation: s.replies,
             ..Reply::default()
         });
         self.input(InputKind::Accept {
@@ -174,6 +175,7 @@ impl Line<'_> {
         };
         s.last = Some(Reply {
             id: reply.id.clone(),
+            generation: reply.generation,
             ..Reply::default()
         });
         let turn = reply.id;
@@ -208,7 +210,7 @@ impl Line<'_> {
                 out.push(self.input(InputKind::Tick));
                 out.push(self.observed(Output::Played {
                     turn: turn.clone().into(),
-                    generation: s.replies_of(&turn),
+                    generation: reply.generation,
                     seq: 1,
                     frames: 1,
                 }));

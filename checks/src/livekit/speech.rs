@@ -51,8 +51,8 @@ impl Line<'_> {
         // the start it dates the speech to.
         let min = s.options.interruption.min_ms;
         let lasted = self.at.saturating_sub(speech.began);
-        let since = if lasted < min && lasted + DETECTOR_WINDOW_MS >= min {
-            self.at.saturating_sub(min)
+        let since = if lasted.saturating_add(DETECTOR_WINDOW_MS) >= min {
+            speech.began.min(self.at.saturating_sub(min))
         } else {
             speech.began
         };

@@ -621,18 +621,13 @@ impl<S: Conform> Checker<S> {
                 ids,
                 needs,
             } => {
-                let known = self.verdict.not_judged.iter().any(|n| {
-                    n.session == session && n.rule == rule && n.ids == ids && n.needs == needs
+                self.verdict.not_judged.push(NotJudged {
+                    line,
+                    session,
+                    rule,
+                    ids,
+                    needs,
                 });
-                if !known {
-                    self.verdict.not_judged.push(NotJudged {
-                        line,
-                        session,
-                        rule,
-                        ids,
-                        needs,
-                    });
-                }
                 Ok(())
             }
         }

@@ -94,3 +94,58 @@ fn a_sessions_event_stream_and_its_report_agree() {
         assert_eq!(verdict(events), verdict(&report), "{}", events.display());
     }
 }
+
+/// What is not judged is not judged in its own session only: room `a`'s reply talked over without
+/// LiveKit reacting leaves its interruption unjudged, while room `b`'s reply of the same name,
+/// paused and never decided, is still found.
+#[test]
+fn a_rule_not_judged_in_one_session_is_judged_in_another() {
+    let ev = |room: &str, t: f64, body: &str| {
+        format!(r#"{{{body},"created_at":{t},"session":"{room}"}}"#)
+    };
+    let state = |who: &str, from: &str, to: &str| {
+        format!(r#""type":"{who}_state_changed","old_state":"{from}","new_state":"{to}""#)
+    };
+    let lines = [
+        r#"{"meta":{"dialect":"livekit-agents","options":{"aec_warmup_duration":null}}}"#
+            .to_owned(),
+        ev("a", 100.0, &state("agent", "listening", "thinking")),
+        ev("b", 100.0, &state("agent", "listening", "thinking")),
+        ev("a", 100.5, &state("agent", "thinking", "speaking")),
+        ev("b", 100.5, &state("agent", "thinking", "speaking")),
+        ev("a", 101.0, &state("user", "listening", "speaking")),
+        ev("b", 101.0, &state("user", "listening", "speaking")),
+        ev("b", 101.5, &state("agent", "speaking", "listening")),
+        ev("a", 102.0, &state("user", "speaking", "listening")),
+        ev("b", 102.0, &state("user", "speaking", "listening")),
+        ev(
+            "a",
+            103.0,
+            r#""type":"conversation_item_added","item":{"id":"i1","type":"message","role":"assistant","interrupted":false}"#,
+        ),
+        ev("a", 110.0, r#""type":"close","reason":"user_initiated""#),
+        ev("b", 110.0, r#""type":"close","reason":"user_initiated""#),
+    ];
+    let text = lines.join("\n");
+    let v = trace::check_input(text.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    let unjudged: Vec<(&str, &str)> = v
+        .not_judged
+        .iter()
+        .map(|n| (n.session.as_str(), n.rule))
+        .collect();
+    assert_eq!(
+        unjudged,
+        [
+            ("a", "interruption_decided_once"),
+            ("a", "uninterruptible_output_survives")
+        ]
+    );
+    let found: Vec<(&str, &str, usize)> = v
+        .findings
+        .iter()
+        .map(|f| (f.session.as_str(), f.name(), f.line))
+        .collect();
+    assert_eq!(found, [("b", "interruption_decided_once", 13)], "{v:?}");
+}
