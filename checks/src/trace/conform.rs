@@ -608,8 +608,7 @@ impl<M: Conform> SessionCheck<M> {
 /// open, or a stated fact it contradicts, at the very line where an invariant is
 /// broken; or a stated fact that breaks the same invariant there — go with it rather than
 /// standing alone: one finding per broken event. So does an output about a subject (a turn) whose
-/// invariant broke at an earlier line (it follows from the first break), or breaks later in a
-/// story this output is part of.
+/// invariant broke at an earlier line: it follows from the first break.
 fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
     // The invariant findings at each line, looked up once per conformance finding (a search of
     // them all for each would be quadratic in a trace with many findings).
@@ -630,9 +629,8 @@ fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Fi
                 _ => false,
             })
         });
-        // An output about a subject whose invariant broke at an earlier line follows from it (the
-        // system went on from a state the model never reached); one within the story of a later
-        // break of it (from the line the story starts at) is part of that story.
+        // An output about a subject whose invariant broke at an earlier line follows from it: the
+        // system went on from a state the model never reached.
         let earlier = || {
             let subject = f.ids.first()?;
             let follows = matches!(
@@ -643,15 +641,9 @@ fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Fi
                     | FindingKind::LeftOpen
             );
             follows.then_some(())?;
-            let about = |j: &Finding| j.ids.first() == Some(subject);
             judged
                 .iter()
-                .position(|j| j.line < f.line && about(j))
-                .or_else(|| {
-                    judged.iter().position(|j| {
-                        about(j) && j.since.is_some_and(|s| s <= f.line) && f.line < j.line
-                    })
-                })
+                .position(|j| j.line < f.line && j.ids.first() == Some(subject))
         };
         let cause = here.or_else(earlier);
         match cause {

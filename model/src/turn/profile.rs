@@ -49,10 +49,6 @@ impl Interruption {
     pub fn pauses(self) -> bool {
         self.resume && self.false_timeout_ms.is_some()
     }
-
-    pub fn is_livekit_default(&self) -> bool {
-        *self == Interruption::LIVEKIT
-    }
 }
 
 impl Default for Interruption {

@@ -402,7 +402,6 @@ pub struct Session {
     #[serde(skip_serializing_if = "Profile::is_lab")]
     pub profile: Profile,
     /// (`livekit-agents`.) The interruption options this session was made with.
-    #[serde(skip_serializing_if = "Interruption::is_livekit_default")]
     pub interruption: Interruption,
     pub now: Millis,
     pub active_generation: Option<Generation>,
