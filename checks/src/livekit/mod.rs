@@ -185,8 +185,8 @@ struct Reply {
 }
 
 /// The user's speech in progress, as the dialect holds it while the reply it falls on may not
-/// have allowed interruptions (the log does not say): when it started (as stated), its line, and
-/// whether it is already given to the model.
+/// have allowed interruptions (the log does not say): when it started (as stated), when it
+/// counts from, and the reply it is held back over, until it is given to the model.
 #[derive(Debug)]
 struct Speech {
     /// The detector's start (ms), and the time from which it counts (after AEC warm-up).

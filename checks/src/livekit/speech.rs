@@ -14,12 +14,10 @@ impl Line<'_> {
             .first_spoke
             .zip(s.options.aec_warmup_ms)
             .map(|(spoke, warmup)| spoke.saturating_add(warmup));
-        // During AEC warm-up speech interrupts nothing: it counts from the warm-up's end.
+        // During AEC warm-up speech interrupts nothing: it counts as if it began its minimum
+        // before the warm-up's end, where that is later than its start.
         let min = s.options.interruption.min_ms;
-        let counts_from = match warm {
-            Some(end) if end > began.saturating_add(min) => end.saturating_sub(min),
-            _ => began,
-        };
+        let counts_from = warm.map_or(began, |end| began.max(end.saturating_sub(min)));
         let over = s
             .current
             .as_ref()
@@ -56,7 +54,6 @@ impl Line<'_> {
         } else {
             speech.began
         };
-        speech.counts_from = since;
         vec![self.input(InputKind::SpeechStarted {
             confidence: 1.0,
             since: Some(since),
