@@ -11,15 +11,15 @@
 use std::collections::{BTreeMap, HashMap};
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
-use turnfence_model::turn::state::Phase;
-use turnfence_model::turn::{
-    ChildKind, Generation, InputKind, Mode, Output, RefuseReason, Terminal, TurnId, TurnMachine,
-};
+use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
+
+mod playback;
+mod responses;
 
 use crate::trace::conform::Observed;
 use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
@@ -60,7 +60,6 @@ pub const SKIPPED: &[&str] = &[
     "output_audio_buffer.clear",
     "output_audio_buffer.started",
     "output_audio_buffer.stopped",
-    "response.output_item.added",
     "response.output_item.done",
     "response.content_part.added",
     "response.content_part.done",
@@ -89,6 +88,11 @@ pub const SKIPPED: &[&str] = &[
 /// The default session name, when a line names none.
 pub const SESSION: &str = "realtime";
 
+/// How long after the app heard server VAD's `speech_started` its player's position still counts
+/// as read at the stop: an app reads the position as it stops the player, a moment after the
+/// event arrived, and that audio played before the cut (the app's clear).
+pub const STOP_WINDOW_MS: Millis = 100;
+
 /// A line as the dialect reads it: the envelope's keys and the event's, in one borrowed struct
 /// (a bare event has them side by side; an envelope's event is `event`). Keys not listed are
 /// the event's own, with no turn semantics, and are not read.
@@ -114,12 +118,24 @@ struct Ev<'a> {
     #[serde(borrow)]
     delta: Option<Cow<'a, str>>,
     audio_ms: Option<u64>,
+    /// The audio's length in bytes, where a capture keeps it instead of the base64.
+    audio_bytes: Option<u64>,
     audio_end_ms: Option<u64>,
     cleared_ms: Option<u64>,
     #[serde(borrow)]
     response: Option<Resp<'a>>,
     #[serde(borrow)]
     error: Option<ErrorBody<'a>>,
+    /// An output item (`response.output_item.added`).
+    #[serde(borrow)]
+    item: Option<Item<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Item<'a> {
+    #[serde(borrow)]
+    id: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -155,8 +171,6 @@ struct Response {
     /// Audio bytes received, and the milliseconds they made so far.
     bytes: u64,
     ms: u64,
-    /// The app's played position in this response's audio (ms).
-    played_ms: u64,
 }
 
 /// What one session's log showed so far.
@@ -171,6 +185,14 @@ struct Session {
     items: HashMap<String, String>,
     /// Creates sent and not yet answered (their event ids).
     creates: Vec<String>,
+    /// The app's player positions (ms into the audio), by item, or by response where the app
+    /// names no item.
+    positions: HashMap<String, u64>,
+    /// The app reported its player's positions: truncations can be held to them.
+    player: bool,
+    /// When and at which line the app heard server VAD's `speech_started`, held until the app
+    /// shows what it did about it (its position read at the stop counts before the cut).
+    held: Option<(Millis, usize)>,
 }
 
 impl Default for Session {
@@ -182,6 +204,9 @@ impl Default for Session {
             responses: HashMap::new(),
             items: HashMap::new(),
             creates: Vec::new(),
+            positions: HashMap::new(),
+            player: false,
+            held: None,
         }
     }
 }
@@ -235,27 +260,55 @@ impl StackDialect<TurnMachine> for Realtime {
             .as_deref()
             .ok_or_else(|| InputError::at(line, "the event has no `type`"))?;
         let machine = sessions.peek(&session).map(|s| s.machine());
-        if kind == "session.closed" {
-            // The app's end of the session (its connection closed): judged now, and what the
-            // reader kept of it goes too.
-            self.sessions.remove(&session);
-            return Ok(vec![Event::End { session }]);
-        }
-        if !self.sessions.contains_key(&session) {
-            self.sessions.insert(session.clone(), Session::default());
-        }
-        let state = self
-            .sessions
-            .get_mut(&session)
-            .ok_or_else(|| InputError::at(line, "the session's state was lost"))?;
+        let state = self.sessions.entry(session.clone()).or_default();
         let x = Line {
             at,
             line,
             session: &session,
             event,
             machine,
+            cut: Cell::new(false),
         };
-        x.translate(kind, state)
+        // A held speech is given before any line but the player's position read at the stop
+        // and the app's clear.
+        let mut out = Vec::new();
+        let read_at_stop = |held: Millis| {
+            kind == "playback.cleared"
+                || (kind == "playback.played" && at <= held.saturating_add(STOP_WINDOW_MS))
+        };
+        if state.held.is_some_and(|(held, _)| !read_at_stop(held)) {
+            out.extend(x.release_speech(state));
+        }
+        if kind == "session.closed" {
+            // The app's end of the session (its connection closed): judged now, and what the
+            // reader kept of it goes too.
+            self.sessions.remove(&session);
+            out.push(Event::End { session });
+            return Ok(out);
+        }
+        out.extend(x.translate(kind, state)?);
+        Ok(out)
+    }
+
+    /// The end of the log: a speech still held is given at the last line.
+    fn end(&mut self, line: usize, sessions: &Sessions<TurnMachine>) -> Result<Events, InputError> {
+        let mut out = Vec::new();
+        for (name, state) in &mut self.sessions {
+            let Some(machine) = sessions.peek(name).map(|s| s.machine()) else {
+                continue;
+            };
+            let event = Ev::default();
+            let x = Line {
+                at: machine.session().now,
+                line,
+                session: name,
+                event: &event,
+                machine: Some(machine),
+                cut: Cell::new(false),
+            };
+            out.extend(x.release_speech(state));
+        }
+        Ok(out)
     }
 }
 
@@ -266,6 +319,9 @@ struct Line<'a> {
     session: &'a str,
     event: &'a Ev<'a>,
     machine: Option<&'a TurnMachine>,
+    /// A speech given at this line cleared the playback buffer before this line's own events:
+    /// the machine as it stood no longer holds it.
+    cut: Cell<bool>,
 }
 
 impl Line<'_> {
@@ -281,16 +337,21 @@ impl Line<'_> {
                 Ok(Vec::new())
             }
             "response.created" => self.created(s),
+            "response.output_item.added" => {
+                self.output_item(s);
+                Ok(Vec::new())
+            }
             "error" => self.error(s),
             "response.output_audio.delta" | "response.audio.delta" => self.audio_delta(s),
             "response.output_text.delta" | "response.text.delta" => self.text_delta(s),
             "response.done" => self.done(s),
             "response.cancel" => Ok(self.cancel()),
-            "input_audio_buffer.speech_started" if s.vad_interrupts => {
-                Ok(vec![self.input(InputKind::SpeechStarted { confidence: 1.0, since: None })])
+            "input_audio_buffer.speech_started" => {
+                self.speech_started(s);
+                Ok(Vec::new())
             }
-            "input_audio_buffer.speech_started" => Ok(Vec::new()),
             "conversation.item.truncate" => self.truncate(s),
+            "playback.started" => self.started(s),
             "playback.played" => self.played(s),
             "playback.cleared" | "output_audio_buffer.cleared" => self.cleared(s),
             k if SKIPPED.contains(&k) => Ok(Vec::new()),
@@ -353,328 +414,8 @@ impl Line<'_> {
         self.event.kind.as_deref().unwrap_or("")
     }
 
-    /// The audio format (bytes per ms) and whether VAD interrupts, from a session object (GA:
-    /// `audio.output.format.type`, `audio.input.turn_detection`; beta: `output_audio_format`,
-    /// `turn_detection`).
-    fn session_config(&self, s: &mut Session) {
-        let session: Option<Value> = self
-            .event
-            .session
-            .and_then(|raw| serde_json::from_str(raw.get()).ok());
-        let at = |path: &[&str]| -> Option<String> {
-            let mut v = session.as_ref()?;
-            for k in path {
-                v = v.get(*k)?;
-            }
-            v.as_str().map(str::to_owned)
-        };
-        let format =
-            at(&["audio", "output", "format", "type"]).or_else(|| at(&["output_audio_format"]));
-        if let Some(f) = format {
-            s.bytes_per_ms = match f.as_str() {
-                "audio/pcmu" | "audio/pcma" | "g711_ulaw" | "g711_alaw" => 8,
-                _ => 48,
-            };
-        }
-        let session = session.as_ref();
-        let detection = session
-            .and_then(|v| v.get("audio"))
-            .and_then(|v| v.get("input"))
-            .and_then(|v| v.get("turn_detection"))
-            .or_else(|| session.and_then(|v| v.get("turn_detection")));
-        if let Some(d) = detection {
-            s.vad_interrupts = !d.is_null()
-                && d.get("interrupt_response")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(true);
-        }
-    }
-
     /// The generation a new turn takes: above every one the session used or fenced.
     fn next_generation(&self) -> Generation {
         self.machine.map_or(1, |m| m.session().next_generation())
     }
-
-    /// `response.created`: a response starts (answering the oldest create, if one waits), its
-    /// model stream a child of it.
-    fn created(&self, s: &mut Session) -> Result<Events, InputError> {
-        let id = self.need_str(&["response", "id"])?;
-        if !s.creates.is_empty() {
-            s.creates.remove(0);
-        }
-        let modalities = self
-            .event
-            .response
-            .as_ref()
-            .and_then(|r| r.output_modalities.as_ref().or(r.modalities.as_ref()));
-        let text_only = modalities.is_some_and(|m| !m.iter().any(|x| x == "audio"));
-        let generation = self.next_generation();
-        s.responses.insert(
-            id.clone(),
-            Response {
-                generation,
-                ..Response::default()
-            },
-        );
-        Ok(vec![
-            self.input(InputKind::Accept {
-                turn: id.clone().into(),
-                generation,
-                mode: if text_only { Mode::Text } else { Mode::Audio },
-                deadline_ms: None,
-                budget: None,
-                interruptible: true,
-            }),
-            self.input(InputKind::Spawn {
-                turn: id.into(),
-                child: STREAM.into(),
-                kind: ChildKind::Model,
-                need_ms: None,
-            }),
-        ])
-    }
-
-    /// `error`: a create refused beside an active response is that create's turn refused;
-    /// other codes have no turn semantics (a cancel with nothing active; a truncation the server
-    /// refused, whose claim is judged at its own line).
-    fn error(&self, s: &mut Session) -> Result<Events, InputError> {
-        let code = self.str_at(&["error", "code"]);
-        let message = self.str_at(&["error", "message"]).unwrap_or("");
-        let refused = code == Some("conversation_already_has_active_response")
-            || (code.is_none() && message.contains("already has an active response"));
-        if !refused {
-            return Ok(Vec::new());
-        }
-        let named = self.str_at(&["error", "event_id"]).map(str::to_owned);
-        let turn = match named {
-            Some(id) => {
-                s.creates.retain(|c| *c != id);
-                id
-            }
-            None if !s.creates.is_empty() => s.creates.remove(0),
-            None => format!("create@{}", self.line),
-        };
-        Ok(vec![
-            self.input(InputKind::Accept {
-                turn: turn.clone().into(),
-                generation: self.next_generation(),
-                mode: Mode::Audio,
-                deadline_ms: None,
-                budget: None,
-                interruptible: true,
-            }),
-            self.observed(
-                Output::TurnRefused {
-                    turn: turn.into(),
-                    reason: RefuseReason::ActiveTurnExists,
-                },
-                &[],
-            ),
-        ])
-    }
-
-    /// The response a delta is of, with its next seq.
-    fn next_delta<'s>(&self, s: &'s mut Session) -> Result<(String, &'s mut Response), InputError> {
-        let id = self.need_str(&["response_id"])?;
-        if let Some(item) = self.str_at(&["item_id"]) {
-            s.items.insert(item.to_owned(), id.clone());
-        }
-        let r = s.responses.get_mut(&id).ok_or_else(|| {
-            self.error_at(format!(
-                "a delta of response {id:?}, which no response.created began"
-            ))
-        })?;
-        r.seq += 1;
-        Ok((id, r))
-    }
-
-    /// An audio delta: its milliseconds go to the playback buffer (from `audio_ms` where the
-    /// capture states it, else from the base64 `delta`'s length and the session's format).
-    fn audio_delta(&self, s: &mut Session) -> Result<Events, InputError> {
-        let stated = self.event.audio_ms;
-        let bytes = self.str_at(&["delta"]).map(base64_len);
-        let bpm = s.bytes_per_ms.max(1);
-        let (turn, r) = self.next_delta(s)?;
-        let frames = match (stated, bytes) {
-            (Some(ms), _) => ms,
-            (None, Some(b)) => {
-                r.bytes += b;
-                let ms = r.bytes / bpm;
-                let new = ms - r.ms.min(ms);
-                r.ms = ms;
-                new
-            }
-            (None, None) => {
-                return Err(self.error_at(
-                    "an audio delta needs its `delta` (base64) or the capture's `audio_ms`",
-                ))
-            }
-        };
-        let frames = u32::try_from(frames).map_err(|_| self.error_at("`audio_ms` too large"))?;
-        Ok(vec![self.input(InputKind::Delta {
-            turn: turn.into(),
-            generation: r.generation,
-            seq: r.seq,
-            text: None,
-            frames,
-        })])
-    }
-
-    fn text_delta(&self, s: &mut Session) -> Result<Events, InputError> {
-        let text = self.need_str(&["delta"])?;
-        let (turn, r) = self.next_delta(s)?;
-        Ok(vec![self.input(InputKind::Delta {
-            turn: turn.into(),
-            generation: r.generation,
-            seq: r.seq,
-            text: Some(text),
-            frames: 0,
-        })])
-    }
-
-    /// `response.done`: the response's stream ended — finished (`completed`, `incomplete`,
-    /// `failed`: the model is done) or stopped (`cancelled`: its stream stops at the done, the
-    /// checkpoint that acknowledges the cancel); the terminal state the log shows is held
-    /// against the model's.
-    fn done(&self, s: &mut Session) -> Result<Events, InputError> {
-        let turn = self.need_str(&["response", "id"])?;
-        let status = self.need_str(&["response", "status"])?;
-        if !s.responses.contains_key(&turn) {
-            return Err(self.error_at(format!(
-                "response.done for {turn:?}, which no response.created began"
-            )));
-        }
-        let (input, state) = match status.as_str() {
-            "completed" | "incomplete" | "failed" => (
-                InputKind::ModelDone { turn: turn.clone().into() },
-                Terminal::Completed,
-            ),
-            "cancelled" => (
-                InputKind::Checkpoint {
-                    turn: turn.clone().into(),
-                    child: STREAM.into(),
-                    phase: "response.done".to_owned(),
-                    temporary_outputs: 0,
-                },
-                Terminal::Cancelled,
-            ),
-            other => {
-                return Err(self.error_at(format!(
-                    "response.done status {other:?}; expected completed, cancelled, incomplete or failed"
-                )))
-            }
-        };
-        Ok(vec![
-            self.input(input),
-            self.observed(
-                Output::Terminal {
-                    turn: turn.into(),
-                    state,
-                },
-                &[],
-            ),
-        ])
-    }
-
-    /// `response.cancel`: a stop of the response it names, else of the active one; with none
-    /// active and none named there is no turn to stop (the server answers
-    /// `response_cancel_not_active`).
-    fn cancel(&self) -> Events {
-        let named = self.str_at(&["response_id"]).map(TurnId::from);
-        let active = self.machine.and_then(|m| {
-            m.session()
-                .turns
-                .iter()
-                .find(|t| !matches!(t.phase, Phase::Terminal { .. }))
-                .map(|t| t.id.clone())
-        });
-        let Some(turn) = named.or(active) else {
-            return Vec::new();
-        };
-        let request_id = self.str_or("event_id", || format!("cancel@{}", self.line));
-        vec![self.input(InputKind::Stop { turn, request_id })]
-    }
-
-    /// `conversation.item.truncate`: the item's response truncated to `audio_end_ms` heard.
-    fn truncate(&self, s: &mut Session) -> Result<Events, InputError> {
-        let item = self.need_str(&["item_id"])?;
-        let heard = self
-            .event
-            .audio_end_ms
-            .ok_or_else(|| self.error_at("conversation.item.truncate needs `audio_end_ms`"))?;
-        let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
-        // An item no audio delta named: truncated as itself, which no response is.
-        let turn = s.items.get(&item).cloned().unwrap_or(item);
-        let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
-        Ok(vec![self.observed(
-            Output::Truncated {
-                turn: turn.into(),
-                generation,
-                heard,
-            },
-            &[],
-        )])
-    }
-
-    /// The app's `playback.played`: its player reached `audio_end_ms` into the response's audio
-    /// — the speaker consumed what lies between, and played it.
-    fn played(&self, s: &mut Session) -> Result<Events, InputError> {
-        let turn = self.need_str(&["response_id"])?;
-        let position = self
-            .event
-            .audio_end_ms
-            .ok_or_else(|| self.error_at("playback.played needs `audio_end_ms`"))?;
-        let r = s.responses.get_mut(&turn).ok_or_else(|| {
-            self.error_at(format!(
-                "playback of {turn:?}, which no response.created began"
-            ))
-        })?;
-        if position < r.played_ms {
-            return Err(self.error_at(format!(
-                "the played position went back from {} to {position} ms",
-                r.played_ms
-            )));
-        }
-        let frames = position - r.played_ms;
-        r.played_ms = position;
-        if frames == 0 {
-            return Ok(Vec::new());
-        }
-        let frames = u32::try_from(frames).map_err(|_| self.error_at("position too large"))?;
-        let generation = r.generation;
-        Ok(vec![
-            self.input(InputKind::FramePlayed { frames }),
-            self.observed(
-                Output::Played {
-                    turn: turn.into(),
-                    generation,
-                    seq: 0,
-                    frames,
-                },
-                &["seq", "frames"],
-            ),
-        ])
-    }
-
-    /// The app's `playback.cleared` (or WebRTC's `output_audio_buffer.cleared`): the response's
-    /// queued audio was dropped unplayed (`cleared_ms` of it, where stated).
-    fn cleared(&self, _: &mut Session) -> Result<Events, InputError> {
-        let turn = self.need_str(&["response_id"])?;
-        let stated = self.event.cleared_ms;
-        let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
-        let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
-        Ok(vec![self.observed(
-            Output::PlaybackCleared {
-                turn: turn.into(),
-                frames,
-            },
-            wildcards,
-        )])
-    }
-}
-
-/// Decoded bytes of a base64 string, from its length.
-fn base64_len(s: &str) -> u64 {
-    let s = s.trim_end_matches('=');
-    (s.len() as u64 * 3) / 4
 }

@@ -657,6 +657,8 @@ fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Fi
 
 /// An invariant broken again about the same subjects, later, is the same story going on (a pause
 /// reported kept, then found undecided when it ends): it goes with the first finding (`also`).
+/// So is a turn's audio played after an interruption its system never cut (no truncation, no
+/// clear): the audio the interruption left playing is that interruption ignored.
 fn fold_repeats(mut findings: Vec<Finding>) -> Vec<Finding> {
     findings.sort_by_key(|f| f.line);
     let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
@@ -665,9 +667,9 @@ fn fold_repeats(mut findings: Vec<Finding>) -> Vec<Finding> {
             .then(|| {
                 out.iter().position(|o| {
                     o.kind == FindingKind::Invariant
-                        && o.invariant == f.invariant
-                        && o.ids == f.ids
                         && o.line < f.line
+                        && o.session == f.session
+                        && (o.invariant == f.invariant && o.ids == f.ids || played_on(o, &f))
                 })
             })
             .flatten();
@@ -677,6 +679,13 @@ fn fold_repeats(mut findings: Vec<Finding>) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// `later` is audio of the turn whose interruption `first` found never cut.
+fn played_on(first: &Finding, later: &Finding) -> bool {
+    first.invariant == Some("truncated_to_heard")
+        && later.invariant == Some("no_late_delivery")
+        && first.ids.first() == later.ids.first()
 }
 
 /// The observed output with its wildcard fields taken from the machine's.

@@ -105,6 +105,12 @@ pub enum Event<S: Conform> {
         ids: Vec<String>,
         needs: String,
     },
+    /// An event the dialect held back at an earlier line (`line`) until a later one showed what
+    /// it was, given now: judged as of the line that stated it.
+    Held {
+        line: usize,
+        event: Box<Event<S>>,
+    },
 }
 
 /// Why a trace could not be read: its own exit code, with the line (and column where it helps).
@@ -294,6 +300,8 @@ impl Dialect {
 pub enum StackRecord {
     Meta(serde_json::Value),
     Line(String),
+    /// The end of the log.
+    End,
 }
 
 /// The lines of a real stack's log: its first line is its meta line (given the dialect's
@@ -301,6 +309,8 @@ pub enum StackRecord {
 /// without one — an event, before which the dialect's meta is put.
 pub struct StackLines {
     started: bool,
+    /// The last line read.
+    last: usize,
     /// The dialect's `complete` ([`StackDialect::COMPLETE`]), set when the reader is split.
     complete: &'static [&'static str],
     /// The dialect's [`StackDialect::split`], set when the reader is split.
@@ -314,6 +324,7 @@ impl Default for StackLines {
     fn default() -> StackLines {
         StackLines {
             started: false,
+            last: 0,
             complete: &[],
             split: |_, _| Ok(None),
         }
@@ -327,6 +338,7 @@ impl ReadLines<StackRecord> for StackLines {
         line: usize,
         out: &mut Vec<(usize, StackRecord)>,
     ) -> Result<(), InputError> {
+        self.last = line;
         if !self.started {
             self.started = true;
             let v: serde_json::Value = serde_json::from_str(text)
@@ -354,6 +366,11 @@ impl ReadLines<StackRecord> for StackLines {
             Some(parts) => out.extend(parts.into_iter().map(|p| (line, StackRecord::Line(p)))),
             None => out.push((line, StackRecord::Line(text.to_owned()))),
         }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut Vec<(usize, StackRecord)>) -> Result<(), InputError> {
+        out.push((self.last, StackRecord::End));
         Ok(())
     }
 }
@@ -385,6 +402,11 @@ pub trait StackDialect<S: Conform>: Default {
         line: usize,
         sessions: &Sessions<S>,
     ) -> Result<Vec<Event<S>>, InputError>;
+
+    /// The end of the log, after its last line (`line`): what the dialect still held back.
+    fn end(&mut self, _line: usize, _sessions: &Sessions<S>) -> Result<Vec<Event<S>>, InputError> {
+        Ok(Vec::new())
+    }
 }
 
 /// The reader of a real stack's log: its lines held as text, each made into events by the
@@ -439,6 +461,7 @@ impl<S: Conform, D: StackDialect<S>> MakeEvents<S, StackRecord> for StackEvents<
                 out.push(Event::Meta(v));
             }
             StackRecord::Line(text) => out.extend(self.0.line(&text, line, sessions)?),
+            StackRecord::End => out.extend(self.0.end(line, sessions)?),
         }
         Ok(())
     }
@@ -614,6 +637,10 @@ impl<S: Conform> Checker<S> {
                 opened?;
                 self.open_peak();
                 Ok(())
+            }
+            Event::Held { line, event } => {
+                self.verdict.events -= 1;
+                self.event(*event, line)
             }
             Event::NotJudged {
                 session,

@@ -526,6 +526,7 @@ mod tests {
                     Event::Meta(_)
                     | Event::Fact { .. }
                     | Event::NotJudged { .. }
+                    | Event::Held { .. }
                     | Event::Begin { .. },
                 )
                 | None => panic!("left over: {line}"),

@@ -1,0 +1,246 @@
+//! What the user heard: server VAD's speech, the app's player (its positions, its clear) and the
+//! client's truncation.
+
+use turnfence_model::turn::{InputKind, Invariant, Output, TurnMachine};
+use turnfence_model::turn::Input;
+use turnfence_model::{Invariant as _, Millis};
+
+use super::{Events, Line, Session};
+use crate::trace::{Event, InputError};
+
+impl Line<'_> {
+    /// Server VAD heard the user. Where it interrupts (`interrupt_response`, on by default), the
+    /// speech is held until the app shows what it did about it: a player's position read as it
+    /// stops counts as played before the stop, and the app's clear is the cut. Where it does
+    /// not, the speech interrupts nothing of itself: the app's own clear and cancel are the
+    /// interruption, if it makes one.
+    pub(super) fn speech_started(&self, s: &mut Session) {
+        if s.vad_interrupts {
+            s.held.get_or_insert((self.at, self.line));
+        }
+    }
+
+    /// The held speech, given now, as of its own line and time (or the last time the machine
+    /// saw, where a position read at the stop came later): the playback buffer it clears is
+    /// cleared before what this line does.
+    pub(super) fn release_speech(&self, s: &mut Session) -> Events {
+        let Some((at, line)) = s.held.take() else {
+            return Vec::new();
+        };
+        self.cut.set(true);
+        let now = self.machine.map_or(at, |m| m.session().now);
+        vec![Event::Held {
+            line,
+            event: Box::new(self.speech(at.max(now))),
+        }]
+    }
+
+    fn speech(&self, at: Millis) -> Event<TurnMachine> {
+        Event::Input {
+            session: self.session.to_owned(),
+            input: Input::new(
+                at,
+                InputKind::SpeechStarted {
+                    confidence: 1.0,
+                    since: None,
+                },
+            ),
+        }
+    }
+
+    /// The response a player event is of, and the key its position is kept under: the item it
+    /// names (what players track, and what a truncation names), else the response.
+    fn player_subject(&self, s: &mut Session) -> Result<(String, String), InputError> {
+        s.player = true;
+        if let Some(item) = self.str_at(&["item_id"]) {
+            let turn = match (s.items.get(item), self.str_at(&["response_id"])) {
+                (Some(turn), _) => turn.clone(),
+                (None, Some(turn)) => {
+                    s.items.insert(item.to_owned(), turn.to_owned());
+                    turn.to_owned()
+                }
+                (None, None) => {
+                    return Err(self.error_at(format!(
+                        "{} of item {item:?}, which no response's output named: add its \
+                         `response_id`",
+                        self.kind()
+                    )))
+                }
+            };
+            return Ok((item.to_owned(), turn));
+        }
+        match self.str_at(&["response_id"]) {
+            Some(turn) => Ok((turn.to_owned(), turn.to_owned())),
+            None => Err(self.error_at(format!(
+                "{} needs the `item_id` or the `response_id` it plays",
+                self.kind()
+            ))),
+        }
+    }
+
+    /// `playback.started`: the app's player began an item's audio (nothing played yet).
+    pub(super) fn started(&self, s: &mut Session) -> Result<Events, InputError> {
+        self.player_subject(s)?;
+        Ok(Vec::new())
+    }
+
+    /// The app's `playback.played`: its player reached `audio_end_ms` into the item's (or the
+    /// response's) audio — the speaker consumed what lies between, and played it.
+    pub(super) fn played(&self, s: &mut Session) -> Result<Events, InputError> {
+        let (key, turn) = self.player_subject(s)?;
+        let position = self
+            .event
+            .audio_end_ms
+            .ok_or_else(|| self.error_at("playback.played needs `audio_end_ms`"))?;
+        self.advance(s, key, turn, position)
+    }
+
+    /// The player moved from its last position in `key`'s audio to `position`: those frames
+    /// played. What the playback buffer holds of the response is consumed; what it does not
+    /// hold (audio the app was to drop: cleared, or of a response it stopped) played all the
+    /// same, after the stop.
+    fn advance(
+        &self,
+        s: &mut Session,
+        key: String,
+        turn: String,
+        position: u64,
+    ) -> Result<Events, InputError> {
+        let generation = s
+            .responses
+            .get(&turn)
+            .map(|r| r.generation)
+            .ok_or_else(|| {
+                self.error_at(format!(
+                    "playback of {turn:?}, which no response.created began"
+                ))
+            })?;
+        let last = s.positions.entry(key).or_default();
+        if position < *last {
+            return Err(self.error_at(format!(
+                "the played position went back from {} to {position} ms",
+                *last
+            )));
+        }
+        let frames = position - *last;
+        *last = position;
+        if frames == 0 {
+            return Ok(Vec::new());
+        }
+        let frames = u32::try_from(frames).map_err(|_| self.error_at("position too large"))?;
+        let queued = match self.machine {
+            Some(m) if !self.cut.get() => m.session().playback.frames_of(&turn),
+            _ => 0,
+        };
+        let mut out = Vec::new();
+        if queued > 0 {
+            out.push(self.input(InputKind::FramePlayed {
+                frames: frames.min(queued),
+            }));
+        }
+        out.push(self.observed(
+            Output::Played {
+                turn: turn.into(),
+                generation,
+                seq: 0,
+                frames,
+            },
+            &["seq", "frames"],
+        ));
+        Ok(out)
+    }
+
+    /// The app's `playback.cleared` (or WebRTC's `output_audio_buffer.cleared`): the item's (or
+    /// the response's) queued audio was dropped unplayed (`cleared_ms` of it, where stated), at
+    /// the position `audio_end_ms` where it states one. This is the cut: a speech held till now
+    /// is given here; with none, where the response still had audio to play, the app's clear is
+    /// the interruption (server VAD that does not interrupt, a stop the user asked for).
+    pub(super) fn cleared(&self, s: &mut Session) -> Result<Events, InputError> {
+        let (key, turn) = self.player_subject(s)?;
+        let mut out = match self.event.audio_end_ms {
+            Some(position) => self.advance(s, key, turn.clone(), position)?,
+            None => Vec::new(),
+        };
+        if let Some((_, line)) = s.held.take() {
+            // The cut, after the position read at it.
+            self.cut.set(true);
+            out.push(Event::Held {
+                line,
+                event: Box::new(self.speech(self.at)),
+            });
+        } else if self.cuts(&turn, &out) {
+            out.push(self.speech(self.at));
+            self.cut.set(true);
+        }
+        let stated = self.event.cleared_ms;
+        let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
+        let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
+        out.push(self.observed(
+            Output::PlaybackCleared {
+                turn: turn.into(),
+                frames,
+            },
+            wildcards,
+        ));
+        Ok(out)
+    }
+
+    /// The clear cuts the response off: it still runs, or the playback buffer holds more of it
+    /// than the position just read consumed (`out`).
+    fn cuts(&self, turn: &str, out: &Events) -> bool {
+        let Some(m) = self.machine else {
+            return false;
+        };
+        let consumed: u32 = out
+            .iter()
+            .map(|e| match e {
+                Event::Input { input, .. } => match input.kind {
+                    InputKind::FramePlayed { frames } => frames,
+                    _ => 0,
+                },
+                _ => 0,
+            })
+            .sum();
+        let running = m
+            .session()
+            .turns
+            .iter()
+            .any(|t| *t.id == *turn && t.phase.is_running());
+        running || m.session().playback.frames_of(turn) > consumed
+    }
+
+    /// `conversation.item.truncate`: the item's response truncated to `audio_end_ms` heard. What
+    /// was heard is the app's player's to say: in a session whose app reported no position, the
+    /// truncation is not judged.
+    pub(super) fn truncate(&self, s: &mut Session) -> Result<Events, InputError> {
+        let item = self.need_str(&["item_id"])?;
+        let heard = self
+            .event
+            .audio_end_ms
+            .ok_or_else(|| self.error_at("conversation.item.truncate needs `audio_end_ms`"))?;
+        let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
+        // An item no audio delta named: truncated as itself, which no response is.
+        let turn = s.items.get(&item).cloned().unwrap_or(item);
+        let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
+        let mut out = Vec::new();
+        if !s.player {
+            out.push(Event::NotJudged {
+                session: self.session.to_owned(),
+                rule: Invariant::TruncatedToHeard.name(),
+                ids: vec![turn.clone()],
+                needs: "the app's player positions (`playback.played` lines): what was heard is \
+                        the player's to say, and no line of this session reports it"
+                    .to_owned(),
+            });
+        }
+        out.push(self.observed(
+            Output::Truncated {
+                turn: turn.into(),
+                generation,
+                heard,
+            },
+            &[],
+        ));
+        Ok(out)
+    }
+}

@@ -1,0 +1,303 @@
+//! The responses: their creation, refusal, deltas, cancel and done.
+
+use turnfence_model::turn::state::Phase;
+use turnfence_model::turn::{ChildKind, InputKind, Mode, Output, RefuseReason, Terminal, TurnId};
+
+use serde_json::Value;
+
+use super::{Events, Line, Response, Session, STREAM};
+use crate::trace::InputError;
+
+impl Line<'_> {
+    /// The audio format (bytes per ms) and whether VAD interrupts, from a session object (GA:
+    /// `audio.output.format.type`, `audio.input.turn_detection`; beta: `output_audio_format`,
+    /// `turn_detection`).
+    pub(super) fn session_config(&self, s: &mut Session) {
+        let session: Option<Value> = self
+            .event
+            .session
+            .and_then(|raw| serde_json::from_str(raw.get()).ok());
+        let at = |path: &[&str]| -> Option<String> {
+            let mut v = session.as_ref()?;
+            for k in path {
+                v = v.get(*k)?;
+            }
+            v.as_str().map(str::to_owned)
+        };
+        let format =
+            at(&["audio", "output", "format", "type"]).or_else(|| at(&["output_audio_format"]));
+        if let Some(f) = format {
+            s.bytes_per_ms = match f.as_str() {
+                "audio/pcmu" | "audio/pcma" | "g711_ulaw" | "g711_alaw" => 8,
+                _ => 48,
+            };
+        }
+        let session = session.as_ref();
+        let detection = session
+            .and_then(|v| v.get("audio"))
+            .and_then(|v| v.get("input"))
+            .and_then(|v| v.get("turn_detection"))
+            .or_else(|| session.and_then(|v| v.get("turn_detection")));
+        if let Some(d) = detection {
+            s.vad_interrupts = !d.is_null()
+                && d.get("interrupt_response")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(true);
+        }
+    }
+
+    /// `response.created`: a response starts (answering the oldest create, if one waits), its
+    /// model stream a child of it.
+    pub(super) fn created(&self, s: &mut Session) -> Result<Events, InputError> {
+        let id = self.need_str(&["response", "id"])?;
+        if !s.creates.is_empty() {
+            s.creates.remove(0);
+        }
+        let modalities = self
+            .event
+            .response
+            .as_ref()
+            .and_then(|r| r.output_modalities.as_ref().or(r.modalities.as_ref()));
+        let text_only = modalities.is_some_and(|m| !m.iter().any(|x| x == "audio"));
+        let generation = self.next_generation();
+        s.responses.insert(
+            id.clone(),
+            Response {
+                generation,
+                ..Response::default()
+            },
+        );
+        Ok(vec![
+            self.input(InputKind::Accept {
+                turn: id.clone().into(),
+                generation,
+                mode: if text_only { Mode::Text } else { Mode::Audio },
+                deadline_ms: None,
+                budget: None,
+                interruptible: true,
+            }),
+            self.input(InputKind::Spawn {
+                turn: id.into(),
+                child: STREAM.into(),
+                kind: ChildKind::Model,
+                need_ms: None,
+            }),
+        ])
+    }
+
+    /// `error`: a create refused beside an active response is that create's turn refused;
+    /// other codes have no turn semantics (a cancel with nothing active; a truncation the server
+    /// refused, whose claim is judged at its own line).
+    pub(super) fn error(&self, s: &mut Session) -> Result<Events, InputError> {
+        let code = self.str_at(&["error", "code"]);
+        let message = self.str_at(&["error", "message"]).unwrap_or("");
+        let refused = code == Some("conversation_already_has_active_response")
+            || (code.is_none() && message.contains("already has an active response"));
+        if !refused {
+            return Ok(Vec::new());
+        }
+        let named = self.str_at(&["error", "event_id"]).map(str::to_owned);
+        let turn = match named {
+            Some(id) => {
+                s.creates.retain(|c| *c != id);
+                id
+            }
+            None if !s.creates.is_empty() => s.creates.remove(0),
+            None => format!("create@{}", self.line),
+        };
+        Ok(vec![
+            self.input(InputKind::Accept {
+                turn: turn.clone().into(),
+                generation: self.next_generation(),
+                mode: Mode::Audio,
+                deadline_ms: None,
+                budget: None,
+                interruptible: true,
+            }),
+            self.observed(
+                Output::TurnRefused {
+                    turn: turn.into(),
+                    reason: RefuseReason::ActiveTurnExists,
+                },
+                &[],
+            ),
+        ])
+    }
+
+    /// The response a delta is of, with its next seq.
+    pub(super) fn next_delta<'s>(
+        &self,
+        s: &'s mut Session,
+    ) -> Result<(String, &'s mut Response), InputError> {
+        let id = self.need_str(&["response_id"])?;
+        if let Some(item) = self.str_at(&["item_id"]) {
+            s.items.insert(item.to_owned(), id.clone());
+        }
+        let r = s.responses.get_mut(&id).ok_or_else(|| {
+            self.error_at(format!(
+                "a delta of response {id:?}, which no response.created began"
+            ))
+        })?;
+        r.seq += 1;
+        Ok((id, r))
+    }
+
+    /// An audio delta: its milliseconds go to the playback buffer (from `audio_ms` where the
+    /// capture states it, else from the audio's bytes — the base64 `delta`'s length, or
+    /// `audio_bytes` where the capture kept the count instead — and the session's format).
+    pub(super) fn audio_delta(&self, s: &mut Session) -> Result<Events, InputError> {
+        let stated = self.event.audio_ms;
+        let bytes = match (self.event.audio_bytes, self.str_at(&["delta"])) {
+            (Some(n), _) => Some(n),
+            (None, Some(b64)) if stated.is_none() => Some(base64_len(b64).ok_or_else(|| {
+                self.error_at(format!(
+                    "an audio delta whose `delta` is not base64 ({}), so its length is unknown: \
+                     keep the base64, or add `audio_ms` (its milliseconds) or `audio_bytes` (its \
+                     byte count)",
+                    excerpt(b64)
+                ))
+            })?),
+            (None, _) => None,
+        };
+        let bpm = s.bytes_per_ms.max(1);
+        let (turn, r) = self.next_delta(s)?;
+        let frames = match (stated, bytes) {
+            (Some(ms), _) => ms,
+            (None, Some(b)) => {
+                r.bytes += b;
+                let ms = r.bytes / bpm;
+                let new = ms - r.ms.min(ms);
+                r.ms = ms;
+                new
+            }
+            (None, None) => {
+                return Err(self.error_at(
+                    "an audio delta needs its `delta` (base64), or `audio_ms` or `audio_bytes`",
+                ))
+            }
+        };
+        let frames = u32::try_from(frames).map_err(|_| self.error_at("`audio_ms` too large"))?;
+        Ok(vec![self.input(InputKind::Delta {
+            turn: turn.into(),
+            generation: r.generation,
+            seq: r.seq,
+            text: None,
+            frames,
+        })])
+    }
+
+    pub(super) fn text_delta(&self, s: &mut Session) -> Result<Events, InputError> {
+        let text = self.need_str(&["delta"])?;
+        let (turn, r) = self.next_delta(s)?;
+        Ok(vec![self.input(InputKind::Delta {
+            turn: turn.into(),
+            generation: r.generation,
+            seq: r.seq,
+            text: Some(text),
+            frames: 0,
+        })])
+    }
+
+    /// `response.done`: the response's stream ended — finished (`completed`, `incomplete`,
+    /// `failed`: the model is done) or stopped (`cancelled`: its stream stops at the done, the
+    /// checkpoint that acknowledges the cancel); the terminal state the log shows is held
+    /// against the model's. A response the app already stopped (its cancel, or its own clear
+    /// where the server does not interrupt) that the server finished all the same was done
+    /// before the stop reached it — the cancel crossed the done, and the server answers it
+    /// `response_cancel_not_active`: it ends here, stopped as the app stopped it, in the status
+    /// the server gives.
+    pub(super) fn done(&self, s: &mut Session) -> Result<Events, InputError> {
+        let turn = self.need_str(&["response", "id"])?;
+        let status = self.need_str(&["response", "status"])?;
+        if !s.responses.contains_key(&turn) {
+            return Err(self.error_at(format!(
+                "response.done for {turn:?}, which no response.created began"
+            )));
+        }
+        let stopped = self.machine.is_some_and(|m| {
+            m.session()
+                .turns
+                .iter()
+                .any(|t| *t.id == *turn && t.phase.is_cancel_requested())
+        });
+        let checkpoint = InputKind::Checkpoint {
+            turn: turn.clone().into(),
+            child: STREAM.into(),
+            phase: "response.done".to_owned(),
+            temporary_outputs: 0,
+        };
+        let (input, state, wildcards): (_, _, &'static [&'static str]) = match status.as_str() {
+            "completed" | "incomplete" | "failed" if stopped => {
+                (checkpoint, Terminal::Completed, &["state"])
+            }
+            "completed" | "incomplete" | "failed" => (
+                InputKind::ModelDone { turn: turn.clone().into() },
+                Terminal::Completed,
+                &[],
+            ),
+            "cancelled" => (checkpoint, Terminal::Cancelled, &[]),
+            other => {
+                return Err(self.error_at(format!(
+                    "response.done status {other:?}; expected completed, cancelled, incomplete or failed"
+                )))
+            }
+        };
+        Ok(vec![
+            self.input(input),
+            self.observed(
+                Output::Terminal {
+                    turn: turn.into(),
+                    state,
+                },
+                wildcards,
+            ),
+        ])
+    }
+
+    /// `response.output_item.added`: which response the item is of (a player may name either).
+    pub(super) fn output_item(&self, s: &mut Session) {
+        let item = self.event.item.as_ref().and_then(|i| i.id.as_deref());
+        if let (Some(item), Some(response)) = (item, self.str_at(&["response_id"])) {
+            s.items.insert(item.to_owned(), response.to_owned());
+        }
+    }
+
+    /// `response.cancel`: a stop of the response it names, else of the active one; with none
+    /// active and none named there is no turn to stop (the server answers
+    /// `response_cancel_not_active`).
+    pub(super) fn cancel(&self) -> Events {
+        let named = self.str_at(&["response_id"]).map(TurnId::from);
+        let active = self.machine.and_then(|m| {
+            m.session()
+                .turns
+                .iter()
+                .find(|t| !matches!(t.phase, Phase::Terminal { .. }))
+                .map(|t| t.id.clone())
+        });
+        let Some(turn) = named.or(active) else {
+            return Vec::new();
+        };
+        let request_id = self.str_or("event_id", || format!("cancel@{}", self.line));
+        vec![self.input(InputKind::Stop { turn, request_id })]
+    }
+}
+
+/// Decoded bytes of a base64 string, from its length; `None`: it is not base64 (a capture that
+/// redacted the audio).
+fn base64_len(s: &str) -> Option<u64> {
+    let body = s.trim_end_matches('=');
+    let base64 = s.len() - body.len() <= 2
+        && body
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/');
+    base64.then(|| (body.len() as u64 * 3) / 4)
+}
+
+/// The start of a field's text, for a message.
+fn excerpt(s: &str) -> String {
+    let mut cut: String = s.chars().take(40).collect();
+    if cut.len() < s.len() {
+        cut.push('…');
+    }
+    format!("{cut:?}")
+}
