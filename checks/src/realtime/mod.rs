@@ -149,6 +149,12 @@ struct Resp<'a> {
     output_modalities: Option<Vec<Cow<'a, str>>>,
     #[serde(borrow)]
     modalities: Option<Vec<Cow<'a, str>>>,
+    /// The client's create: `none` for a response outside the conversation (out of band).
+    #[serde(borrow)]
+    conversation: Option<Cow<'a, str>>,
+    /// The server's response: `null` for a response outside the conversation.
+    #[serde(borrow)]
+    conversation_id: Option<&'a RawValue>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -171,6 +177,9 @@ struct Response {
     /// Audio bytes received, and the milliseconds they made so far.
     bytes: u64,
     ms: u64,
+    /// Out of band (`conversation: "none"`): it runs beside the conversation's responses and
+    /// takes no part in its turns; only its audio heard over another's is judged.
+    out_of_band: bool,
 }
 
 /// What one session's log showed so far.
@@ -183,8 +192,8 @@ struct Session {
     responses: HashMap<String, Response>,
     /// Which response each output item is of.
     items: HashMap<String, String>,
-    /// Creates sent and not yet answered (their event ids).
-    creates: Vec<String>,
+    /// Creates sent and not yet answered (their event ids, and whether out of band).
+    creates: Vec<(String, bool)>,
     /// The app's player positions (ms into the audio), by item, or by response where the app
     /// names no item.
     positions: HashMap<String, u64>,
@@ -208,6 +217,13 @@ impl Default for Session {
             player: false,
             held: None,
         }
+    }
+}
+
+impl Session {
+    /// `response` is out of band.
+    fn out_of_band(&self, response: &str) -> bool {
+        self.responses.get(response).is_some_and(|r| r.out_of_band)
     }
 }
 
@@ -333,7 +349,9 @@ impl Line<'_> {
             }
             "response.create" => {
                 let id = self.str_or("event_id", || format!("create@{}", self.line));
-                s.creates.push(id);
+                let out_of_band = self.event.response.as_ref().and_then(|r| r.conversation.as_deref())
+                    == Some("none");
+                s.creates.push((id, out_of_band));
                 Ok(Vec::new())
             }
             "response.created" => self.created(s),
@@ -345,7 +363,7 @@ impl Line<'_> {
             "response.output_audio.delta" | "response.audio.delta" => self.audio_delta(s),
             "response.output_text.delta" | "response.text.delta" => self.text_delta(s),
             "response.done" => self.done(s),
-            "response.cancel" => Ok(self.cancel()),
+            "response.cancel" => Ok(self.cancel(s)),
             "input_audio_buffer.speech_started" => {
                 self.speech_started(s);
                 Ok(Vec::new())

@@ -6,6 +6,7 @@ use turnfence_model::turn::Input;
 use turnfence_model::{Invariant as _, Millis};
 
 use super::{Events, Line, Session};
+use crate::trace::turn_facts::Fact;
 use crate::trace::{Event, InputError};
 
 impl Line<'_> {
@@ -106,16 +107,14 @@ impl Line<'_> {
         turn: String,
         position: u64,
     ) -> Result<Events, InputError> {
-        let generation = s
-            .responses
-            .get(&turn)
-            .map(|r| r.generation)
-            .ok_or_else(|| {
-                self.error_at(format!(
-                    "playback of {turn:?}, which no response.created began"
-                ))
-            })?;
+        let r = s.responses.get(&turn).ok_or_else(|| {
+            self.error_at(format!(
+                "playback of {turn:?}, which no response.created began"
+            ))
+        })?;
+        let (generation, out_of_band) = (r.generation, r.out_of_band);
         let last = s.positions.entry(key).or_default();
+        let began = *last == 0;
         if position < *last {
             return Err(self.error_at(format!(
                 "the played position went back from {} to {position} ms",
@@ -128,6 +127,9 @@ impl Line<'_> {
             return Ok(Vec::new());
         }
         let frames = u32::try_from(frames).map_err(|_| self.error_at("position too large"))?;
+        if out_of_band {
+            return Ok(if began { self.heard_beside(&turn) } else { Vec::new() });
+        }
         let queued = match self.machine {
             Some(m) if !self.cut.get() => m.session().playback.frames_of(&turn),
             _ => 0,
@@ -150,6 +152,33 @@ impl Line<'_> {
         Ok(out)
     }
 
+    /// An out-of-band response began to play: where the conversation's response at the front
+    /// of the playback buffer has begun to play and has more to play, two responses are heard
+    /// at once (one played before or after the other is not).
+    fn heard_beside(&self, turn: &str) -> Events {
+        let front = match self.machine {
+            Some(m) if !self.cut.get() => {
+                let s = m.session();
+                s.playback
+                    .front()
+                    .filter(|f| s.turn(&f.turn).is_some_and(|t| t.played > 0))
+                    .map(|f| f.turn.clone())
+            }
+            _ => None,
+        };
+        let Some(other) = front else {
+            return Vec::new();
+        };
+        vec![Event::Fact {
+            session: self.session.to_owned(),
+            at: self.at,
+            fact: Fact::HeardBeside {
+                turn: turn.to_owned(),
+                other: other.to_string(),
+            },
+        }]
+    }
+
     /// The app's `playback.cleared` (or WebRTC's `output_audio_buffer.cleared`): the item's (or
     /// the response's) queued audio was dropped unplayed (`cleared_ms` of it, where stated), at
     /// the position `audio_end_ms` where it states one. This is the cut: a speech held till now
@@ -157,6 +186,9 @@ impl Line<'_> {
     /// the interruption (server VAD that does not interrupt, a stop the user asked for).
     pub(super) fn cleared(&self, s: &mut Session) -> Result<Events, InputError> {
         let (key, turn) = self.player_subject(s)?;
+        if s.out_of_band(&turn) {
+            return Ok(Vec::new());
+        }
         let mut out = match self.event.audio_end_ms {
             Some(position) => self.advance(s, key, turn.clone(), position)?,
             None => Vec::new(),
@@ -221,6 +253,10 @@ impl Line<'_> {
         let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
         // An item no audio delta named: truncated as itself, which no response is.
         let turn = s.items.get(&item).cloned().unwrap_or(item);
+        if s.out_of_band(&turn) {
+            // Not an item of the conversation: nothing the model keeps to truncate.
+            return Ok(Vec::new());
+        }
         let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
         let mut out = Vec::new();
         if !s.player {

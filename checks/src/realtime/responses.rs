@@ -50,8 +50,23 @@ impl Line<'_> {
     /// model stream a child of it.
     pub(super) fn created(&self, s: &mut Session) -> Result<Events, InputError> {
         let id = self.need_str(&["response", "id"])?;
-        if !s.creates.is_empty() {
-            s.creates.remove(0);
+        let asked_out_of_band = !s.creates.is_empty() && s.creates.remove(0).1;
+        let out_of_band = asked_out_of_band
+            || self
+                .event
+                .response
+                .as_ref()
+                .and_then(|r| r.conversation_id)
+                .is_some_and(|c| c.get() == "null");
+        if out_of_band {
+            s.responses.insert(
+                id,
+                Response {
+                    out_of_band,
+                    ..Response::default()
+                },
+            );
+            return Ok(Vec::new());
         }
         let modalities = self
             .event
@@ -99,10 +114,10 @@ impl Line<'_> {
         let named = self.str_at(&["error", "event_id"]).map(str::to_owned);
         let turn = match named {
             Some(id) => {
-                s.creates.retain(|c| *c != id);
+                s.creates.retain(|(c, _)| *c != id);
                 id
             }
-            None if !s.creates.is_empty() => s.creates.remove(0),
+            None if !s.creates.is_empty() => s.creates.remove(0).0,
             None => format!("create@{}", self.line),
         };
         Ok(vec![
@@ -161,6 +176,9 @@ impl Line<'_> {
         };
         let bpm = s.bytes_per_ms.max(1);
         let (turn, r) = self.next_delta(s)?;
+        if r.out_of_band {
+            return Ok(Vec::new());
+        }
         let frames = match (stated, bytes) {
             (Some(ms), _) => ms,
             (None, Some(b)) => {
@@ -189,6 +207,9 @@ impl Line<'_> {
     pub(super) fn text_delta(&self, s: &mut Session) -> Result<Events, InputError> {
         let text = self.need_str(&["delta"])?;
         let (turn, r) = self.next_delta(s)?;
+        if r.out_of_band {
+            return Ok(Vec::new());
+        }
         Ok(vec![self.input(InputKind::Delta {
             turn: turn.into(),
             generation: r.generation,
@@ -209,10 +230,13 @@ impl Line<'_> {
     pub(super) fn done(&self, s: &mut Session) -> Result<Events, InputError> {
         let turn = self.need_str(&["response", "id"])?;
         let status = self.need_str(&["response", "status"])?;
-        if !s.responses.contains_key(&turn) {
+        let Some(r) = s.responses.get(&turn) else {
             return Err(self.error_at(format!(
                 "response.done for {turn:?}, which no response.created began"
             )));
+        };
+        if r.out_of_band {
+            return Ok(Vec::new());
         }
         let stopped = self.machine.is_some_and(|m| {
             m.session()
@@ -265,8 +289,11 @@ impl Line<'_> {
     /// `response.cancel`: a stop of the response it names, else of the active one; with none
     /// active and none named there is no turn to stop (the server answers
     /// `response_cancel_not_active`).
-    pub(super) fn cancel(&self) -> Events {
+    pub(super) fn cancel(&self, s: &Session) -> Events {
         let named = self.str_at(&["response_id"]).map(TurnId::from);
+        if named.as_ref().is_some_and(|n| s.out_of_band(n)) {
+            return Vec::new();
+        }
         let active = self.machine.and_then(|m| {
             m.session()
                 .turns

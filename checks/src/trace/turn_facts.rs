@@ -32,6 +32,9 @@ pub enum Fact {
     /// The session closed with this tool call unanswered (`livekit-agents`: a tool may answer
     /// until the session closes, and not after).
     Unanswered { turn: String, child: String },
+    /// The user's player began to play `turn` (a response outside the turn-taking: the
+    /// Realtime API's out-of-band response) while `other`'s audio was still to play.
+    HeardBeside { turn: String, other: String },
 }
 
 /// What a turn log states about one turn.
@@ -95,6 +98,16 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                     Some(Invariant::ToolCallSettled),
                     vec![turn.clone(), child.clone()],
                     format!("the session closed with tool call {child} never answered: it stays in progress forever"),
+                )
+            })
+        }
+        Fact::HeardBeside { turn, other } => {
+            let left = s.playback.frames_of(other);
+            (left > 0).then(|| {
+                (
+                    Some(Invariant::SingleRunningTurn),
+                    vec![turn.clone(), other.clone()],
+                    format!("{turn} began to play while {left} frames of {other} were still to play: two heard at once"),
                 )
             })
         }
