@@ -1,8 +1,8 @@
 //! What the user heard: server VAD's speech, the app's player (its positions, its clear) and the
 //! client's truncation.
 
-use turnfence_model::turn::{InputKind, Invariant, Output, TurnMachine};
 use turnfence_model::turn::Input;
+use turnfence_model::turn::{InputKind, Invariant, Output, TurnMachine};
 use turnfence_model::{Invariant as _, Millis};
 
 use super::{Events, Line, Session};
@@ -128,7 +128,11 @@ impl Line<'_> {
         }
         let frames = u32::try_from(frames).map_err(|_| self.error_at("position too large"))?;
         if out_of_band {
-            return Ok(if began { self.heard_beside(&turn) } else { Vec::new() });
+            return Ok(if began {
+                self.heard_beside(&turn)
+            } else {
+                Vec::new()
+            });
         }
         let queued = match self.machine {
             Some(m) if !self.cut.get() => m.session().playback.frames_of(&turn),
