@@ -15,11 +15,12 @@ use std::cell::Cell;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
+use turnfence_model::turn::{Generation, InputKind, Output, Terminal, TurnMachine};
 use turnfence_model::Millis;
 
 mod playback;
 mod responses;
+mod tools;
 
 use crate::trace::conform::Observed;
 use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
@@ -36,7 +37,6 @@ pub const SKIPPED: &[&str] = &[
     "rate_limits.updated",
     "session.update",
     "conversation.created",
-    "conversation.item.create",
     "conversation.item.created",
     "conversation.item.added",
     "conversation.item.done",
@@ -72,7 +72,6 @@ pub const SKIPPED: &[&str] = &[
     "response.output_text.done",
     "response.text.done",
     "response.function_call_arguments.delta",
-    "response.function_call_arguments.done",
     "response.mcp_call_arguments.delta",
     "response.mcp_call_arguments.done",
     "response.mcp_call.in_progress",
@@ -116,6 +115,10 @@ struct Ev<'a> {
     #[serde(borrow)]
     item_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
+    call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow)]
     delta: Option<Cow<'a, str>>,
     audio_ms: Option<u64>,
     /// The audio's length in bytes, where a capture keeps it instead of the base64.
@@ -136,6 +139,10 @@ struct Ev<'a> {
 struct Item<'a> {
     #[serde(borrow)]
     id: Option<Cow<'a, str>>,
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    call_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,6 +206,11 @@ struct Session {
     positions: HashMap<String, u64>,
     /// The app reported its player's positions: truncations can be held to them.
     player: bool,
+    /// Tool calls: the response each is of, until answered.
+    calls: HashMap<String, String>,
+    /// The terminal state a response's done showed while its tool calls ran: observed when the
+    /// last is answered (the response's turn ends with its calls).
+    ends: HashMap<String, (Terminal, &'static [&'static str])>,
     /// When and at which line the app heard server VAD's `speech_started`, held until the app
     /// shows what it did about it (its position read at the stop counts before the cut).
     held: Option<(Millis, usize)>,
@@ -215,6 +227,8 @@ impl Default for Session {
             creates: Vec::new(),
             positions: HashMap::new(),
             player: false,
+            calls: HashMap::new(),
+            ends: HashMap::new(),
             held: None,
         }
     }
@@ -364,6 +378,8 @@ impl Line<'_> {
             "response.output_text.delta" | "response.text.delta" => self.text_delta(s),
             "response.done" => self.done(s),
             "response.cancel" => Ok(self.cancel(s)),
+            "response.function_call_arguments.done" => self.call(s),
+            "conversation.item.create" => self.item_create(s),
             "input_audio_buffer.speech_started" => {
                 self.speech_started(s);
                 Ok(Vec::new())

@@ -238,12 +238,7 @@ impl Line<'_> {
         if r.out_of_band {
             return Ok(Vec::new());
         }
-        let stopped = self.machine.is_some_and(|m| {
-            m.session()
-                .turns
-                .iter()
-                .any(|t| *t.id == *turn && t.phase.is_cancel_requested())
-        });
+        let stopped = self.stopped(&turn);
         let checkpoint = InputKind::Checkpoint {
             turn: turn.clone().into(),
             child: STREAM.into(),
@@ -266,6 +261,11 @@ impl Line<'_> {
                 )))
             }
         };
+        if s.calls.values().any(|r| *r == turn) {
+            // Its tool calls still run: the turn ends with them.
+            s.ends.insert(turn, (state, wildcards));
+            return Ok(vec![self.input(input)]);
+        }
         Ok(vec![
             self.input(input),
             self.observed(
@@ -276,6 +276,17 @@ impl Line<'_> {
                 wildcards,
             ),
         ])
+    }
+
+    /// The model has `turn` stopped (cancel requested, not yet ended), or a speech given at
+    /// this line stops it (it cancels the turn running).
+    pub(super) fn stopped(&self, turn: &str) -> bool {
+        self.machine.is_some_and(|m| {
+            m.session().turns.iter().any(|t| {
+                *t.id == *turn
+                    && (t.phase.is_cancel_requested() || self.cut.get() && t.phase.is_running())
+            })
+        })
     }
 
     /// `response.output_item.added`: which response the item is of (a player may name either).
