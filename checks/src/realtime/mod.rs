@@ -8,14 +8,14 @@
 //! reading and the list of event types with no turn semantics, which are read and skipped; any
 //! other type is an input error at its line.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use std::borrow::Cow;
 use std::cell::Cell;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use turnfence_model::turn::{Generation, InputKind, Output, Terminal, TurnMachine};
+use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
 
 mod playback;
@@ -60,7 +60,6 @@ pub const SKIPPED: &[&str] = &[
     "output_audio_buffer.clear",
     "output_audio_buffer.started",
     "output_audio_buffer.stopped",
-    "response.output_item.done",
     "response.content_part.added",
     "response.content_part.done",
     "response.output_audio.done",
@@ -86,6 +85,23 @@ pub const SKIPPED: &[&str] = &[
 
 /// The default session name, when a line names none.
 pub const SESSION: &str = "realtime";
+
+/// What an app and the server do at a stop, which follow the cut wherever the app's clear is
+/// logged among them.
+const REACTIONS: &[&str] = &[
+    "conversation.item.truncate",
+    "response.cancel",
+    "response.done",
+];
+
+/// Events the dialect reads for what they name (an item's response, a call made, a player
+/// begun), with nothing for the machine.
+const BOOKKEEPING: &[&str] = &[
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.function_call_arguments.done",
+    "playback.started",
+];
 
 /// How long after the app heard server VAD's `speech_started` its player's position still counts
 /// as read at the stop: an app reads the position as it stops the player, a moment after the
@@ -143,6 +159,8 @@ struct Item<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow)]
     call_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    status: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -189,6 +207,16 @@ struct Response {
     out_of_band: bool,
 }
 
+/// A function call of the conversation's: the response it is of, whether the model made it
+/// (its arguments done; a call its response's cancel cut short never was), and whether the
+/// client answered it.
+#[derive(Clone, Debug, Default)]
+struct Call {
+    response: String,
+    made: bool,
+    answered: bool,
+}
+
 /// What one session's log showed so far.
 #[derive(Clone, Debug)]
 struct Session {
@@ -204,16 +232,17 @@ struct Session {
     /// The app's player positions (ms into the audio), by item, or by response where the app
     /// names no item.
     positions: HashMap<String, u64>,
+    /// The items (or responses) the player began to play.
+    begun: BTreeSet<String>,
     /// The app reported its player's positions: truncations can be held to them.
     player: bool,
-    /// Tool calls: the response each is of, until answered.
-    calls: HashMap<String, String>,
-    /// The terminal state a response's done showed while its tool calls ran: observed when the
-    /// last is answered (the response's turn ends with its calls).
-    ends: HashMap<String, (Terminal, &'static [&'static str])>,
+    /// Function calls, by call id.
+    calls: BTreeMap<String, Call>,
     /// When and at which line the app heard server VAD's `speech_started`, held until the app
     /// shows what it did about it (its position read at the stop counts before the cut).
     held: Option<(Millis, usize)>,
+    /// What the lines after the held speech made of the stop, given after it.
+    reactions: Vec<Event<TurnMachine>>,
 }
 
 impl Default for Session {
@@ -226,10 +255,11 @@ impl Default for Session {
             items: HashMap::new(),
             creates: Vec::new(),
             positions: HashMap::new(),
+            begun: BTreeSet::new(),
             player: false,
-            calls: HashMap::new(),
-            ends: HashMap::new(),
+            calls: BTreeMap::new(),
             held: None,
+            reactions: Vec::new(),
         }
     }
 }
@@ -299,19 +329,37 @@ impl StackDialect<TurnMachine> for Realtime {
             machine,
             cut: Cell::new(false),
         };
-        // A held speech is given before any line but the player's position read at the stop
-        // and the app's clear.
+        // A held speech waits, within the stop's window, for the app's clear: the player's
+        // positions read at the stop go before it, the stop's reactions (the client's
+        // truncation and cancel, the server's done) after it, and lines without turn semantics
+        // are read; any other line, or one past the window, gives it first.
         let mut out = Vec::new();
-        let read_at_stop = |held: Millis| {
-            kind == "playback.cleared"
-                || (kind == "playback.played" && at <= held.saturating_add(STOP_WINDOW_MS))
-        };
-        if state.held.is_some_and(|(held, _)| !read_at_stop(held)) {
-            out.extend(x.release_speech(state));
+        if let Some((held, _)) = state.held {
+            let within = at <= held.saturating_add(STOP_WINDOW_MS);
+            if within && REACTIONS.contains(&kind) {
+                let line = x.line;
+                let reaction = x.translate(kind, state)?;
+                state
+                    .reactions
+                    .extend(reaction.into_iter().map(|event| Event::Held {
+                        line,
+                        event: Box::new(event),
+                    }));
+                return Ok(Vec::new());
+            }
+            let waits = kind == "playback.cleared"
+                || within
+                    && (kind == "playback.played"
+                        || SKIPPED.contains(&kind)
+                        || BOOKKEEPING.contains(&kind));
+            if !waits {
+                out.extend(x.release_speech(state, 0));
+            }
         }
         if kind == "session.closed" {
-            // The app's end of the session (its connection closed): judged now, and what the
-            // reader kept of it goes too.
+            // The app's end of the session (its connection closed): a call made and never
+            // answered never will be; judged now, and what the reader kept of it goes too.
+            out.extend(x.unanswered(state));
             self.sessions.remove(&session);
             out.push(Event::End { session });
             return Ok(out);
@@ -336,7 +384,7 @@ impl StackDialect<TurnMachine> for Realtime {
                 machine: Some(machine),
                 cut: Cell::new(false),
             };
-            out.extend(x.release_speech(state));
+            out.extend(x.release_speech(state, 0));
         }
         Ok(out)
     }
@@ -373,12 +421,19 @@ impl Line<'_> {
                 self.output_item(s);
                 Ok(Vec::new())
             }
+            "response.output_item.done" => {
+                self.call_made(s);
+                Ok(Vec::new())
+            }
             "error" => self.error(s),
             "response.output_audio.delta" | "response.audio.delta" => self.audio_delta(s),
             "response.output_text.delta" | "response.text.delta" => self.text_delta(s),
             "response.done" => self.done(s),
             "response.cancel" => Ok(self.cancel(s)),
-            "response.function_call_arguments.done" => self.call(s),
+            "response.function_call_arguments.done" => {
+                self.call_made(s);
+                Ok(Vec::new())
+            }
             "conversation.item.create" => self.item_create(s),
             "input_audio_buffer.speech_started" => {
                 self.speech_started(s);

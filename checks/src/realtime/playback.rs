@@ -22,18 +22,26 @@ impl Line<'_> {
     }
 
     /// The held speech, given now, as of its own line and time (or the last time the machine
-    /// saw, where a position read at the stop came later): the playback buffer it clears is
+    /// saw, where a position read at the stop came later), then the stop's reactions held with
+    /// it, each as of its own line and at this time: the playback buffer the speech clears is
     /// cleared before what this line does.
-    pub(super) fn release_speech(&self, s: &mut Session) -> Events {
+    pub(super) fn release_speech(&self, s: &mut Session, not_before: Millis) -> Events {
         let Some((at, line)) = s.held.take() else {
             return Vec::new();
         };
         self.cut.set(true);
-        let now = self.machine.map_or(at, |m| m.session().now);
-        vec![Event::Held {
+        let now = self
+            .machine
+            .map_or(at, |m| m.session().now)
+            .max(at)
+            .max(not_before);
+        let mut out = vec![Event::Held {
             line,
-            event: Box::new(self.speech(at.max(now))),
-        }]
+            event: Box::new(self.speech(now)),
+        }];
+        let now = now.max(self.at);
+        out.extend(s.reactions.drain(..).map(|e| retimed(e, now)));
+        out
     }
 
     fn speech(&self, at: Millis) -> Event<TurnMachine> {
@@ -81,8 +89,18 @@ impl Line<'_> {
 
     /// `playback.started`: the app's player began an item's audio (nothing played yet).
     pub(super) fn started(&self, s: &mut Session) -> Result<Events, InputError> {
-        self.player_subject(s)?;
-        Ok(Vec::new())
+        let (key, turn) = self.player_subject(s)?;
+        Ok(self.begins(s, key, &turn))
+    }
+
+    /// The player begins `key`'s audio (its start, or its first position): judged where it is
+    /// an out-of-band response's.
+    fn begins(&self, s: &mut Session, key: String, turn: &str) -> Events {
+        if s.begun.insert(key) && s.out_of_band(turn) {
+            self.heard_beside(turn)
+        } else {
+            Vec::new()
+        }
     }
 
     /// The app's `playback.played`: its player reached `audio_end_ms` into the item's (or the
@@ -113,8 +131,7 @@ impl Line<'_> {
             ))
         })?;
         let (generation, out_of_band) = (r.generation, r.out_of_band);
-        let last = s.positions.entry(key).or_default();
-        let began = *last == 0;
+        let last = s.positions.entry(key.clone()).or_default();
         if position < *last {
             return Err(self.error_at(format!(
                 "the played position went back from {} to {position} ms",
@@ -128,11 +145,7 @@ impl Line<'_> {
         }
         let frames = u32::try_from(frames).map_err(|_| self.error_at("position too large"))?;
         if out_of_band {
-            return Ok(if began {
-                self.heard_beside(&turn)
-            } else {
-                Vec::new()
-            });
+            return Ok(self.begins(s, key, &turn));
         }
         let queued = match self.machine {
             Some(m) if !self.cut.get() => m.session().playback.frames_of(&turn),
@@ -197,18 +210,19 @@ impl Line<'_> {
             Some(position) => self.advance(s, key, turn.clone(), position)?,
             None => Vec::new(),
         };
-        if let Some((_, line)) = s.held.take() {
+        let left = self.left(&turn, &out);
+        if s.held.is_some() {
             // The cut, after the position read at it.
-            self.cut.set(true);
-            out.push(Event::Held {
-                line,
-                event: Box::new(self.speech(self.at)),
-            });
-        } else if self.cuts(&turn, &out) {
+            out.extend(self.release_speech(s, self.at));
+        } else if self.cuts(s, &turn, &out) {
             out.push(self.speech(self.at));
             self.cut.set(true);
         }
         let stated = self.event.cleared_ms;
+        if stated == Some(0) && left == 0 {
+            // A stop with nothing of it left to drop (its audio all played).
+            return Ok(out);
+        }
         let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
         let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
         out.push(self.observed(
@@ -221,11 +235,28 @@ impl Line<'_> {
         Ok(out)
     }
 
-    /// The clear cuts the response off: it still runs, or the playback buffer holds more of it
-    /// than the position just read consumed (`out`).
-    fn cuts(&self, turn: &str, out: &Events) -> bool {
+    /// A clear or truncation cuts the response off: no speech was given at this line, and the
+    /// response still runs, or the playback buffer holds more of it than the position just read
+    /// consumed (`out`).
+    fn cuts(&self, s: &Session, turn: &str, out: &Events) -> bool {
         let Some(m) = self.machine else {
             return false;
+        };
+        if self.cut.get() || s.held.is_some() {
+            return false;
+        }
+        let running = m
+            .session()
+            .turns
+            .iter()
+            .any(|t| *t.id == *turn && t.phase.is_running());
+        running || self.left(turn, out) > 0
+    }
+
+    /// What the playback buffer holds of `turn` after this line's events so far (`out`).
+    fn left(&self, turn: &str, out: &Events) -> u32 {
+        let Some(m) = self.machine.filter(|_| !self.cut.get()) else {
+            return 0;
         };
         let consumed: u32 = out
             .iter()
@@ -237,17 +268,16 @@ impl Line<'_> {
                 _ => 0,
             })
             .sum();
-        let running = m
-            .session()
-            .turns
-            .iter()
-            .any(|t| *t.id == *turn && t.phase.is_running());
-        running || m.session().playback.frames_of(turn) > consumed
+        m.session()
+            .playback
+            .frames_of(turn)
+            .saturating_sub(consumed)
     }
 
     /// `conversation.item.truncate`: the item's response truncated to `audio_end_ms` heard. What
     /// was heard is the app's player's to say: in a session whose app reported no position, the
-    /// truncation is not judged.
+    /// truncation is not judged. A truncation that cuts the response off (as the clear does)
+    /// with no interruption given yet is the app's own.
     pub(super) fn truncate(&self, s: &mut Session) -> Result<Events, InputError> {
         let item = self.need_str(&["item_id"])?;
         let heard = self
@@ -263,6 +293,12 @@ impl Line<'_> {
         }
         let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
         let mut out = Vec::new();
+        if self.cuts(s, &turn, &out) {
+            // The app's own interruption, its truncation first (the SDK truncates as it tells
+            // the app's player to stop).
+            out.push(self.speech(self.at));
+            self.cut.set(true);
+        }
         if !s.player {
             out.push(Event::NotJudged {
                 session: self.session.to_owned(),
@@ -282,5 +318,34 @@ impl Line<'_> {
             &[],
         ));
         Ok(out)
+    }
+}
+
+/// `event`, held back, at `now` where it was earlier (the machine's clock moved on meanwhile).
+fn retimed(event: Event<TurnMachine>, now: Millis) -> Event<TurnMachine> {
+    match event {
+        Event::Held { line, event } => Event::Held {
+            line,
+            event: Box::new(retimed(*event, now)),
+        },
+        Event::Input { session, mut input } => {
+            input.at = input.at.max(now);
+            Event::Input { session, input }
+        }
+        Event::Output {
+            session,
+            at,
+            observed,
+        } => Event::Output {
+            session,
+            at: at.max(now),
+            observed,
+        },
+        Event::Fact { session, at, fact } => Event::Fact {
+            session,
+            at: at.max(now),
+            fact,
+        },
+        other => other,
     }
 }

@@ -238,7 +238,8 @@ impl Line<'_> {
         if r.out_of_band {
             return Ok(Vec::new());
         }
-        let stopped = self.stopped(&turn);
+        // A speech held back will stop it, before this done is given.
+        let stopped = self.stopped(&turn) || s.held.is_some();
         let checkpoint = InputKind::Checkpoint {
             turn: turn.clone().into(),
             child: STREAM.into(),
@@ -261,11 +262,6 @@ impl Line<'_> {
                 )))
             }
         };
-        if s.calls.values().any(|r| *r == turn) {
-            // Its tool calls still run: the turn ends with them.
-            s.ends.insert(turn, (state, wildcards));
-            return Ok(vec![self.input(input)]);
-        }
         Ok(vec![
             self.input(input),
             self.observed(
@@ -291,9 +287,21 @@ impl Line<'_> {
 
     /// `response.output_item.added`: which response the item is of (a player may name either).
     pub(super) fn output_item(&self, s: &mut Session) {
-        let item = self.event.item.as_ref().and_then(|i| i.id.as_deref());
-        if let (Some(item), Some(response)) = (item, self.str_at(&["response_id"])) {
-            s.items.insert(item.to_owned(), response.to_owned());
+        let item = self.event.item.as_ref();
+        let Some(response) = self.str_at(&["response_id"]) else {
+            return;
+        };
+        if let Some(id) = item.and_then(|i| i.id.as_deref()) {
+            s.items.insert(id.to_owned(), response.to_owned());
+        }
+        let call = item.and_then(|i| i.call_id.as_deref());
+        if let Some(call) = call.filter(|_| !s.out_of_band(response)) {
+            s.calls
+                .entry(call.to_owned())
+                .or_insert_with(|| super::Call {
+                    response: response.to_owned(),
+                    ..super::Call::default()
+                });
         }
     }
 

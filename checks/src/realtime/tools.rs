@@ -1,55 +1,40 @@
-//! Function calls: a call the model made (`response.function_call_arguments.done`) is a tool
-//! child of its response, answered by the `function_call_output` item the client creates; the
-//! response's turn ends with its calls.
-
-use turnfence_model::turn::{ChildKind, InputKind, Output};
+//! Function calls. A response's turn ends at its done, as the API's active response does; the
+//! app runs the tool after it. A call is made when its arguments are done (a call its response's
+//! cancel cut short, left `incomplete`, never was), and is answered by the `function_call_output`
+//! item the client creates: exactly once, and never a call the model did not make
+//! (`tool_call_settled`, stated as facts at the line that breaks it).
 
 use super::{Events, Line, Session};
-use crate::trace::InputError;
+use crate::trace::turn_facts::{Fact, ToolCallFact};
+use crate::trace::{Event, InputError};
 
 impl Line<'_> {
-    /// `response.function_call_arguments.done`: the model called a tool; the app runs it.
-    pub(super) fn call(&self, s: &mut Session) -> Result<Events, InputError> {
-        let turn = self.need_str(&["response_id"])?;
-        let call = self
-            .event
-            .call_id
-            .as_deref()
-            .ok_or_else(|| self.error_at("response.function_call_arguments.done needs `call_id`"))?
-            .to_owned();
-        if s.out_of_band(&turn) {
-            return Ok(Vec::new());
+    /// `response.function_call_arguments.done`, or `response.output_item.done` of a function
+    /// call that completed: the model made the call.
+    pub(super) fn call_made(&self, s: &mut Session) {
+        let item = self.event.item.as_ref();
+        let done = match self.kind() {
+            "response.output_item.done" => item
+                .filter(|i| i.status.as_deref() == Some("completed"))
+                .and_then(|i| i.call_id.as_deref()),
+            _ => self.event.call_id.as_deref(),
+        };
+        let Some(call) = done else {
+            return;
+        };
+        let response = self.str_at(&["response_id"]).unwrap_or_default().to_owned();
+        if s.out_of_band(&response) {
+            return;
         }
-        if !s.responses.contains_key(&turn) {
-            return Err(self.error_at(format!(
-                "a function call of response {turn:?}, which no response.created began"
-            )));
+        let c = s.calls.entry(call.to_owned()).or_default();
+        c.made = true;
+        if c.response.is_empty() {
+            c.response = response;
         }
-        s.calls.insert(call.clone(), turn.clone());
-        let name = self.event.name.as_deref().unwrap_or_default().to_owned();
-        Ok(vec![
-            self.input(InputKind::Spawn {
-                turn: turn.clone().into(),
-                child: call.clone().into(),
-                kind: ChildKind::Tool {
-                    name,
-                    cancellable: true,
-                },
-                need_ms: None,
-            }),
-            self.observed(
-                Output::ChildStarted {
-                    turn: turn.into(),
-                    child: call.into(),
-                },
-                &[],
-            ),
-        ])
     }
 
-    /// The client's `conversation.item.create`: a `function_call_output` answers its call (the
-    /// call's end); the response's done, if it came while the calls ran, is
-    /// observed once the last is answered. Other items have no turn semantics.
+    /// The client's `conversation.item.create`: a `function_call_output` answers its call. Other
+    /// items have no turn semantics; an answer to a call this log never showed is not judged.
     pub(super) fn item_create(&self, s: &mut Session) -> Result<Events, InputError> {
         let Some(item) = self.event.item.as_ref() else {
             return Ok(Vec::new());
@@ -61,30 +46,43 @@ impl Line<'_> {
             .call_id
             .as_deref()
             .ok_or_else(|| self.error_at("a function_call_output item needs `call_id`"))?;
-        let Some(turn) = s.calls.remove(call) else {
-            // A call this log never showed (made before it began, or out of band).
+        let Some(c) = s.calls.get_mut(call) else {
             return Ok(Vec::new());
         };
-        let mut out = vec![self.input(InputKind::ChildCompleted {
-            turn: turn.clone().into(),
-            child: call.to_owned().into(),
-        })];
-        if !s.calls.values().any(|r| *r == turn) {
-            if let Some((state, mut wildcards)) = s.ends.remove(&turn) {
-                // Stopped while its calls ran (the user spoke over the call): it ends as the app
-                // stopped it, whatever status its done gave.
-                if self.stopped(&turn) {
-                    wildcards = &["state"];
-                }
-                out.push(self.observed(
-                    Output::Terminal {
-                        turn: turn.into(),
-                        state,
-                    },
-                    wildcards,
-                ));
+        let what = match (c.made, c.answered) {
+            (false, _) => ToolCallFact::AnsweredUnmade,
+            (true, true) => ToolCallFact::AnsweredTwice,
+            (true, false) => {
+                c.answered = true;
+                return Ok(Vec::new());
             }
+        };
+        Ok(vec![self.call_fact(&c.response.clone(), call, what)])
+    }
+
+    /// The session closes: each call made and never answered is stated so.
+    pub(super) fn unanswered(&self, s: &Session) -> Events {
+        s.calls
+            .iter()
+            .filter(|(_, c)| c.made && !c.answered)
+            .map(|(id, c)| self.call_fact(&c.response, id, ToolCallFact::Unanswered))
+            .collect()
+    }
+
+    fn call_fact(
+        &self,
+        turn: &str,
+        call: &str,
+        what: ToolCallFact,
+    ) -> Event<turnfence_model::turn::TurnMachine> {
+        Event::Fact {
+            session: self.session.to_owned(),
+            at: self.at,
+            fact: Fact::ToolCall {
+                turn: turn.to_owned(),
+                call: call.to_owned(),
+                what,
+            },
         }
-        Ok(out)
     }
 }

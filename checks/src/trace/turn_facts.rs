@@ -32,9 +32,27 @@ pub enum Fact {
     /// The session closed with this tool call unanswered (`livekit-agents`: a tool may answer
     /// until the session closes, and not after).
     Unanswered { turn: String, child: String },
+    /// A function call of `turn` (the response that made or began it) answered or left as the
+    /// tool-call rules forbid.
+    ToolCall {
+        turn: String,
+        call: String,
+        what: ToolCallFact,
+    },
     /// The user's player began to play `turn` (a response outside the turn-taking: the
     /// Realtime API's out-of-band response) while `other`'s audio was still to play.
     HeardBeside { turn: String, other: String },
+}
+
+/// How a function call broke `tool_call_settled`, as the log states it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ToolCallFact {
+    /// Answered, though the model never made it (its response was cancelled first).
+    AnsweredUnmade,
+    /// Answered a second time.
+    AnsweredTwice,
+    /// Made, and never answered before the session closed.
+    Unanswered,
 }
 
 /// What a turn log states about one turn.
@@ -101,6 +119,15 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 )
             })
         }
+        Fact::ToolCall { turn, call, what } => Some((
+            Some(Invariant::ToolCallSettled),
+            vec![turn.clone(), call.clone()],
+            match what {
+                ToolCallFact::AnsweredUnmade => format!("function call {call} was answered, but the model never made it: its response was cancelled before the call's arguments were done"),
+                ToolCallFact::AnsweredTwice => format!("function call {call} was answered a second time"),
+                ToolCallFact::Unanswered => format!("the session closed with function call {call} never answered"),
+            },
+        )),
         Fact::HeardBeside { turn, other } => {
             let left = s.playback.frames_of(other);
             (left > 0).then(|| {
