@@ -145,35 +145,38 @@ class TappedModel(OpenAIRealtimeWebSocketModel):
 class Player:
     """A loudspeaker fed by the session's audio events, playing in 20 ms periods.
 
-    Chunks queue in arrival order. From idle, an item starts once ``PREBUFFER_MS`` of it is
-    queued or its audio is complete; the next queued item follows without a gap. Each period it
-    plays 20 ms and reports them to the playback tracker (``on_play_bytes``), as an app is told
-    to. Told to stop (``audio_interrupted``) it drops everything queued.
+    Like the SDK's demo player, it is one queue of chunks played in arrival order, whatever item
+    they belong to. From idle it starts once ``PREBUFFER_MS`` is queued or the head item's audio
+    is complete (a jitter buffer); after that it plays on without a gap. Each period it plays 20
+    ms and reports them to the playback tracker (``on_play_bytes``), as an app is told to. Told to
+    stop (``audio_interrupted``) it drops everything queued.
     """
 
     def __init__(self, applog: Log, tracker: RealtimePlaybackTracker) -> None:
         self.log = applog
         self.tracker = tracker
         self.queue: deque[list[Any]] = deque()  # [item_id, response_id, content_index, bytes]
-        self.current: str | None = None
+        self.playing = False
+        self.current: str | None = None  # the item last played
         self.pos: dict[str, int] = {}
         self.response: dict[str, str | None] = {}
         self.done: set[str] = set()
+        self.finished: set[str] = set()
         self.started: list[str] = []  # items in the order they first played
-        self.clears = 0
 
     def enqueue(self, item_id: str, response_id: str | None, content_index: int, data: bytes) -> None:
         self.response.setdefault(item_id, response_id)
+        self.finished.discard(item_id)
         self.queue.append([item_id, response_id, content_index, bytes(data)])
 
     def audio_done(self, item_id: str) -> None:
         self.done.add(item_id)
 
-    def queued_ms(self, item_id: str | None = None) -> int:
-        return sum(len(c[3]) for c in self.queue if item_id is None or c[0] == item_id) // BYTES_PER_MS
+    def queued_ms(self) -> int:
+        return sum(len(c[3]) for c in self.queue) // BYTES_PER_MS
 
     def idle(self) -> bool:
-        return self.current is None and not self.queue
+        return not self.queue
 
     def _event(self, kind: str, item_id: str, **kw: Any) -> dict[str, Any]:
         e: dict[str, Any] = {"type": kind, "item_id": item_id}
@@ -183,48 +186,51 @@ class Player:
         return e
 
     def tick(self) -> None:
-        if self.current is None:
-            if not self.queue:
+        if not self.queue:
+            self.playing = False
+            return
+        if not self.playing:
+            if self.queued_ms() < PREBUFFER_MS and self.queue[0][0] not in self.done:
                 return
-            head = self.queue[0][0]
-            if self.queued_ms(head) < PREBUFFER_MS and head not in self.done:
-                return
-            self.current = head
-            self.pos.setdefault(head, 0)
-            if head not in self.started:
-                self.started.append(head)
-            self.log.write("app", self._event("playback.started", head, content_index=self.queue[0][2]))
-        item = self.current
+            self.playing = True
         want = TICK * BYTES_PER_MS
-        played = b""
-        content_index = 0
-        while len(played) < want and self.queue and self.queue[0][0] == item:
+        while want and self.queue:
             chunk = self.queue[0]
-            content_index = chunk[2]
-            take = chunk[3][: want - len(played)]
-            played += take
+            item, content_index = chunk[0], chunk[2]
+            if item != self.current or item not in self.pos:
+                self.current = item
+                if item not in self.pos:
+                    self.pos[item] = 0
+                    self.started.append(item)
+                    self.log.write("app", self._event("playback.started", item, content_index=content_index))
+            take = chunk[3][:want]
             chunk[3] = chunk[3][len(take) :]
             if not chunk[3]:
                 self.queue.popleft()
-        if played:
-            self.pos[item] += len(played) // BYTES_PER_MS
-            self.tracker.on_play_bytes(item, content_index, played)
-        finished = item in self.done and not any(c[0] == item for c in self.queue)
-        if played and (self.pos[item] % 100 == 0 or finished):
-            self.log.write("app", self._event("playback.played", item, audio_end_ms=self.pos[item]))
-        if finished:
-            self.current = None
+            want -= len(take)
+            self.pos[item] += len(take) // BYTES_PER_MS
+            self.tracker.on_play_bytes(item, content_index, take)
+            last = item in self.done and not any(c[0] == item for c in self.queue)
+            if self.pos[item] % 100 == 0 or last:
+                self.log.write("app", self._event("playback.played", item, audio_end_ms=self.pos[item]))
+            if last:
+                self.finished.add(item)
 
     def clear(self, item_id: str) -> None:
-        item = self.current or item_id
+        # the item it was playing; else the next one queued; else the one the SDK named
+        if self.current is not None and self.current not in self.finished:
+            item = self.current
+        elif self.queue:
+            item = self.queue[0][0]
+        else:
+            item = item_id
         dropped = self.queued_ms()
         self.log.write(
             "app",
             self._event("playback.cleared", item, audio_end_ms=self.pos.get(item, 0), cleared_ms=dropped),
         )
         self.queue.clear()
-        self.current = None
-        self.clears += 1
+        self.playing = False
 
 
 class Mic:
@@ -301,6 +307,7 @@ class App:
         s = self.session
         if a.do == "speak":
             self.mic.speak(tick, a.speech_ms, a.silence_ms)
+            await self.mic.tick(tick, s)
         elif a.do == "text":
             await s.send_message(a.arg)
         elif a.do == "interrupt":
@@ -334,12 +341,12 @@ class App:
             if self.closing:
                 return
             self.player.tick()
+            await self.mic.tick(tick, self.session)
             now = tick * TICK
             for a in list(self.pending):
                 if self.due(a, now):
                     self.pending.remove(a)
                     await self.act(a, tick)
-            await self.mic.tick(tick, self.session)
 
     async def events(self) -> None:
         async for ev in self.session:

@@ -225,6 +225,8 @@ class Response:
         self.done = False
         self.wake = asyncio.Event()
         self.task: asyncio.Task[None] | None = None
+        self.hurry = 0  # deltas to send now, without waiting for their time
+        self.hurried = asyncio.Event()
 
 
 class RealtimeServer:
@@ -412,6 +414,8 @@ class RealtimeServer:
                     )
                     if td.get("interrupt_response") and self.active is not None:
                         await self.cancel(self.active, "turn_detected")
+                    elif self.active is not None and self.active.reply.in_flight:
+                        await self.send_in_flight(self.active, self.active.reply.in_flight)
             elif self.speaking:
                 self.silent_ms += FRAME_MS
                 if self.silent_ms >= td.get("silence_duration_ms", 500):
@@ -517,11 +521,29 @@ class RealtimeServer:
     async def sleep_step(self, r: Response, at_ms: int) -> bool:
         """Sleep until ``at_ms`` (a server time on the grid, 10 ms off the device's periods);
         False if the response was stopped meanwhile."""
+        if r.hurry and not r.stopped:
+            return True
         try:
             await asyncio.wait_for(r.wake.wait(), timeout=max(self.clock.until(at_ms), 0))
         except asyncio.TimeoutError:
             pass
         return not r.stopped
+
+    async def send_in_flight(self, r: Response, n: int) -> None:
+        """The next ``n`` deltas of ``r`` go out now: they were on their way when the user spoke
+        (the server reads the client's next event only after them)."""
+        r.hurry = n
+        r.hurried.clear()
+        r.wake.set()
+        await r.hurried.wait()
+
+    def sent_delta(self, r: Response) -> None:
+        if r.hurry:
+            r.hurry -= 1
+            if not r.hurry:
+                if not r.stopped:
+                    r.wake.clear()
+                r.hurried.set()
 
     async def stream(self, r: Response) -> None:
         reply = r.reply
@@ -575,6 +597,7 @@ class RealtimeServer:
             chunk = audio[k : k + step]
             item.audio += chunk
             await self.send(ResponseAudioDeltaEvent(type="response.output_audio.delta", event_id=self.event_id(), response_id=r.id, item_id=item.id, output_index=index, content_index=0, delta=base64.b64encode(chunk).decode()))
+            self.sent_delta(r)
         await self.close_say(r, index, item, "completed")
         return at + r.reply.pace_ms
 
