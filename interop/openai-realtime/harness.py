@@ -11,7 +11,8 @@ line, then what the app saw and did, in the order it happened:
   sent (the JSON text parsed);
 - ``{"t_ms", "dir": "server", "event"}``: every server event the SDK received, as received;
 - ``{"t_ms", "dir": "app", "event"}``: the app's player: ``playback.started``,
-  ``playback.played`` (every 100 ms of an item's audio, and at its end), ``playback.cleared``
+  ``playback.played`` (each time an item's position passes a multiple of 100 ms, and at its
+  end), ``playback.cleared``
   (told to stop: the position it stopped at and the ms of queued audio it dropped), and
   ``session.closed`` last.
 
@@ -211,7 +212,8 @@ class Player:
             self.pos[item] += len(take) // BYTES_PER_MS
             self.tracker.on_play_bytes(item, content_index, take)
             last = item in self.done and not any(c[0] == item for c in self.queue)
-            if self.pos[item] % 100 == 0 or last:
+            crossed = self.pos[item] // 100 != (self.pos[item] - len(take) // BYTES_PER_MS) // 100
+            if crossed or last:
                 self.log.write("app", self._event("playback.played", item, audio_end_ms=self.pos[item]))
             if last:
                 self.finished.add(item)
@@ -234,28 +236,31 @@ class Player:
 
 
 class Mic:
-    """The user's microphone: what the user says, appended 100 ms at a time on the device's
-    periods (a voiced sound while speaking, then silence)."""
+    """The user's microphone: what the user says, appended one device period (40 ms) at a time,
+    as the SDK demo sends it (a voiced sound while speaking, then silence)."""
 
     def __init__(self) -> None:
         self.chunks: deque[bytes] = deque()
-        self.next_tick = 0
 
     def speak(self, tick: int, speech_ms: int, silence_ms: int) -> None:
         audio = fake_server.voice(speech_ms, f0=210.0, level=5000) + fake_server.silence(silence_ms)
-        step = script.DELTA_MS * BYTES_PER_MS
+        step = TICK * BYTES_PER_MS
         self.chunks.extend(audio[k : k + step] for k in range(0, len(audio), step))
-        self.next_tick = max(self.next_tick, tick)
 
     async def tick(self, tick: int, session: Any) -> None:
-        if self.chunks and tick >= self.next_tick:
-            self.next_tick = tick + script.DELTA_MS // TICK
+        if self.chunks:
             await session.send_audio(self.chunks.popleft())
 
 
-def build_tool(name: str, ms: int, result: str) -> FunctionTool:
+def build_tool(clock: Clock, name: str, ms: int, result: str) -> FunctionTool:
+    """A function tool that returns ``result`` ``ms`` after the moment that made the SDK call
+    it: the call comes a few ms after a device period or a server event, both on a 20 ms grid,
+    and the tool counts from that grid point (the call's time less up to 15 ms, rounded down to
+    20 ms), so that when it returns does not depend on how soon the SDK got round to it."""
+
     async def invoke(ctx: Any, arguments: str) -> str:
-        await asyncio.sleep(ms / 1000)
+        origin = (int(clock.now_ms()) + 5) // 20 * 20
+        await clock.sleep_until(origin + ms)
         return result
 
     return FunctionTool(
@@ -371,7 +376,8 @@ class App:
             elif t == "raw_model_event" and ev.data.type == "exception":
                 self.errors.append(f"the SDK raised: {ev.data.exception!r} ({ev.data.context})")
 
-    async def run(self, url: str) -> None:
+    def prepare(self, url: str) -> None:
+        """Build the agent, the runner, the model and the session (not yet connected)."""
         td = self.sc.turn_detection
         settings: dict[str, Any] = {
             "model_name": "gpt-realtime",
@@ -383,7 +389,7 @@ class App:
         agent = RealtimeAgent(
             name="Assistant",
             instructions="You are a helpful voice assistant.",
-            tools=[build_tool(n, ms, r) for n, (ms, r) in self.sc.tools.items()],
+            tools=[build_tool(self.clock, n, ms, r) for n, (ms, r) in self.sc.tools.items()],
         )
         runner = RealtimeRunner(agent, model=TappedModel(self.log), config={"tracing_disabled": True})
         model_config: Any = {
@@ -392,7 +398,11 @@ class App:
             "playback_tracker": self.tracker,
             "initial_model_settings": settings,
         }
-        self.session = await runner.run(model_config=model_config)
+        self.runner = runner
+        self.model_config = model_config
+
+    async def run(self) -> None:
+        self.session = await self.runner.run(model_config=self.model_config)
         async with self.session:
             events = asyncio.create_task(self.events())
             device = asyncio.create_task(self.device())
@@ -427,9 +437,10 @@ async def run(sc: script.Scenario, verbose: bool) -> tuple[list[dict[str, Any]],
     fake_server.warm(sc)
     async with websockets.serve(handler, "127.0.0.1", 0, max_size=None) as srv:
         port = srv.sockets[0].getsockname()[1]
-        clock.t0 = time.monotonic()
         app = App(sc, clock, applog)
-        await app.run(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime")
+        app.prepare(f"ws://127.0.0.1:{port}/v1/realtime?model=gpt-realtime")
+        clock.t0 = time.monotonic()  # the session's start: the app opens its session
+        await app.run()
     return applog.lines, app.errors + server_errors
 
 

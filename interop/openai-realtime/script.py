@@ -13,8 +13,8 @@ A scenario has two halves that meet on the websocket:
   for an out-of-band response, retries a refused ``response.create``.
 
 Times are milliseconds from the session's start (the moment the app opens the websocket). Every
-timed thing lands on a grid: the app's audio device runs 20 ms periods at 0, 20, 40 ms..., and
-the server sends its timed events (audio deltas) 10 ms off that grid, so that nothing the server
+timed thing lands on a grid: the app's audio device runs 40 ms periods at 0, 40, 80 ms..., and
+the server sends its timed events (audio deltas) 20 ms off that grid, so that nothing the server
 does on its own clock races a period of the player. What reacts to an event (the server to a
 client event, the SDK to a server event) happens within a millisecond or two of it, far from the
 next period. A user action tied to the player ("when the user has heard 1000 ms of the first
@@ -31,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-TICK_MS = 20
-"""The audio device's period: the player consumes, and tells the playback tracker about, 20 ms
-at a time."""
+TICK_MS = 40
+"""The audio device's period: the player consumes, and tells the playback tracker about, 40 ms
+at a time, and the microphone delivers 40 ms at a time (the SDK demo's CHUNK_LENGTH_S)."""
 
 DELTA_MS = 100
 """Audio per server delta: 100 ms of PCM16 24 kHz mono, 4800 bytes."""
@@ -121,7 +121,7 @@ class Action:
     ``create`` (a raw ``response.create``: the app's retry)."""
     arg: Any = None
     speech_ms: int = 400
-    silence_ms: int = 300
+    silence_ms: int = 280
 
 
 # -- planted bugs --------------------------------------------------------------------------------
@@ -166,7 +166,10 @@ class Scenario:
     """The app closes the session then; everything must be idle by then."""
     turn_detection: dict[str, Any] | None = field(default_factory=lambda: dict(VAD_ON))
     tools: dict[str, tuple[int, str]] = field(default_factory=dict)
-    """Function tools: name -> (how long it runs, in ms; what it returns)."""
+    """Function tools: name -> (how long it runs, in ms; what it returns). A tool counts its
+    time from the 20 ms grid point whose event made the SDK call it (``harness.build_tool``);
+    each duration here puts its return 20 ms off the device's periods and clear of the
+    server's deltas."""
     bug: Bug | None = None
 
 
@@ -327,10 +330,11 @@ def by_name(name: str) -> Scenario:
 
 
 # The story the barge-in scenarios interrupt: 3.0 s of audio at 1.25x real time (one 100 ms delta
-# every 80 ms). The app's question goes at 200 ms; the reply's first delta comes at 330 ms, its
-# second at 410 ms, and the player, which waits for 200 ms of audio, starts it in the period at
-# 420 ms. "Heard 1000 ms" is then the period at 1420 ms, 50 ms after the delta of 1370 ms and 30
-# ms before the next: the server has sent 1400 ms of the reply, 400 ms of it still queued.
+# every 80 ms). The app's question goes at 200 ms; the reply's first delta comes at 340 ms, its
+# second at 420 ms, and the player, which waits for 200 ms of audio, starts it in the period at
+# 440 ms. "Heard 1000 ms" is then the period at 1400 ms, 20 ms after the delta of 1380 ms, 60 ms
+# before the next and 40 ms before the next period: the server has sent 1400 ms of the reply, 400
+# ms of it still queued.
 LONG = Reply([Say(STORY, 3000)])
 ANSWER = Reply([Say("Sure, what would you like to know instead", 1000)])
 QUESTION = Action(At(200), "text", "Tell me a story about a robot.")
@@ -401,9 +405,12 @@ scenario(
             Reply([Say("It is about seven hundred kilometres", 1200)]),
             Reply([Say("It is nine in the evening there", 1000)]),
         ],
+        # the user's 400 ms of voice goes out in 40 ms appends from 200 ms, then silence: the
+        # fifth silent append, at 760 ms, completes the 200 ms of silence server VAD waits for,
+        # and the app sends its typed message in the same period, right after that append
         actions=[
             Action(At(200), "speak", "How far is Paris from Berlin?"),
-            Action(At(700), "text", "And what time is it there?"),
+            Action(At(760), "text", "And what time is it there?"),
             Action(AfterError("conversation_already_has_active_response"), "create"),
         ],
         end_ms=3600,
@@ -446,12 +453,12 @@ scenario(
     )
 )
 
-WEATHER = {"get_weather": (300, "sunny, 21 degrees")}
+WEATHER = {"get_weather": (320, "sunny, 21 degrees")}
 
 scenario(
     Scenario(
         name="tool_call_answered",
-        story="the reply says a short preamble and calls get_weather; the SDK runs the tool (300 ms), "
+        story="the reply says a short preamble and calls get_weather; the SDK runs the tool (320 ms), "
         "sends its output and a response.create, and the answer is spoken",
         source="OpenAI Realtime API: function calling (response.function_call_arguments.done, "
         "function_call_output, response.create)",
@@ -468,12 +475,12 @@ scenario(
 scenario(
     Scenario(
         name="speech_during_tool",
-        story="a 1.5 s tool runs after its preamble was played; the user speaks meanwhile and server "
+        story="a 1.52 s tool runs after its preamble was played; the user speaks meanwhile and server "
         "VAD answers them; the tool's output is sent while that answer streams and the SDK holds "
         "its response.create until the answer is done",
         source="OpenAI Realtime API: function calling; the SDK runs tools as tasks and queues "
         "response.create behind the response in progress",
-        tools={"get_weather": (1500, "sunny, 21 degrees")},
+        tools={"get_weather": (1520, "sunny, 21 degrees")},
         replies=[
             Reply([Say("Let me check", 600), Call("get_weather", {"city": "Paris"})]),
             Reply([Say("I am still checking the weather for you", 1200)]),
@@ -481,7 +488,7 @@ scenario(
         ],
         actions=[
             Action(At(200), "text", "What is the weather in Paris?"),
-            Action(At(1400), "speak", "Is it going to rain?", speech_ms=300, silence_ms=300),
+            Action(At(1400), "speak", "Is it going to rain?", speech_ms=320),
         ],
         end_ms=5000,
     )
@@ -493,13 +500,13 @@ CUT_CALL = [
 ]
 CUT_ACTIONS = [
     Action(At(200), "text", "What is the weather in Paris?"),
-    Action(Heard(0, 500), "speak", "Actually, never mind."),
+    Action(Heard(0, 520), "speak", "Actually, never mind."),
 ]
 
 scenario(
     Scenario(
         name="tool_call_cut_by_barge_in",
-        story="the user speaks 500 ms into a 600 ms preamble while the reply's function call streams "
+        story="the user speaks 520 ms into a 600 ms preamble while the reply's function call streams "
         "its arguments: the server cancels the response and closes the call incomplete; the SDK "
         "runs no tool",
         source="OpenAI Realtime API: a cancelled response's items end incomplete; the SDK runs a "
@@ -641,7 +648,7 @@ scenario(
         "cancelled response left incomplete: the tool's output and a response.create are sent "
         "after the response.done that answered the cancel",
         source="",
-        tools=dict(WEATHER),
+        tools={"get_weather": (300, "sunny, 21 degrees")},
         replies=CUT_CALL + [Reply([Say("It is sunny", 600)])],
         actions=CUT_ACTIONS,
         end_ms=3200,
