@@ -475,12 +475,12 @@ scenario(
 scenario(
     Scenario(
         name="speech_during_tool",
-        story="a 1.52 s tool runs after its preamble was played; the user speaks meanwhile and server "
+        story="a 1.56 s tool runs after its preamble was played; the user speaks meanwhile and server "
         "VAD answers them; the tool's output is sent while that answer streams and the SDK holds "
         "its response.create until the answer is done",
         source="OpenAI Realtime API: function calling; the SDK runs tools as tasks and queues "
         "response.create behind the response in progress",
-        tools={"get_weather": (1520, "sunny, 21 degrees")},
+        tools={"get_weather": (1560, "sunny, 21 degrees")},
         replies=[
             Reply([Say("Let me check", 600), Call("get_weather", {"city": "Paris"})]),
             Reply([Say("I am still checking the weather for you", 1200)]),
