@@ -443,7 +443,8 @@ scenario(
         source="OpenAI Realtime API: response.create with response.conversation \"none\" and metadata",
         replies=[
             Reply([Say("Paris is the capital of France and its largest city", 1500)]),
-            Reply([Say("Reminder your meeting starts soon", 800)]),
+            # its deltas 40 ms off the main reply's when both stream (first_ms 140, not 100)
+            Reply([Say("Reminder your meeting starts soon", 800)], first_ms=140),
         ],
         actions=[
             Action(At(200), "text", "What is the capital of France?"),
@@ -624,7 +625,8 @@ scenario(
         source="",
         replies=[
             Reply([Say("Paris is the capital of France and its largest city", 1500)]),
-            Reply([Say("Reminder your meeting starts soon", 800)]),
+            # its deltas 40 ms off the main reply's when both stream (first_ms 140, not 100)
+            Reply([Say("Reminder your meeting starts soon", 800)], first_ms=140),
         ],
         actions=[
             Action(At(200), "text", "What is the capital of France?"),
