@@ -252,14 +252,15 @@ class Mic:
             await session.send_audio(self.chunks.popleft())
 
 
-def build_tool(clock: Clock, name: str, ms: int, result: str) -> FunctionTool:
+def build_tool(clock: Clock, name: str, ms: int, result: str, called_on: int) -> FunctionTool:
     """A function tool that returns ``result`` ``ms`` after the moment that made the SDK call
-    it: the call comes a few ms after a device period or a server event, both on a 20 ms grid,
-    and the tool counts from that grid point (the call's time less up to 15 ms, rounded down to
-    20 ms), so that when it returns does not depend on how soon the SDK got round to it."""
+    it: the call comes some ms after a device period (``called_on`` 0) or a server event
+    (``called_on`` 20, 20 ms off the periods), and the tool counts from that grid point (the
+    call's time less up to 35 ms, rounded down to it), so that when it returns does not depend
+    on how soon the SDK got round to the call."""
 
     async def invoke(ctx: Any, arguments: str) -> str:
-        origin = (int(clock.now_ms()) + 5) // 20 * 20
+        origin = (int(clock.now_ms()) + 5 - called_on) // TICK * TICK + called_on
         await clock.sleep_until(origin + ms)
         return result
 
@@ -389,7 +390,10 @@ class App:
         agent = RealtimeAgent(
             name="Assistant",
             instructions="You are a helpful voice assistant.",
-            tools=[build_tool(self.clock, n, ms, r) for n, (ms, r) in self.sc.tools.items()],
+            tools=[
+                build_tool(self.clock, n, ms, r, self.sc.tool_called_on)
+                for n, (ms, r) in self.sc.tools.items()
+            ],
         )
         runner = RealtimeRunner(agent, model=TappedModel(self.log), config={"tracing_disabled": True})
         model_config: Any = {

@@ -167,9 +167,13 @@ class Scenario:
     turn_detection: dict[str, Any] | None = field(default_factory=lambda: dict(VAD_ON))
     tools: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Function tools: name -> (how long it runs, in ms; what it returns). A tool counts its
-    time from the 20 ms grid point whose event made the SDK call it (``harness.build_tool``);
-    each duration here puts its return 20 ms off the device's periods and clear of the
-    server's deltas."""
+    time from the grid point whose event made the SDK call it (``tool_called_on``,
+    ``harness.build_tool``); each duration here puts its return 20 ms off the device's periods
+    and clear of the server's deltas."""
+    tool_called_on: int = TICK_MS // 2
+    """Where on the 40 ms grid the event that makes the SDK call a tool falls: 20 (a server
+    event: the function call's ``response.output_item.done``) or 0 (a device period: speech
+    whose cancellation closes the call)."""
     bug: Bug | None = None
 
 
@@ -651,6 +655,7 @@ scenario(
         "after the response.done that answered the cancel",
         source="",
         tools={"get_weather": (300, "sunny, 21 degrees")},
+        tool_called_on=0,
         replies=CUT_CALL + [Reply([Say("It is sunny", 600)])],
         actions=CUT_ACTIONS,
         end_ms=3200,
