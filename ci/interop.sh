@@ -37,7 +37,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift ;;
     --only) only+=("$2"); shift ;;
     --stack) want_stacks+=("$2"); shift ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "interop: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
