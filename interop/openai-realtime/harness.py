@@ -144,11 +144,11 @@ class TappedModel(OpenAIRealtimeWebSocketModel):
 
 
 class Player:
-    """A loudspeaker fed by the session's audio events, playing in 20 ms periods.
+    """A loudspeaker fed by the session's audio events, playing in 40 ms periods.
 
     Like the SDK's demo player, it is one queue of chunks played in arrival order, whatever item
     they belong to. From idle it starts once ``PREBUFFER_MS`` is queued or the head item's audio
-    is complete (a jitter buffer); after that it plays on without a gap. Each period it plays 20
+    is complete (a jitter buffer); after that it plays on without a gap. Each period it plays 40
     ms and reports them to the playback tracker (``on_play_bytes``), as an app is told to. Told to
     stop (``audio_interrupted``) it drops everything queued.
     """

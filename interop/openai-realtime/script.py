@@ -115,7 +115,7 @@ class Action:
     when: At | Heard | AfterError
     do: str
     """``speak`` (the user talks: ``speech_ms`` of voice then ``silence_ms`` of silence into the
-    microphone, appended 100 ms at a time), ``text`` (``session.send_message(arg)``),
+    microphone, appended 40 ms at a time), ``text`` (``session.send_message(arg)``),
     ``interrupt`` (``session.interrupt()``, the app's stop button), ``out_of_band`` (a raw
     ``response.create`` with ``response.conversation: "none"`` and ``arg`` as its metadata),
     ``create`` (a raw ``response.create``: the app's retry)."""
