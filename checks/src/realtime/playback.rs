@@ -97,7 +97,7 @@ impl Line<'_> {
     /// an out-of-band response's.
     fn begins(&self, s: &mut Session, key: String, turn: &str) -> Events {
         if s.begun.insert(key) && s.out_of_band(turn) {
-            self.heard_beside(turn)
+            self.heard_beside(s, turn)
         } else {
             Vec::new()
         }
@@ -169,21 +169,16 @@ impl Line<'_> {
         Ok(out)
     }
 
-    /// An out-of-band response began to play: where the conversation's response at the front
-    /// of the playback buffer has begun to play and has more to play, two responses are heard
-    /// at once (one played before or after the other is not).
-    fn heard_beside(&self, turn: &str) -> Events {
-        let front = match self.machine {
-            Some(m) if !self.cut.get() => {
-                let s = m.session();
-                s.playback
-                    .front()
-                    .filter(|f| s.turn(&f.turn).is_some_and(|t| t.played > 0))
-                    .map(|f| f.turn.clone())
-            }
-            _ => None,
-        };
-        let Some(other) = front else {
+    /// An out-of-band response began to play: the conversation's newest response is named
+    /// beside it, and the model judges whether that one had begun to play and still had audio
+    /// to play (two heard at once) or not (one after the other).
+    fn heard_beside(&self, s: &Session, turn: &str) -> Events {
+        let newest = s
+            .responses
+            .iter()
+            .filter(|(_, r)| !r.out_of_band)
+            .max_by_key(|(_, r)| r.generation);
+        let Some((other, _)) = newest else {
             return Vec::new();
         };
         vec![Event::Fact {
@@ -191,7 +186,7 @@ impl Line<'_> {
             at: self.at,
             fact: Fact::HeardBeside {
                 turn: turn.to_owned(),
-                other: other.to_string(),
+                other: other.clone(),
             },
         }]
     }

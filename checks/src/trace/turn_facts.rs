@@ -40,7 +40,8 @@ pub enum Fact {
         what: ToolCallFact,
     },
     /// The user's player began to play `turn` (a response outside the turn-taking: the
-    /// Realtime API's out-of-band response) while `other`'s audio was still to play.
+    /// Realtime API's out-of-band response): heard at once with `other` if `other` had begun to
+    /// play and still had audio to play.
     HeardBeside { turn: String, other: String },
 }
 
@@ -130,7 +131,8 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
         )),
         Fact::HeardBeside { turn, other } => {
             let left = s.playback.frames_of(other);
-            (left > 0).then(|| {
+            let begun = s.turn(other).is_some_and(|t| t.played > 0);
+            (left > 0 && begun).then(|| {
                 (
                     Some(Invariant::SingleRunningTurn),
                     vec![turn.clone(), other.clone()],
