@@ -13,8 +13,8 @@ impl Line<'_> {
     /// Server VAD heard the user. Where it interrupts (`interrupt_response`, on by default), the
     /// speech is held until the app shows what it did about it: a player's position read as it
     /// stops counts as played before the stop, and the app's clear is the cut. Where it does
-    /// not, the speech interrupts nothing of itself: the app's own clear and cancel are the
-    /// interruption, if it makes one.
+    /// not, the speech interrupts nothing of itself: the app's own clear or truncation (or its
+    /// cancel) is the interruption, if it makes one.
     pub(super) fn speech_started(&self, s: &mut Session) {
         if s.vad_interrupts {
             s.held.get_or_insert((self.at, self.line));
