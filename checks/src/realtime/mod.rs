@@ -22,6 +22,7 @@ mod playback;
 mod responses;
 mod tools;
 
+use crate::trace::borrowed;
 use crate::trace::conform::Observed;
 use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
 
@@ -115,26 +116,26 @@ pub const STOP_WINDOW_MS: Millis = 100;
 #[serde(default)]
 struct Ev<'a> {
     t_ms: Option<u64>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     dir: Option<Cow<'a, str>>,
     #[serde(borrow)]
     event: Option<Box<Ev<'a>>>,
     /// The envelope's session name (a string), or a `session.*` event's session (an object).
     #[serde(borrow)]
     session: Option<&'a RawValue>,
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, deserialize_with = "borrowed::text")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     event_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     response_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     item_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     name: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     delta: Option<Cow<'a, str>>,
     audio_ms: Option<u64>,
     /// The audio's length in bytes, where a capture keeps it instead of the base64.
@@ -153,29 +154,29 @@ struct Ev<'a> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct Item<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     id: Option<Cow<'a, str>>,
-    #[serde(rename = "type", borrow)]
+    #[serde(rename = "type", borrow, deserialize_with = "borrowed::text")]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     call_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     status: Option<Cow<'a, str>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct Resp<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     status: Option<Cow<'a, str>>,
     #[serde(borrow)]
     output_modalities: Option<Vec<Cow<'a, str>>>,
     #[serde(borrow)]
     modalities: Option<Vec<Cow<'a, str>>>,
     /// The client's create: `none` for a response outside the conversation (out of band).
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     conversation: Option<Cow<'a, str>>,
     /// The server's response: `null` for a response outside the conversation.
     #[serde(borrow)]
@@ -185,11 +186,11 @@ struct Resp<'a> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct ErrorBody<'a> {
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     code: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     event_id: Option<Cow<'a, str>>,
-    #[serde(borrow)]
+    #[serde(borrow, deserialize_with = "borrowed::text")]
     message: Option<Cow<'a, str>>,
 }
 

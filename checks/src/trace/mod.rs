@@ -8,6 +8,7 @@
 //! form ([`canonical::write`]), so `gate` uses `trace` and never the reverse. The lab dialect
 //! lives with the lab's vocabulary in `crate::lab::reader` and implements [`Reader`].
 
+pub(crate) mod borrowed;
 pub mod canonical;
 pub mod conform;
 pub mod fence_conform;
@@ -789,17 +790,17 @@ pub fn check_as<S: Conform, R: Reader<S>>(
     keep: Keep,
     fresh: S,
 ) -> Result<Verdict, InputError> {
-    check_batched(input, reader, keep, fresh, stream::BATCH)
+    check_batched(input, reader, keep, fresh, stream::Batching::DEFAULT)
 }
 
-/// [`check_as`], the records of `batch` lines judged at a time (on a thread of their own past the
+/// [`check_as`], the records of a `batch` judged at a time (on a thread of their own past the
 /// first batch).
 fn check_batched<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,
     keep: Keep,
     fresh: S,
-    batch: usize,
+    batch: stream::Batching,
 ) -> Result<Verdict, InputError> {
     let mut verdict = stream::check(input, reader, Checker::new(keep, fresh), batch)?;
     reader.reword(&mut verdict);

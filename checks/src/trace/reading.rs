@@ -7,6 +7,7 @@ use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::{self, TurnMachine};
 
 use super::conform::Conform;
+use super::stream::Batching;
 use super::{canonical, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
 use crate::livekit::{Livekit, LivekitReader};
@@ -74,15 +75,15 @@ pub fn check_dialect(
     read: &Reading,
     keep: Keep,
 ) -> Result<Verdict, InputError> {
-    check_dialect_batched(input, read, keep, super::stream::BATCH)
+    check_dialect_batched(input, read, keep, Batching::DEFAULT)
 }
 
-/// [`check_dialect`], the records of `batch` lines judged at a time.
+/// [`check_dialect`], the records of a `batch` judged at a time.
 pub(super) fn check_dialect_batched(
     input: impl BufRead,
     read: &Reading,
     keep: Keep,
-    batch: usize,
+    batch: Batching,
 ) -> Result<Verdict, InputError> {
     let profile = read.profile;
     match (read.dialect, read.machine) {
@@ -129,7 +130,7 @@ fn check_with<S: Conform, R: Reader<S>>(
     reader: &mut R,
     keep: Keep,
     profile: Profile,
-    batch: usize,
+    batch: Batching,
 ) -> Result<Verdict, InputError> {
     let Some(fresh) = S::for_profile(profile.model()) else {
         return Err(InputError::at(
