@@ -65,7 +65,9 @@ mod tests {
         assert!(matches!(delta(r#"{"delta":"a\nb"}"#), Some(Cow::Owned(s)) if s == "a\nb"));
         assert!(delta(r#"{"delta":null}"#).is_none());
         assert!(delta("{}").is_none());
-        let e = serde_json::from_str::<Line>(r#"{"delta":5}"#).err().unwrap();
+        let e = serde_json::from_str::<Line>(r#"{"delta":5}"#)
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("expected a string"), "{e}");
     }
 }
