@@ -20,25 +20,22 @@
 //! before the machine's type sees it; every error is theirs, worded and placed as before.
 
 use std::marker::PhantomData;
-use std::sync::LazyLock;
-
-use memchr::memmem::Finder;
 
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use turnfence_model::fence;
 use turnfence_model::turn::Step;
-use turnfence_model::{Millis, Timed};
+use turnfence_model::Millis;
 
-use super::conform::{Conform, Observed};
+use super::conform::{Conform, LineInput, Observed};
 use super::{Event, InputError, MakeEvents, ReadLines, Reader, Sessions};
+use kind::shown_kind;
+pub use kind::DEFAULT_SESSION;
 
+mod kind;
 mod one_pass;
 pub(super) mod tagged;
-
-/// The session a line without `session` belongs to.
-pub const DEFAULT_SESSION: &str = "main";
 
 /// Parses one line of JSON as an object, with the column of a syntax error.
 pub fn parse_object(text: &str, line: usize) -> Result<Map<String, Value>, InputError> {
@@ -138,16 +135,6 @@ fn typed<'a, T: Deserialize<'a>>(text: &'a str, what: &str, line: usize) -> Resu
     })
 }
 
-/// The four keys that say a line's kind, each as a prepared substring search.
-static KIND_KEYS: LazyLock<[Finder<'static>; 4]> = LazyLock::new(|| {
-    [
-        Finder::new("\"input\":"),
-        Finder::new("\"output\":"),
-        Finder::new("\"meta\":"),
-        Finder::new("\"session_end\":"),
-    ]
-});
-
 /// One canonical line as an event.
 pub fn read_line<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputError>
 where
@@ -157,21 +144,6 @@ where
     match one_pass::read(text) {
         Some(event) => Ok(event),
         None => read_typed(text, line),
-    }
-}
-
-/// The line's kind, from its keys, when exactly one of the four shows. A key's `"name":` cannot
-/// occur inside a JSON string (its quotes would be escaped), so the one that shows is the line's
-/// key, or the line is malformed and the typed parse says so. Otherwise (`None`) the keys are
-/// read properly.
-fn shown_kind(text: &str) -> Option<(bool, bool, bool, bool)> {
-    let shows = |key: usize| KIND_KEYS[key].find(text.as_bytes()).is_some();
-    match (shows(0), shows(1), shows(2), shows(3)) {
-        kind @ ((true, false, false, false)
-        | (false, true, false, false)
-        | (false, false, true, false)
-        | (false, false, false, true)) => Some(kind),
-        _ => None,
     }
 }
 
@@ -222,22 +194,6 @@ fn read_typed<S: Conform>(text: &str, line: usize) -> Result<Event<S>, InputErro
             line,
             "expected exactly one of `input`, `output`, `meta`, `session_end`",
         )),
-    }
-}
-
-/// An input as a canonical line holds it: its kind's fields beside its time `at`. Every
-/// [`Timed`] input is one; the one pass reads the kind straight from the line.
-pub trait LineInput {
-    type Kind: DeserializeOwned;
-
-    fn at(at: Millis, kind: Self::Kind) -> Self;
-}
-
-impl<K: DeserializeOwned> LineInput for Timed<K> {
-    type Kind = K;
-
-    fn at(at: Millis, kind: K) -> Timed<K> {
-        Timed::new(at, kind)
     }
 }
 

@@ -10,15 +10,31 @@
 use std::collections::{HashMap, VecDeque};
 use std::mem::Discriminant;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 use turnfence_model::turn::Profile;
-use turnfence_model::{Invariant, Machine, Millis};
+use turnfence_model::{Invariant, Machine, Millis, Timed};
 
-use super::canonical::LineInput;
 use super::{limits, Finding, FindingKind, InputError};
 
 mod end;
+
+/// An input as a canonical line holds it: its kind's fields beside its time `at`. Every
+/// [`Timed`] input is one; the one pass reads the kind straight from the line.
+pub trait LineInput {
+    type Kind: DeserializeOwned;
+
+    fn at(at: Millis, kind: Self::Kind) -> Self;
+}
+
+impl<K: DeserializeOwned> LineInput for Timed<K> {
+    type Kind = K;
+
+    fn at(at: Millis, kind: K) -> Timed<K> {
+        Timed::new(at, kind)
+    }
+}
 
 /// What the conformance engine needs of a machine beyond the [`Machine`] trait: which inputs
 /// carry no fields, what an output is about, the hidden steps a log may leave out, and the

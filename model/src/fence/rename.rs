@@ -16,9 +16,11 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
-use super::machine::{Ack, Binding, Event, FenceState, Wait, Worker};
+use super::flaw::Flaw;
+use super::machine::{Ack, Binding, Event, FenceMachine, FenceState, Wait, Worker};
 use super::table::{Request, Row, Table};
 use super::types::*;
+use crate::Plant;
 
 /// A renaming of tokens and request ids; a name it does not mention stays as it is.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -171,6 +173,14 @@ impl Worker {
             }),
             used_reqs: self.used_reqs.iter().map(|q| r.req(q)).collect(),
         }
+    }
+}
+
+impl<P: Plant<Flaw>> FenceMachine<P> {
+    /// The machine with every token and request id renamed: its state, the outputs not yet
+    /// drained (their ids unrenamed: drain first) and its plant.
+    pub fn renamed(&self, r: &Renaming) -> FenceMachine<P> {
+        self.with_state_from(|state| state.renamed(r))
     }
 }
 

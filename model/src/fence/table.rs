@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use serde::Serialize;
 
-use super::types::{Action, EndOutcome, Id, Map, Reply, RootId, Status, TaskId, Token};
+use super::types::{Action, EndOutcome, Id, Map, Output, Reply, RootId, Status, TaskId, Token};
 use crate::Hashed;
 
 /// A row's stored status. "Released" is the row's absence.
@@ -281,5 +281,28 @@ fn trimmed(id: &str) -> &str {
         id
     } else {
         id.trim()
+    }
+}
+
+/// The output of a request the table applied: made here, beside the request, so the types stand
+/// below the table.
+impl Output {
+    /// The table applied `request`, sent by `worker` as (`token`, `req`), and replied `reply`.
+    pub fn applied(
+        worker: &str,
+        token: &str,
+        req: &str,
+        request: &Request,
+        reply: &Reply,
+    ) -> Output {
+        Output::Applied {
+            worker: worker.into(),
+            token: token.into(),
+            req: req.into(),
+            action: request.action,
+            outcome: request.outcome,
+            expected_generation: request.expected_generation,
+            reply: reply.clone(),
+        }
     }
 }

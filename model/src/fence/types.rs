@@ -436,27 +436,6 @@ pub enum Output {
     },
 }
 
-impl Output {
-    /// The table applied `request`, sent by `worker` as (`token`, `req`), and replied `reply`.
-    pub fn applied(
-        worker: &str,
-        token: &str,
-        req: &str,
-        request: &crate::fence::table::Request,
-        reply: &Reply,
-    ) -> Output {
-        Output::Applied {
-            worker: worker.into(),
-            token: token.into(),
-            req: req.into(),
-            action: request.action,
-            outcome: request.outcome,
-            expected_generation: request.expected_generation,
-            reply: reply.clone(),
-        }
-    }
-}
-
 /// Puts `value` under `key` unless the map holds it there already: only a change borrows the
 /// part mutably (which copies it if it is shared with another state, and forgets its hash).
 pub(crate) fn insert_changed<K: Ord + Clone, V: PartialEq + Clone>(

@@ -23,8 +23,8 @@ use serde::de::{self, DeserializeSeed, EnumAccess, IgnoredAny, MapAccess, Varian
 use serde::Deserializer;
 use turnfence_model::Millis;
 
-use super::{shown_kind, LineInput, DEFAULT_SESSION};
-use crate::trace::conform::{Conform, Observed};
+use super::kind::{shown_kind, DEFAULT_SESSION};
+use crate::trace::conform::{Conform, LineInput, Observed};
 use crate::trace::Event;
 
 /// The line as an event, or `None` when the typed structs must read it.

@@ -163,11 +163,11 @@ impl<P: Plant<Flaw>> FenceMachine<P> {
     /// Every fence flaw runs on the one set of rules.
     fn plant_flaw(&mut self, _: Flaw) {}
 
-    /// The machine with every token and request id renamed (`crate::fence::rename`): its
-    /// state, the outputs not yet drained (their ids unrenamed: drain first) and its plant.
-    pub fn renamed(&self, r: &super::rename::Renaming) -> FenceMachine<P> {
+    /// The machine with its state made anew from its own by `make` (a renaming: the
+    /// `fence::rename` module), the outputs not yet drained and its plant kept.
+    pub fn with_state_from(&self, make: impl FnOnce(&FenceState) -> FenceState) -> FenceMachine<P> {
         FenceMachine {
-            state: self.state.renamed(r),
+            state: make(&self.state),
             outputs: self.outputs.clone(),
             plant: self.plant.clone(),
         }
