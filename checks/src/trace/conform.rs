@@ -7,140 +7,21 @@
 //! observed outputs where it does — including every output the machine did not produce and every
 //! one it contradicts. The invariants judge that.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::mem::Discriminant;
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::Serialize;
 use serde_json::Value;
-use turnfence_model::turn::Profile;
-use turnfence_model::{Invariant, Machine, Millis, Timed};
+use turnfence_model::{Invariant, Millis};
 
 use super::{limits, Finding, FindingKind, InputError};
 
+mod contract;
 mod end;
+mod findings;
 
-/// An input as a canonical line holds it: its kind's fields beside its time `at`. Every
-/// [`Timed`] input is one; the one pass reads the kind straight from the line.
-pub trait LineInput {
-    type Kind: DeserializeOwned;
-
-    fn at(at: Millis, kind: Self::Kind) -> Self;
-}
-
-impl<K: DeserializeOwned> LineInput for Timed<K> {
-    type Kind = K;
-
-    fn at(at: Millis, kind: K) -> Timed<K> {
-        Timed::new(at, kind)
-    }
-}
-
-/// What the conformance engine needs of a machine beyond the [`Machine`] trait: which inputs
-/// carry no fields, what an output is about, the hidden steps a log may leave out, and the
-/// refusals that are evidence of a broken invariant. A machine, its inputs, outputs, monitor and
-/// facts can be sent to another thread: a long trace is read on one while it is judged on another.
-pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send {
-    /// A fact a log states beside its events (a count, a remaining time, a position) that the
-    /// machine can predict: judged where it is stated. A machine whose logs state none uses
-    /// [`std::convert::Infallible`].
-    type Fact: Clone + std::fmt::Debug + PartialEq + Send;
-
-    /// The machine a session starts as, following `profile` (a trace's meta line, or
-    /// `--profile`). A machine with one set of rules has the lab's only: `None` for any other.
-    fn for_profile(profile: Profile) -> Option<Self> {
-        profile.is_lab().then(Self::default)
-    }
-
-    /// An input's kind as the canonical reader's one pass reads it from a line's entries after
-    /// its tag (the tag first as a key, as the kind's own internally tagged serde form reads it,
-    /// or as the variant's name to an externally tagged form). By default the kind's own form,
-    /// which buffers the object before it reads it; a machine may give a form that reads the
-    /// line straight (the turn machine does, with mirrors of its enums).
-    fn input_kind_from_line<'de, D: Deserializer<'de>>(
-        line: D,
-    ) -> Result<<Self::Input as LineInput>::Kind, D::Error>
-    where
-        Self::Input: LineInput,
-    {
-        Deserialize::deserialize(line)
-    }
-
-    /// An output as the one pass reads it, as [`Conform::input_kind_from_line`] an input's kind.
-    fn output_from_line<'de, D: Deserializer<'de>>(line: D) -> Result<Self::Output, D::Error> {
-        Deserialize::deserialize(line)
-    }
-
-    /// An input kind without fields (its line may carry no other keys).
-    fn is_bare(input: &Self::Input) -> bool;
-    /// What an output is about (a turn, a worker, a root): matching never crosses subjects.
-    fn subject(output: &Self::Output) -> Option<&str>;
-    fn input_subject(input: &Self::Input) -> Option<&str>;
-
-    /// Hidden inputs that make a refused input acceptable.
-    fn explain_input(&self, _: &Self::Input, _: &Self::Misuse) -> Vec<Self::Input> {
-        Vec::new()
-    }
-
-    /// Hidden inputs that would make the machine produce an observed output.
-    fn explain_output(&self, _: &Self::Output, _: Millis) -> Vec<Self::Input> {
-        Vec::new()
-    }
-
-    /// A refusal that is evidence of a broken invariant: the invariant and why.
-    fn refusal_cause(
-        &self,
-        _: &[&Self::Output],
-        _: &Self::Misuse,
-    ) -> Option<(Self::Invariant, String)> {
-        None
-    }
-
-    /// A stated fact, judged at `at` (the stating line's time) against the machine as it stands
-    /// and what happened so far: `None`
-    /// if it holds, else the invariant it breaks (or none: it only contradicts the model), the
-    /// ids, and why.
-    fn judge_fact(&self, _: &Self::Fact, _: Millis, _: &History<'_, Self>) -> Option<Judged<Self>> {
-        None
-    }
-
-    /// What the machine did instead of an unexpected output, as a clause.
-    fn counterpart(_: &[&Self::Output], _: &Self::Output) -> String {
-        String::new()
-    }
-
-    /// When a session ends: each subject the trace leaves unfinished (neither the machine nor
-    /// the trace ended it, `shown` being every output of the effective trace), and a sentence
-    /// saying what it still waits for.
-    fn left_open(&self, _shown: &[&Self::Output]) -> Vec<(String, String)> {
-        Vec::new()
-    }
-}
-
-/// A stated fact that does not hold: the invariant it breaks, if one, the ids, and why.
-pub type Judged<M> = (Option<<M as Machine>::Invariant>, Vec<String>, String);
-
-/// What happened in a session so far, as a stated fact is judged against it: each step's input
-/// and outputs, oldest first.
-pub struct History<'a, M: Machine> {
-    steps: &'a [EffStep<M>],
-}
-
-impl<'a, M: Machine> History<'a, M> {
-    /// Each step's input and its outputs, oldest first.
-    pub fn steps(
-        &self,
-    ) -> impl DoubleEndedIterator<
-        Item = (
-            &'a M::Input,
-            impl DoubleEndedIterator<Item = &'a M::Output> + 'a,
-        ),
-    > + 'a {
-        self.steps
-            .iter()
-            .map(|s| (&s.input, s.outputs.iter().map(|o| &o.output)))
-    }
-}
+pub use contract::{Conform, History, Judged, LineInput};
+use contract::{EffOutput, EffStep, Seen};
 
 /// An output the trace observed. `wildcards` names fields the log does not record: they match
 /// any value.
@@ -157,31 +38,6 @@ impl<O> Observed<O> {
             wildcards: &[],
         }
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Seen {
-    /// The machine produced it; the trace does not show it.
-    Implicit,
-    /// The trace shows it, as the machine produced it.
-    Observed,
-    /// The trace shows something else in its place, or something the machine did not produce.
-    Deviant,
-}
-
-#[derive(Clone, Debug)]
-struct EffOutput<O> {
-    output: O,
-    /// The line that showed it, and when (the trace's time there).
-    line: Option<(usize, Millis)>,
-    seen: Seen,
-}
-
-#[derive(Clone, Debug)]
-struct EffStep<M: Machine> {
-    input: M::Input,
-    line: usize,
-    outputs: Vec<EffOutput<M::Output>>,
 }
 
 fn value_of(output: &impl Serialize) -> Value {
@@ -617,91 +473,6 @@ impl<M: Conform> SessionCheck<M> {
             })
             .collect()
     }
-}
-
-/// The conformance findings an invariant finding explains — an output the model does not produce,
-/// or produces otherwise, or one it produces that a complete log never shows, or a subject left
-/// open, or a stated fact it contradicts, at the very line where an invariant is
-/// broken; or a stated fact that breaks the same invariant there — go with it rather than
-/// standing alone: one finding per broken event. So does an output about a subject (a turn) whose
-/// invariant broke at an earlier line: it follows from the first break.
-fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
-    // The invariant findings at each line, looked up once per conformance finding (a search of
-    // them all for each would be quadratic in a trace with many findings).
-    let mut at_line: HashMap<usize, Vec<usize>> = HashMap::new();
-    for (i, j) in judged.iter().enumerate() {
-        at_line.entry(j.line).or_default().push(i);
-    }
-    let mut out = Vec::new();
-    for f in conformance {
-        let here = at_line.get(&f.line).and_then(|here| {
-            here.iter().copied().find(|&i| match f.kind {
-                FindingKind::UnexpectedOutput
-                | FindingKind::ContradictedOutput
-                | FindingKind::ContradictedFact
-                | FindingKind::MissingOutput
-                | FindingKind::LeftOpen => true,
-                FindingKind::Invariant => judged[i].invariant == f.invariant,
-                _ => false,
-            })
-        });
-        // An output about a subject whose invariant broke at an earlier line follows from it: the
-        // system went on from a state the model never reached.
-        let earlier = || {
-            let subject = f.ids.first()?;
-            let follows = matches!(
-                f.kind,
-                FindingKind::UnexpectedOutput
-                    | FindingKind::ContradictedOutput
-                    | FindingKind::MissingOutput
-                    | FindingKind::LeftOpen
-            );
-            follows.then_some(())?;
-            judged
-                .iter()
-                .position(|j| j.line < f.line && j.ids.first() == Some(subject))
-        };
-        let cause = here.or_else(earlier);
-        match cause {
-            Some(i) => judged[i].derived.push(f),
-            None => out.push(f),
-        }
-    }
-    out.extend(judged);
-    fold_repeats(out)
-}
-
-/// An invariant broken again about the same subjects, later, is the same story going on (a pause
-/// reported kept, then found undecided when it ends): it goes with the first finding (`also`).
-/// So is a turn's audio played after an interruption its system never cut (no truncation, no
-/// clear): the audio the interruption left playing is that interruption ignored.
-fn fold_repeats(mut findings: Vec<Finding>) -> Vec<Finding> {
-    findings.sort_by_key(|f| f.line);
-    let mut out: Vec<Finding> = Vec::with_capacity(findings.len());
-    for f in findings {
-        let first = (f.kind == FindingKind::Invariant)
-            .then(|| {
-                out.iter().position(|o| {
-                    o.kind == FindingKind::Invariant
-                        && o.line < f.line
-                        && o.session == f.session
-                        && (o.invariant == f.invariant && o.ids == f.ids || played_on(o, &f))
-                })
-            })
-            .flatten();
-        match first {
-            Some(i) => out[i].derived.push(f),
-            None => out.push(f),
-        }
-    }
-    out
-}
-
-/// `later` is audio of the turn whose interruption `first` found never cut.
-fn played_on(first: &Finding, later: &Finding) -> bool {
-    first.invariant == Some("truncated_to_heard")
-        && later.invariant == Some("no_late_delivery")
-        && first.ids.first() == later.ids.first()
 }
 
 /// The observed output with its wildcard fields taken from the machine's.

@@ -10,11 +10,13 @@
 
 pub(crate) mod borrowed;
 pub mod canonical;
+mod checker;
 pub mod conform;
 pub mod fence_conform;
 pub mod limits;
 mod reading;
 mod render;
+mod stack;
 mod stream;
 pub mod turn_conform;
 pub mod turn_facts;
@@ -25,6 +27,11 @@ pub use reading::{
     Reading,
 };
 pub use render::{not_judged_line, render_text, MAX_TEXT_FINDINGS};
+pub use stack::{
+    parse_stack_line, StackDialect, StackEvents, StackLines, StackReader, StackRecord,
+};
+
+use checker::Checker;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -295,193 +302,6 @@ impl Dialect {
     }
 }
 
-/// A line of a real stack's log, as its dialect holds it until its events are made: the meta
-/// line, or the line's text (parsed where its events are made, borrowing from it).
-#[derive(Clone, Debug)]
-pub enum StackRecord {
-    Meta(serde_json::Value),
-    Line(String),
-    /// The end of the log.
-    End,
-}
-
-/// The lines of a real stack's log: its first line is its meta line (given the dialect's
-/// `complete`, the output kinds its logs record completely, unless it names its own) or — a log
-/// without one — an event, before which the dialect's meta is put.
-pub struct StackLines {
-    started: bool,
-    /// The last line read.
-    last: usize,
-    /// The dialect's `complete` ([`StackDialect::COMPLETE`]), set when the reader is split.
-    complete: &'static [&'static str],
-    /// The dialect's [`StackDialect::split`], set when the reader is split.
-    split: Split,
-}
-
-/// A line of a stack's log as the records it holds, or `None`: it is one.
-type Split = fn(&str, usize) -> Result<Option<Vec<String>>, InputError>;
-
-impl Default for StackLines {
-    fn default() -> StackLines {
-        StackLines {
-            started: false,
-            last: 0,
-            complete: &[],
-            split: |_, _| Ok(None),
-        }
-    }
-}
-
-impl ReadLines<StackRecord> for StackLines {
-    fn read(
-        &mut self,
-        text: &str,
-        line: usize,
-        out: &mut Vec<(usize, StackRecord)>,
-    ) -> Result<(), InputError> {
-        self.last = line;
-        if !self.started {
-            self.started = true;
-            let v: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
-            match v {
-                serde_json::Value::Object(mut o) if o.contains_key("meta") => {
-                    return match o.remove("meta") {
-                        Some(serde_json::Value::Object(mut meta)) if o.is_empty() => {
-                            meta.entry("complete")
-                                .or_insert(serde_json::json!(self.complete));
-                            let meta = serde_json::Value::Object(meta);
-                            out.push((line, StackRecord::Meta(meta)));
-                            Ok(())
-                        }
-                        _ => Err(InputError::at(line, "the meta line holds one object")),
-                    };
-                }
-                _ => {
-                    let meta = serde_json::json!({ "complete": self.complete });
-                    out.push((line, StackRecord::Meta(meta)));
-                }
-            }
-        }
-        match (self.split)(text, line)? {
-            Some(parts) => out.extend(parts.into_iter().map(|p| (line, StackRecord::Line(p)))),
-            None => out.push((line, StackRecord::Line(text.to_owned()))),
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self, out: &mut Vec<(usize, StackRecord)>) -> Result<(), InputError> {
-        out.push((self.last, StackRecord::End));
-        Ok(())
-    }
-}
-
-/// A real stack's dialect: what it makes of one line of its log (the meta line is [`StackLines`]'
-/// work), and the output kinds its logs record completely.
-pub trait StackDialect<S: Conform>: Default {
-    const COMPLETE: &'static [&'static str];
-
-    /// The meta line (the one given, or the one made for a log without one): what the dialect
-    /// reads from it (a stack's version and options).
-    fn meta(&mut self, _meta: &serde_json::Value) -> Result<(), InputError> {
-        Ok(())
-    }
-
-    /// The verdict in the stack's words ([`Reader::reword`]).
-    fn reword(&self, _verdict: &mut Verdict) {}
-
-    /// A line that holds several records (a session report and its events), as those records,
-    /// each read at this line in turn (so each sees the sessions as the one before left them);
-    /// `None`: the line is one record.
-    fn split(_text: &str, _line: usize) -> Result<Option<Vec<String>>, InputError> {
-        Ok(None)
-    }
-
-    fn line(
-        &mut self,
-        text: &str,
-        line: usize,
-        sessions: &Sessions<S>,
-    ) -> Result<Vec<Event<S>>, InputError>;
-
-    /// The end of the log, after its last line (`line`): what the dialect still held back.
-    fn end(&mut self, _line: usize, _sessions: &Sessions<S>) -> Result<Vec<Event<S>>, InputError> {
-        Ok(Vec::new())
-    }
-}
-
-/// The reader of a real stack's log: its lines held as text, each made into events by the
-/// dialect `D`.
-#[derive(Default)]
-pub struct StackReader<D> {
-    lines: StackLines,
-    events: StackEvents<D>,
-}
-
-impl<D> StackReader<D> {
-    /// A reader with its dialect made already (given what the command line chose).
-    pub fn new(dialect: D) -> StackReader<D> {
-        StackReader {
-            lines: StackLines::default(),
-            events: StackEvents(dialect),
-        }
-    }
-}
-
-/// A real stack's lines made into events by its dialect `D`.
-#[derive(Default)]
-pub struct StackEvents<D>(D);
-
-impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
-    type Record = StackRecord;
-    type Lines = StackLines;
-    type Events = StackEvents<D>;
-
-    fn halves(&mut self) -> (&mut StackLines, &mut StackEvents<D>) {
-        self.lines.complete = D::COMPLETE;
-        self.lines.split = D::split;
-        (&mut self.lines, &mut self.events)
-    }
-
-    fn reword(&self, verdict: &mut Verdict) {
-        self.events.0.reword(verdict);
-    }
-}
-
-impl<S: Conform, D: StackDialect<S>> MakeEvents<S, StackRecord> for StackEvents<D> {
-    fn events(
-        &mut self,
-        record: StackRecord,
-        line: usize,
-        sessions: &Sessions<S>,
-        out: &mut Vec<Event<S>>,
-    ) -> Result<(), InputError> {
-        match record {
-            StackRecord::Meta(v) => {
-                self.0.meta(&v)?;
-                out.push(Event::Meta(v));
-            }
-            StackRecord::Line(text) => out.extend(self.0.line(&text, line, sessions)?),
-            StackRecord::End => out.extend(self.0.end(line, sessions)?),
-        }
-        Ok(())
-    }
-}
-
-/// A line of a real stack's log parsed as `T`, or an input error at its line and column naming
-/// what it is not (`what`: "a realtime line", "a LiveKit event").
-pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
-    text: &'a str,
-    line: usize,
-    what: &str,
-) -> Result<T, InputError> {
-    serde_json::from_str(text).map_err(|e| {
-        let mut err = InputError::at(line, format!("not {what}: {e}"));
-        err.column = Some(e.column());
-        err
-    })
-}
-
 /// Reads a dialect's lines, in two halves: [`ReadLines`] parses each line into records (a dialect
 /// may hold lines back and release them later, e.g. a whole lab scenario); [`MakeEvents`] turns
 /// one record into events, seeing the open sessions as they stand after every earlier event was
@@ -578,179 +398,6 @@ impl<S: Conform> Sessions<S> {
     /// The machine each session starts as unless its log says otherwise (the trace's profile).
     pub fn fresh(&self) -> &S {
         &self.fresh
-    }
-}
-
-struct Checker<S: Conform> {
-    sessions: Sessions<S>,
-    verdict: Verdict,
-}
-
-impl<S: Conform> Checker<S> {
-    fn event(&mut self, event: Event<S>, line: usize) -> Result<(), InputError> {
-        self.verdict.events += 1;
-        match event {
-            Event::Meta(meta) if line == 1 => self.meta(&meta),
-            Event::Meta(_) => Err(InputError::at(
-                line,
-                "a meta line may only be the first line",
-            )),
-            Event::Input { session, input } => {
-                let s = self.sessions.get(&session, line)?;
-                s.advance(S::at(&input), line)?;
-                s.input(input, line);
-                s.held(line)?;
-                self.open_peak();
-                Ok(())
-            }
-            Event::Output {
-                session,
-                at,
-                observed,
-            } => {
-                let s = self.sessions.get(&session, line)?;
-                s.advance(at, line)?;
-                s.output(&observed, at, line);
-                s.held(line)?;
-                self.open_peak();
-                Ok(())
-            }
-            Event::Fact { session, at, fact } => {
-                let s = self.sessions.get(&session, line)?;
-                s.advance(at, line)?;
-                s.fact(&fact, line);
-                Ok(())
-            }
-            Event::End { session } => {
-                self.end(&session, Some(line));
-                Ok(())
-            }
-            Event::Begin { session, machine } => {
-                if self.sessions.open.contains_key(&session) {
-                    return Err(InputError::at(
-                        line,
-                        format!("session {session:?} is already open: its options come first"),
-                    ));
-                }
-                let fresh = std::mem::replace(&mut self.sessions.fresh, machine);
-                let opened = self.sessions.get(&session, line).map(|_| ());
-                self.sessions.fresh = fresh;
-                opened?;
-                self.open_peak();
-                Ok(())
-            }
-            Event::Held { line, event } => {
-                self.verdict.events -= 1;
-                self.event(*event, line)
-            }
-            Event::NotJudged {
-                session,
-                rule,
-                ids,
-                needs,
-            } => {
-                self.verdict.not_judged.push(NotJudged {
-                    line,
-                    session,
-                    rule,
-                    ids,
-                    needs,
-                });
-                Ok(())
-            }
-        }
-    }
-
-    fn open_peak(&mut self) {
-        self.verdict.peak_open_sessions = self
-            .verdict
-            .peak_open_sessions
-            .max(self.sessions.open.len());
-    }
-
-    /// The meta line: `complete`, the output kinds the log records completely, and `partial`,
-    /// a capture that may end with turns unfinished; the rest is read elsewhere (`machine`,
-    /// `dialect`) or by the fixture tests (`expect`, `invariant`, …). A key it does not know is
-    /// an input error, like any other line's.
-    fn meta(&mut self, meta: &serde_json::Value) -> Result<(), InputError> {
-        let meta: Meta = serde_json::from_value(meta.clone())
-            .map_err(|e| InputError::at(1, format!("meta line: {e}")))?;
-        self.sessions.partial = meta.partial;
-        let Some(kinds) = meta.complete else {
-            return Ok(());
-        };
-        for k in &kinds {
-            let probe = serde_json::json!({ "output": k });
-            let known = serde_json::from_value::<S::Output>(probe)
-                .err()
-                .is_none_or(|e| !e.to_string().starts_with("unknown variant"));
-            if !known {
-                return Err(InputError::at(
-                    1,
-                    format!("`complete` names an unknown output kind {k:?}"),
-                ));
-            }
-        }
-        self.sessions.complete = kinds;
-        Ok(())
-    }
-
-    /// A session is over: judge it and drop its state. A later line naming it opens a new one.
-    fn end(&mut self, session: &str, line: Option<usize>) {
-        if let Some(s) = self.sessions.open.remove(session) {
-            self.verdict.sessions += 1;
-            if self.sessions.keep == Keep::Effective {
-                self.verdict.effective.extend(s.effective());
-                self.verdict.hidden.extend(s.hidden_kept().iter().cloned());
-            }
-            let not_judged = &self.verdict.not_judged;
-            let judged = s
-                .finish(line)
-                .into_iter()
-                .filter(|f| !not_judged.iter().any(|n| n.covers(f)));
-            self.verdict.findings.extend(judged);
-        }
-    }
-}
-
-impl<S: Conform> Checker<S> {
-    /// A fresh checker: each session starts as `fresh`.
-    fn new(keep: Keep, fresh: S) -> Checker<S> {
-        let mut c = Checker::<S> {
-            sessions: Sessions::default(),
-            verdict: Verdict::default(),
-        };
-        c.sessions.keep = keep;
-        c.sessions.fresh = fresh;
-        c
-    }
-
-    /// `records` made into events by `events`, each applied; `buf` is emptied and used again.
-    fn records<R, E: MakeEvents<S, R>>(
-        &mut self,
-        events: &mut E,
-        records: impl IntoIterator<Item = (usize, R)>,
-        buf: &mut Vec<Event<S>>,
-    ) -> Result<(), InputError> {
-        for (line, record) in records {
-            events.events(record, line, &self.sessions, buf)?;
-            for event in buf.drain(..) {
-                self.event(event, line)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The end of a trace of `lines` lines, every one read and applied: the sessions still open
-    /// are judged.
-    fn conclude(mut self, lines: usize) -> Verdict {
-        self.verdict.lines = lines;
-        let open: Vec<String> = self.sessions.open.keys().cloned().collect();
-        for s in open {
-            self.end(&s, None);
-        }
-        self.verdict.findings.sort_by_key(|f| f.line);
-        self.verdict
     }
 }
 

@@ -8,10 +8,8 @@ use std::mem::Discriminant;
 use serde_json::Value;
 use turnfence_model::{Millis, Monitor, Violation};
 
-use super::{
-    attach_derived, compact, same_identity, value_of, Conform, Finding, FindingKind, Seen,
-    SessionCheck,
-};
+use super::findings::attach_derived;
+use super::{compact, same_identity, value_of, Conform, Finding, FindingKind, Seen, SessionCheck};
 
 impl<M: Conform> SessionCheck<M> {
     /// The session is over (at `end_line`, its `session_end`, or its last line at the end of

@@ -1,0 +1,178 @@
+//! The checker: a trace's events applied to its sessions, each session judged when it ends, the
+//! verdict gathered.
+
+use super::{Conform, Event, InputError, Keep, MakeEvents, Meta, NotJudged, Sessions, Verdict};
+
+/// A trace's sessions as its events left them, and the verdict so far.
+pub(super) struct Checker<S: Conform> {
+    pub(super) sessions: Sessions<S>,
+    pub(super) verdict: Verdict,
+}
+
+impl<S: Conform> Checker<S> {
+    pub(super) fn event(&mut self, event: Event<S>, line: usize) -> Result<(), InputError> {
+        self.verdict.events += 1;
+        match event {
+            Event::Meta(meta) if line == 1 => self.meta(&meta),
+            Event::Meta(_) => Err(InputError::at(
+                line,
+                "a meta line may only be the first line",
+            )),
+            Event::Input { session, input } => {
+                let s = self.sessions.get(&session, line)?;
+                s.advance(S::at(&input), line)?;
+                s.input(input, line);
+                s.held(line)?;
+                self.open_peak();
+                Ok(())
+            }
+            Event::Output {
+                session,
+                at,
+                observed,
+            } => {
+                let s = self.sessions.get(&session, line)?;
+                s.advance(at, line)?;
+                s.output(&observed, at, line);
+                s.held(line)?;
+                self.open_peak();
+                Ok(())
+            }
+            Event::Fact { session, at, fact } => {
+                let s = self.sessions.get(&session, line)?;
+                s.advance(at, line)?;
+                s.fact(&fact, line);
+                Ok(())
+            }
+            Event::End { session } => {
+                self.end(&session, Some(line));
+                Ok(())
+            }
+            Event::Begin { session, machine } => {
+                if self.sessions.open.contains_key(&session) {
+                    return Err(InputError::at(
+                        line,
+                        format!("session {session:?} is already open: its options come first"),
+                    ));
+                }
+                let fresh = std::mem::replace(&mut self.sessions.fresh, machine);
+                let opened = self.sessions.get(&session, line).map(|_| ());
+                self.sessions.fresh = fresh;
+                opened?;
+                self.open_peak();
+                Ok(())
+            }
+            Event::Held { line, event } => {
+                self.verdict.events -= 1;
+                self.event(*event, line)
+            }
+            Event::NotJudged {
+                session,
+                rule,
+                ids,
+                needs,
+            } => {
+                self.verdict.not_judged.push(NotJudged {
+                    line,
+                    session,
+                    rule,
+                    ids,
+                    needs,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn open_peak(&mut self) {
+        self.verdict.peak_open_sessions = self
+            .verdict
+            .peak_open_sessions
+            .max(self.sessions.open.len());
+    }
+
+    /// The meta line: `complete`, the output kinds the log records completely, and `partial`,
+    /// a capture that may end with turns unfinished; the rest is read elsewhere (`machine`,
+    /// `dialect`) or by the fixture tests (`expect`, `invariant`, …). A key it does not know is
+    /// an input error, like any other line's.
+    fn meta(&mut self, meta: &serde_json::Value) -> Result<(), InputError> {
+        let meta: Meta = serde_json::from_value(meta.clone())
+            .map_err(|e| InputError::at(1, format!("meta line: {e}")))?;
+        self.sessions.partial = meta.partial;
+        let Some(kinds) = meta.complete else {
+            return Ok(());
+        };
+        for k in &kinds {
+            let probe = serde_json::json!({ "output": k });
+            let known = serde_json::from_value::<S::Output>(probe)
+                .err()
+                .is_none_or(|e| !e.to_string().starts_with("unknown variant"));
+            if !known {
+                return Err(InputError::at(
+                    1,
+                    format!("`complete` names an unknown output kind {k:?}"),
+                ));
+            }
+        }
+        self.sessions.complete = kinds;
+        Ok(())
+    }
+
+    /// A session is over: judge it and drop its state. A later line naming it opens a new one.
+    fn end(&mut self, session: &str, line: Option<usize>) {
+        if let Some(s) = self.sessions.open.remove(session) {
+            self.verdict.sessions += 1;
+            if self.sessions.keep == Keep::Effective {
+                self.verdict.effective.extend(s.effective());
+                self.verdict.hidden.extend(s.hidden_kept().iter().cloned());
+            }
+            let not_judged = &self.verdict.not_judged;
+            let judged = s
+                .finish(line)
+                .into_iter()
+                .filter(|f| !not_judged.iter().any(|n| n.covers(f)));
+            self.verdict.findings.extend(judged);
+        }
+    }
+}
+
+impl<S: Conform> Checker<S> {
+    /// A fresh checker: each session starts as `fresh`.
+    pub(super) fn new(keep: Keep, fresh: S) -> Checker<S> {
+        let mut c = Checker::<S> {
+            sessions: Sessions::default(),
+            verdict: Verdict::default(),
+        };
+        c.sessions.keep = keep;
+        c.sessions.fresh = fresh;
+        c
+    }
+
+    /// `records` made into events by `events`, each applied; `buf` is emptied and used again.
+    pub(super) fn records<R, E: MakeEvents<S, R>>(
+        &mut self,
+        events: &mut E,
+        records: impl IntoIterator<Item = (usize, R)>,
+        buf: &mut Vec<Event<S>>,
+    ) -> Result<(), InputError> {
+        for (line, record) in records {
+            events.events(record, line, &self.sessions, buf)?;
+            for event in buf.drain(..) {
+                self.event(event, line)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of a trace of `lines` lines, every one read and applied: the sessions still open
+    /// are judged.
+    pub(super) fn conclude(mut self, lines: usize) -> Verdict {
+        self.verdict.lines = lines;
+        let open: Vec<String> = self.sessions.open.keys().cloned().collect();
+        for s in open {
+            self.end(&s, None);
+        }
+        self.verdict.findings.sort_by_key(|f| f.line);
+        self.verdict
+    }
+}

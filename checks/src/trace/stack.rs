@@ -1,0 +1,192 @@
+//! The reader of a real stack's log: its lines held as text on the reading thread, each made into
+//! events by the stack's dialect ([`StackDialect`]) where it is judged. Every stack's dialect
+//! (`openai-realtime`, `livekit-agents`) is this one reader and an implementation of the trait.
+
+use super::{Conform, Event, InputError, MakeEvents, ReadLines, Reader, Sessions, Verdict};
+
+/// A line of a real stack's log, as its dialect holds it until its events are made: the meta
+/// line, or the line's text (parsed where its events are made, borrowing from it).
+#[derive(Clone, Debug)]
+pub enum StackRecord {
+    Meta(serde_json::Value),
+    Line(String),
+    /// The end of the log.
+    End,
+}
+
+/// The lines of a real stack's log: its first line is its meta line (given the dialect's
+/// `complete`, the output kinds its logs record completely, unless it names its own) or — a log
+/// without one — an event, before which the dialect's meta is put.
+pub struct StackLines {
+    started: bool,
+    /// The last line read.
+    last: usize,
+    /// The dialect's `complete` ([`StackDialect::COMPLETE`]), set when the reader is split.
+    complete: &'static [&'static str],
+    /// The dialect's [`StackDialect::split`], set when the reader is split.
+    split: Split,
+}
+
+/// A line of a stack's log as the records it holds, or `None`: it is one.
+type Split = fn(&str, usize) -> Result<Option<Vec<String>>, InputError>;
+
+impl Default for StackLines {
+    fn default() -> StackLines {
+        StackLines {
+            started: false,
+            last: 0,
+            complete: &[],
+            split: |_, _| Ok(None),
+        }
+    }
+}
+
+impl ReadLines<StackRecord> for StackLines {
+    fn read(
+        &mut self,
+        text: &str,
+        line: usize,
+        out: &mut Vec<(usize, StackRecord)>,
+    ) -> Result<(), InputError> {
+        self.last = line;
+        if !self.started {
+            self.started = true;
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| InputError::at(line, format!("not a JSON object: {e}")))?;
+            match v {
+                serde_json::Value::Object(mut o) if o.contains_key("meta") => {
+                    return match o.remove("meta") {
+                        Some(serde_json::Value::Object(mut meta)) if o.is_empty() => {
+                            meta.entry("complete")
+                                .or_insert(serde_json::json!(self.complete));
+                            let meta = serde_json::Value::Object(meta);
+                            out.push((line, StackRecord::Meta(meta)));
+                            Ok(())
+                        }
+                        _ => Err(InputError::at(line, "the meta line holds one object")),
+                    };
+                }
+                _ => {
+                    let meta = serde_json::json!({ "complete": self.complete });
+                    out.push((line, StackRecord::Meta(meta)));
+                }
+            }
+        }
+        match (self.split)(text, line)? {
+            Some(parts) => out.extend(parts.into_iter().map(|p| (line, StackRecord::Line(p)))),
+            None => out.push((line, StackRecord::Line(text.to_owned()))),
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self, out: &mut Vec<(usize, StackRecord)>) -> Result<(), InputError> {
+        out.push((self.last, StackRecord::End));
+        Ok(())
+    }
+}
+
+/// A real stack's dialect: what it makes of one line of its log (the meta line is [`StackLines`]'
+/// work), and the output kinds its logs record completely.
+pub trait StackDialect<S: Conform>: Default {
+    const COMPLETE: &'static [&'static str];
+
+    /// The meta line (the one given, or the one made for a log without one): what the dialect
+    /// reads from it (a stack's version and options).
+    fn meta(&mut self, _meta: &serde_json::Value) -> Result<(), InputError> {
+        Ok(())
+    }
+
+    /// The verdict in the stack's words ([`Reader::reword`]).
+    fn reword(&self, _verdict: &mut Verdict) {}
+
+    /// A line that holds several records (a session report and its events), as those records,
+    /// each read at this line in turn (so each sees the sessions as the one before left them);
+    /// `None`: the line is one record.
+    fn split(_text: &str, _line: usize) -> Result<Option<Vec<String>>, InputError> {
+        Ok(None)
+    }
+
+    fn line(
+        &mut self,
+        text: &str,
+        line: usize,
+        sessions: &Sessions<S>,
+    ) -> Result<Vec<Event<S>>, InputError>;
+
+    /// The end of the log, after its last line (`line`): what the dialect still held back.
+    fn end(&mut self, _line: usize, _sessions: &Sessions<S>) -> Result<Vec<Event<S>>, InputError> {
+        Ok(Vec::new())
+    }
+}
+
+/// The reader of a real stack's log: its lines held as text, each made into events by the
+/// dialect `D`.
+#[derive(Default)]
+pub struct StackReader<D> {
+    lines: StackLines,
+    events: StackEvents<D>,
+}
+
+impl<D> StackReader<D> {
+    /// A reader with its dialect made already (given what the command line chose).
+    pub fn new(dialect: D) -> StackReader<D> {
+        StackReader {
+            lines: StackLines::default(),
+            events: StackEvents(dialect),
+        }
+    }
+}
+
+/// A real stack's lines made into events by its dialect `D`.
+#[derive(Default)]
+pub struct StackEvents<D>(D);
+
+impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
+    type Record = StackRecord;
+    type Lines = StackLines;
+    type Events = StackEvents<D>;
+
+    fn halves(&mut self) -> (&mut StackLines, &mut StackEvents<D>) {
+        self.lines.complete = D::COMPLETE;
+        self.lines.split = D::split;
+        (&mut self.lines, &mut self.events)
+    }
+
+    fn reword(&self, verdict: &mut Verdict) {
+        self.events.0.reword(verdict);
+    }
+}
+
+impl<S: Conform, D: StackDialect<S>> MakeEvents<S, StackRecord> for StackEvents<D> {
+    fn events(
+        &mut self,
+        record: StackRecord,
+        line: usize,
+        sessions: &Sessions<S>,
+        out: &mut Vec<Event<S>>,
+    ) -> Result<(), InputError> {
+        match record {
+            StackRecord::Meta(v) => {
+                self.0.meta(&v)?;
+                out.push(Event::Meta(v));
+            }
+            StackRecord::Line(text) => out.extend(self.0.line(&text, line, sessions)?),
+            StackRecord::End => out.extend(self.0.end(line, sessions)?),
+        }
+        Ok(())
+    }
+}
+
+/// A line of a real stack's log parsed as `T`, or an input error at its line and column naming
+/// what it is not (`what`: "a realtime line", "a LiveKit event").
+pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
+    text: &'a str,
+    line: usize,
+    what: &str,
+) -> Result<T, InputError> {
+    serde_json::from_str(text).map_err(|e| {
+        let mut err = InputError::at(line, format!("not {what}: {e}"));
+        err.column = Some(e.column());
+        err
+    })
+}
