@@ -1,0 +1,173 @@
+"""The house's layout, held: no Rust file of the workspace longer than 600 lines, and no file
+that imports one that imports it back.
+
+A file's imports are the paths it names that start with `crate::`, `super::` or `self::` (in
+`use` items or inline), and its own child modules it names (`one_pass::read`); each is resolved
+to the file of the longest module it reaches. A module root (`mod.rs`, `lib.rs`, `main.rs`) is a
+folder's table of contents — it declares and re-exports what the files under it define, and
+they name what it declares — so edges to and from roots are not counted; a file with a folder
+of its own (`canonical.rs` beside `canonical/`) is a file like any other. Test modules
+(`#[cfg(test)] mod tests { … }` to the end of the file) are left out.
+
+Exit 0 when both hold; 1, listing each file too long and each circle (every file in it, and
+the imports that close it), when not.
+"""
+
+import os
+import re
+import sys
+
+MAX_LINES = 600
+CRATE_ROOTS = ["model/src", "checks/src"]
+SIZED = ["model", "checks"]
+
+
+def module_files(root):
+    """Module path (a tuple) -> file, for one crate's source folder."""
+    out = {}
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".rs"):
+                path = os.path.join(folder, name)
+                parts = os.path.relpath(path, root)[:-3].split(os.sep)
+                if parts[-1] in ("mod", "lib", "main"):
+                    parts = parts[:-1]
+                out[tuple(parts)] = path
+    return out
+
+
+def code_of(path):
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    text = re.sub(r"//[^\n]*", "", text)
+    test = re.search(r"#\[cfg\(test\)\]\s*(pub\s+)?mod\s+tests\s*\{", text)
+    return text[: test.start()] if test else text
+
+
+def is_root(path):
+    return os.path.basename(path) in ("mod.rs", "lib.rs", "main.rs")
+
+
+def resolve(modules, here, segments):
+    if segments[0] == "crate":
+        base, rest = (), segments[1:]
+    else:
+        base, rest = here, segments
+        while rest and rest[0] in ("super", "self"):
+            if rest[0] == "super":
+                base = base[:-1]
+            rest = rest[1:]
+    for n in range(len(rest), -1, -1):
+        if base + tuple(rest[:n]) in modules:
+            return base + tuple(rest[:n])
+    return None
+
+
+def imports(modules):
+    edges = {m: set() for m in modules}
+    path_re = re.compile(
+        r"\b((?:crate|super|self)(?:::[A-Za-z_][A-Za-z0-9_]*)+)(?:::\{([^;]*?)\})?"
+    )
+    for module, path in modules.items():
+        code = code_of(path)
+        for found in path_re.finditer(code):
+            head = found.group(1).split("::")
+            targets = [head]
+            for part in (found.group(2) or "").split(","):
+                part = part.strip().split(" as ")[0].strip().lstrip("{").strip()
+                if part and part != "self":
+                    targets.append(head + [s for s in part.split("::") if s])
+            for target in targets:
+                to = resolve(modules, module, target)
+                if to is not None and to != module:
+                    edges[module].add(to)
+        for child in modules:
+            if len(child) == len(module) + 1 and child[: len(module)] == module:
+                if re.search(r"(?<![:\w])" + re.escape(child[-1]) + r"::", code):
+                    edges[module].add(child)
+    return {
+        m: {t for t in ts if not is_root(modules[t])}
+        for m, ts in edges.items()
+        if not is_root(modules[m])
+    }
+
+
+def circles(edges):
+    """Strongly connected components of more than one file (Tarjan, iterative)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        index[start] = low[start] = counter[0]
+        counter[0] += 1
+        stack.append(start)
+        on.add(start)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in edges:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter[0]
+                    counter[0] += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, ())))))
+                    advanced = True
+                    break
+                if nxt in on:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def main():
+    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    bad = 0
+    for top in SIZED:
+        for folder, dirs, names in os.walk(top):
+            dirs[:] = sorted(d for d in dirs if d != "target")
+            for name in sorted(names):
+                if name.endswith(".rs"):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8") as f:
+                        n = sum(1 for _ in f)
+                    if n > MAX_LINES:
+                        print(f"layout: {path} has {n} lines, more than {MAX_LINES}")
+                        bad += 1
+    for root in CRATE_ROOTS:
+        modules = module_files(root)
+        edges = imports(modules)
+        for comp in circles(edges):
+            files = " ".join(os.path.relpath(modules[m], root) for m in comp)
+            print(f"layout: {root}: an import circle: {files}")
+            for a in comp:
+                for b in sorted(edges[a]):
+                    if b in comp:
+                        print(f"    {os.path.relpath(modules[a], root)} imports {os.path.relpath(modules[b], root)}")
+            bad += 1
+    if bad:
+        return 1
+    print(f"layout: ok (every file {MAX_LINES} lines or fewer; no import circle)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
