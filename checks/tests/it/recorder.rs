@@ -1,6 +1,6 @@
 //! The recorder: `tracing` events as canonical lines — the field mapping, the meta line, a
 //! malformed event reported and not written — and the tokio turn manager of its example
-//! (`checks/examples/tokio_turn_manager.rs`, run in-process here) recorded and held to `check`,
+//! (`checks/examples/tokio_turn_manager/`, run in-process here) recorded and held to `check`,
 //! with and without its planted bug.
 
 use std::collections::BTreeSet;
@@ -11,7 +11,7 @@ use serde_json::Value;
 use turnfence_checks::recorder::{self, ManualClock, Recorder, SharedBuffer};
 use turnfence_checks::trace::{self, Machine, Verdict};
 
-#[path = "../../examples/tokio_turn_manager.rs"]
+#[path = "../../examples/tokio_turn_manager/main.rs"]
 #[allow(dead_code)] // Its `main` is the example's own.
 mod tokio_turn_manager;
 
