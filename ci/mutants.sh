@@ -28,7 +28,7 @@
 #      yet may still hold a mutant no test catches, and the commit that draws it fails until the
 #      mutant is killed or shown equivalent.
 # The full run is the N shards, `--shard 0/N` … `--shard N-1/N`, for a nightly job's matrix
-# (README, "Mutation testing").
+# (docs/TESTING.md, "Mutation testing").
 #
 # With neither part to run (the change touches no examined line, MUTANTS_SHARD=none) nothing is
 # built. Otherwise the tests run once unmutated first (cargo-mutants' own baseline runs only the

@@ -5,7 +5,7 @@
 //! only where the state was reached by some input a from a state where a and b commute — b's
 //! successor is then reached the other way round — so the transitions some arrival could put to
 //! sleep are an upper bound on what any sleep-set reduction saves, whatever its order and however
-//! it meets a state it has seen (README, "Benchmarks"). No timing: counts only, the same on every
+//! it meets a state it has seen (docs/BENCHMARKS.md). No timing: counts only, the same on every
 //! run.
 //!
 //! Run: `cargo bench -p turnfence-checks --bench commuting`.

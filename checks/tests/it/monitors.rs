@@ -1,5 +1,5 @@
 //! Rules of the invariant monitors that no fixture or gate run pins on its own, each stated as
-//! the rule it is. (Found by mutation testing: `ci/mutants.sh`, README "Mutation testing".)
+//! the rule it is. (Found by mutation testing: `ci/mutants.sh`, docs/TESTING.md, "Mutation testing".)
 
 use std::collections::BTreeSet;
 

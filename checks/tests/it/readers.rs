@@ -1,5 +1,5 @@
 //! Rules of the dialect readers that no fixture's verdict pins on its own: what a real stack's
-//! log reads as, stated as the rule it is. (Found by mutation testing: README "Mutation testing".)
+//! log reads as, stated as the rule it is. (Found by mutation testing: docs/TESTING.md, "Mutation testing".)
 
 use std::path::Path;
 
