@@ -10,6 +10,7 @@ mod cli;
 mod evidence;
 mod explore;
 mod fence;
+mod fence_rules;
 mod fixtures;
 mod flaws;
 mod fuzz;
