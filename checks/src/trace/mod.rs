@@ -15,6 +15,7 @@ pub mod conform;
 pub mod fence_conform;
 pub mod limits;
 mod reading;
+mod recognise;
 mod render;
 mod stack;
 mod stream;

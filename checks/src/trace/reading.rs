@@ -155,7 +155,8 @@ pub struct Reading {
     /// The field of a line that names its session (`--session-key`, else the meta line's
     /// `session_key`): a room, a call id. Read by the `livekit-agents` dialect.
     pub session_key: Option<String>,
-    /// A flag that disagreed with the meta line, said as a sentence.
+    /// Where the reading departs from what the meta line names, each said as a sentence: a flag
+    /// that disagreed with it, or a dialect recognised from the first line where none was named.
     pub overrides: Vec<String>,
 }
 
@@ -169,7 +170,19 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     let dialect = chosen(flags.dialect, meta.as_ref(), &mut overrides)?;
     let machine = chosen(flags.machine, meta.as_ref(), &mut overrides)?;
     let profile = chosen(flags.profile, meta.as_ref(), &mut overrides)?;
-    let dialect = dialect.unwrap_or(Dialect::Canonical);
+    let dialect = match dialect {
+        Some(dialect) => dialect,
+        None => match super::recognise::recognise(first.trim_start_matches('\u{feff}')) {
+            Some((dialect, why)) => {
+                overrides.push(format!(
+                    "read as {}: no meta line names a dialect, and {why}",
+                    dialect.name()
+                ));
+                dialect
+            }
+            None => Dialect::Canonical,
+        },
+    };
     // A dialect of a real stack implies its profile. Another stack's rules cannot judge its log
     // (the lab's may: they are the reference every stack is read against).
     let implied = match dialect {

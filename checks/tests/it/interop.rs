@@ -149,3 +149,24 @@ fn a_rule_not_judged_in_one_session_is_judged_in_another() {
         .collect();
     assert_eq!(found, [("b", "interruption_decided_once", 13)], "{v:?}");
 }
+
+/// A corpus log without its meta line is recognised as the dialect the meta line named, from the
+/// first line its stack wrote, and says so.
+#[test]
+fn a_corpus_log_without_its_meta_line_is_recognised_as_its_stacks() {
+    for path in interop_corpus() {
+        let text = read(&path);
+        let named = meta(&text)["dialect"].as_str().unwrap().to_owned();
+        let first = text.lines().nth(1).unwrap();
+        let read = trace::reading(first, &Default::default()).unwrap();
+        assert_eq!(read.dialect.name(), named, "{}", path.display());
+        assert!(
+            read.overrides
+                .iter()
+                .any(|o| o.starts_with(&format!("read as {named}: no meta line names a dialect"))),
+            "{}: {:?}",
+            path.display(),
+            read.overrides
+        );
+    }
+}
