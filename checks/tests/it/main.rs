@@ -7,6 +7,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod adapter;
 mod cli;
+mod cli_check;
 mod evidence;
 mod explore;
 mod fence;
