@@ -63,6 +63,7 @@ pub mod lab;
 pub mod livekit;
 pub mod realtime;
 pub mod recorder;
+pub mod report;
 pub mod sync;
 pub mod trace;
 
