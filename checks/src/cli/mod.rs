@@ -18,6 +18,7 @@ mod explore;
 mod fuzz;
 mod gate;
 mod replay;
+mod story_lines;
 
 /// What the generic commands need of a machine.
 pub trait Driven: Fuzz + Explore {}
@@ -103,6 +104,9 @@ enum Command {
         /// (`livekit-agents` only).
         #[arg(long, value_name = "FIELD")]
         session_key: Option<String>,
+        /// How the outcome is written: `text`; `json`, every finding; `junit`, JUnit XML;
+        /// `markdown`, a table of the traces and each finding's story as a Mermaid sequence
+        /// diagram in the stack's words, within a GitHub comment's 65 536 characters.
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Also write the outcome as JUnit XML to this file (as `fuzz` and `explore` do; the
@@ -113,6 +117,18 @@ enum Command {
         /// counted; the JSON report keeps them all).
         #[arg(long, default_value_t = turnfence_checks::trace::MAX_TEXT_FINDINGS)]
         max_findings: usize,
+        /// Acknowledged findings (a file `--write-baseline` wrote): only the others fail;
+        /// those it holds are reported baselined, its entries that no longer occur stale. A
+        /// malformed file is an input error (exit 2).
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Write the current findings as a baseline to this file (reason "acknowledged", for a
+        /// person to replace) and exit 0 unless a trace is unreadable.
+        #[arg(long, value_name = "FILE")]
+        write_baseline: Option<PathBuf>,
+        /// With `--baseline`: an entry that no longer occurs fails the run (exit 1).
+        #[arg(long, requires = "baseline")]
+        strict_baseline: bool,
     },
     /// Deep random runs: `cases` cases of `steps` inputs each, case i seeded from (seed, i).
     /// Shard across machines by giving each a different `--first` (a range of case numbers).
@@ -167,6 +183,8 @@ pub enum Format {
     Json,
     /// JUnit XML, for CI dashboards.
     Junit,
+    /// Markdown with Mermaid diagrams, for a pull request comment.
+    Markdown,
 }
 
 fn scenario_name(s: &str) -> Result<String, String> {
@@ -204,6 +222,9 @@ pub fn run(cli: Cli) -> ExitCode {
             format,
             junit,
             max_findings,
+            baseline,
+            write_baseline,
+            strict_baseline,
         } => check::run(
             &paths,
             &check::Ask {
@@ -214,6 +235,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 format,
                 junit,
                 max_findings,
+                baseline,
+                write_baseline,
+                strict_baseline,
             },
         ),
         Command::Fuzz { machine, plan } => by_machine!(machine, fuzz::run(&plan)),
