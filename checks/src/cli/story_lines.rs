@@ -7,13 +7,10 @@ use std::io::BufReader;
 use std::path::Path;
 
 use turnfence_checks::report::baseline::{self, Acknowledged, Entry, Matcher};
+use turnfence_checks::report::markdown::MAX_STORIES;
 use turnfence_checks::report::story::{self, Story, MAX_STORY_LINES};
 use turnfence_checks::report::words::Said;
 use turnfence_checks::trace::{Finding, Reading, Verdict};
-
-/// The most findings the Markdown report draws the stories of (it is cut at a comment's size
-/// long before).
-pub const MAX_STORIES: usize = 100;
 
 /// What the report and the baseline made of a judged trace's findings.
 #[derive(Default)]

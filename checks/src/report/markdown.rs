@@ -15,6 +15,9 @@ pub const MAX_CHARS: usize = 65_536;
 /// Room kept at the end for the note that says the report was cut.
 const TAIL_CHARS: usize = 400;
 
+/// The most findings a report draws the stories of (the others are counted).
+pub const MAX_STORIES: usize = 100;
+
 /// The most characters of a finding's sentence a diagram's note holds.
 const NOTE_CHARS: usize = 300;
 
@@ -98,8 +101,9 @@ pub fn render(traces: &[Trace], stale: &[&Entry]) -> String {
     }
     if undrawn > 0 || out.rows_left > 0 {
         out.tail(&format!(
-            "_{undrawn} findings not drawn: the report is cut to stay within a GitHub comment \
-             ({MAX_CHARS} characters); `--format text` or `--format json` lists every one._\n"
+            "_{undrawn} findings not drawn: a report draws at most {MAX_STORIES} and stays within \
+             a GitHub comment ({MAX_CHARS} characters); `--format text` or `--format json` lists \
+             every one._\n"
         ));
     }
     out.text

@@ -23,6 +23,7 @@ mod monitors;
 mod mutation;
 mod peer;
 mod readers;
+mod report;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
 #[cfg(not(loom))]
 mod recorder;
