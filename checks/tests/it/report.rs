@@ -213,6 +213,35 @@ fn markdown_of_the_corpus_is_well_formed_and_within_a_comment() {
     assert_eq!(md.matches("\n### ").count(), drawn);
 }
 
+/// Standard input is readable once: where its findings' lines are wanted again it is kept, and
+/// its story is the one the file gives.
+#[test]
+fn standard_input_gives_the_same_story_as_its_file() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let path = "fixtures/rejected/0005_no_late_delivery_delta_after_stop.jsonl";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_turnfence"))
+        .args(["check", "-", "--format", "markdown"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = crate::read(&root().join(path));
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let from_stdin = String::from_utf8(out.stdout).unwrap();
+    let (_, from_file) = markdown(&[path]);
+    assert_eq!(assert_mermaid_well_formed(&from_stdin), 1, "{from_stdin}");
+    let diagram = |md: &str| md[md.find("```mermaid").unwrap()..].to_owned();
+    assert_eq!(diagram(&from_stdin), diagram(&from_file));
+}
+
 /// A canonical trace: a turn stopped at line 5, then `ticks` ticks, then a late delivery.
 fn late_after(turn: &str, session: &str, ticks: usize) -> Vec<String> {
     let mut lines = vec![
