@@ -62,7 +62,7 @@ pub fn after(
             .collect();
         for (f, fp) in &printed {
             extra.entries.push(Entry {
-                trace: name.to_owned(),
+                trace: baseline::trace_name(name).to_owned(),
                 rule: f.name().to_owned(),
                 line: f.line,
                 fingerprint: fp.clone(),

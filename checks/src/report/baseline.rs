@@ -29,7 +29,7 @@ pub struct Baseline {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Entry {
-    /// The trace's path as `check` was given it.
+    /// The trace's path as `check` was given it, less a leading `./` ([`trace_name`]).
     pub trace: String,
     /// The finding's name: an invariant's, or a kind of non-conformance.
     pub rule: String,
@@ -142,11 +142,15 @@ impl<'a> Matcher<'a> {
         trace: &str,
         findings: Vec<(Finding, String)>,
     ) -> (Vec<Finding>, Vec<Acknowledged>) {
+        let trace = trace_name(trace);
         self.checked.push(trace.to_owned());
         let (mut new, mut acknowledged) = (Vec::new(), Vec::new());
         for (f, fp) in findings {
             let entry = self.baseline.findings.iter().enumerate().find(|(i, e)| {
-                !self.used[*i] && e.trace == trace && e.rule == f.name() && e.fingerprint == fp
+                !self.used[*i]
+                    && trace_name(&e.trace) == trace
+                    && e.rule == f.name()
+                    && e.fingerprint == fp
             });
             match entry {
                 Some((i, e)) => {
@@ -168,10 +172,20 @@ impl<'a> Matcher<'a> {
             .findings
             .iter()
             .zip(&self.used)
-            .filter(|(e, used)| !**used && self.checked.contains(&e.trace))
+            .filter(|(e, used)| !**used && self.checked.iter().any(|c| c == trace_name(&e.trace)))
             .map(|(e, _)| e)
             .collect()
     }
+}
+
+/// A trace's path as a baseline names it: as given, less any leading `./` (a directory `.` and
+/// its file named alone are the same trace).
+pub fn trace_name(path: &str) -> &str {
+    let mut name = path;
+    while let Some(rest) = name.strip_prefix("./") {
+        name = rest;
+    }
+    name
 }
 
 /// A stale entry as one line.
