@@ -302,4 +302,37 @@ mod tests {
         );
         assert_eq!(said(Dialect::Lab, None, "[1,").words, "(not JSON)");
     }
+
+    /// Whatever a line holds, it is said (a line `check` refused is never read again, but a
+    /// trace can change between the two readings).
+    #[test]
+    fn any_line_is_said_without_panicking() {
+        let lines = [
+            "",
+            "\u{feff}{}",
+            "{}",
+            r#"{"meta":1}"#,
+            r#"{"input":5,"output":[1]}"#,
+            r#"{"fact":[1],"session":3}"#,
+            r#"{"fact":{}}"#,
+            r#"{"dir":"app","event":[]}"#,
+            r#"{"dir":7,"event":{"type":null,"item":{"type":1}}}"#,
+            r#"{"type":"metrics_collected","metrics":{"type":3}}"#,
+            r#"{"type":"conversation_item_added","item":{"role":7,"type":"function_call"}}"#,
+            r#"{"type":"user_state_changed"}"#,
+            r#"{"component":{},"event":1,"scenario":null}"#,
+            "{\"type\":\"a;b#c<d>\"}",
+        ];
+        for dialect in [
+            Dialect::Canonical,
+            Dialect::Lab,
+            Dialect::OpenaiRealtime,
+            Dialect::LivekitAgents,
+        ] {
+            for line in lines {
+                let s = said(dialect, Some("room"), line);
+                assert!(!s.words.is_empty(), "{dialect:?} {line:?}");
+            }
+        }
+    }
 }

@@ -454,6 +454,24 @@ fn a_stale_entry_warns_and_fails_only_when_strict() {
         &["a.jsonl", "--baseline", "stale.json", "--strict-baseline"],
     );
     assert_eq!(code, Some(1));
+    let (_, md, _) = check(
+        d,
+        &[
+            "a.jsonl",
+            "--baseline",
+            "stale.json",
+            "--format",
+            "markdown",
+        ],
+    );
+    assert!(
+        md.contains("> **Warning:** stale baseline entry: a.jsonl no\\_late\\_delivery (line 3"),
+        "{md}"
+    );
+    let (_, json, _) = check(d, &[".", "--baseline", "stale.json", "--format", "json"]);
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["summary"]["baselined"], 1, "{json}");
+    assert_eq!(json["stale_baseline"][0]["fingerprint"], "0123456789abcdef");
     // JUnit: the baselined finding a skipped case with its reason, the stale entry skipped too.
     let (code, xml, _) = check(
         d,
