@@ -17,6 +17,7 @@ mod check;
 mod explore;
 mod fuzz;
 mod gate;
+mod outcome;
 mod replay;
 mod story_lines;
 
