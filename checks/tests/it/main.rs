@@ -20,6 +20,7 @@ mod interop;
 mod mangled;
 mod model;
 mod monitors;
+mod monitors_reach;
 mod mutation;
 mod peer;
 mod readers;
