@@ -230,12 +230,15 @@ pub struct NotJudged {
 }
 
 impl NotJudged {
-    /// Whether `f` is about what this leaves unjudged: the rule, or the model's disagreement with
-    /// the log (what it would have done rests on the fact the log lacks), about one of its
-    /// subjects. Without subjects it drops nothing: the dialect judged none of it.
+    /// Whether `f` is about what this leaves unjudged: the rule, or — where the rule is an
+    /// invariant — the model's disagreement with the log (what it would have done rests on the
+    /// fact the log lacks), about one of its subjects. A conformance finding left unjudged
+    /// (`left_open`: where the log stops, not what it shows) is that finding alone. Without
+    /// subjects it drops nothing: the dialect judged none of it.
     fn covers(&self, f: &Finding) -> bool {
+        let conformance = self.rule == "left_open";
         f.session == self.session
-            && (f.name() == self.rule || f.kind != FindingKind::Invariant)
+            && (f.name() == self.rule || f.kind != FindingKind::Invariant && !conformance)
             && f.ids.iter().any(|i| self.ids.contains(i))
     }
 }
