@@ -32,7 +32,10 @@ use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
 use crate::trace::turn_facts::{Fact, TurnFact};
-use crate::trace::{Event, Finding, InputError, Sessions, StackDialect, StackReader, Verdict};
+use crate::trace::{
+    running_where_the_log_stops, Event, Finding, InputError, Sessions, StackDialect, StackReader,
+    Verdict,
+};
 pub use options::Options;
 
 /// The output kinds a LiveKit log records completely: each tool call's answer
@@ -283,6 +286,26 @@ impl StackDialect<TurnMachine> for Livekit {
     fn meta(&mut self, meta: &Value) -> Result<(), InputError> {
         self.meta = Options::from_meta(meta)?;
         Ok(())
+    }
+
+    /// The end of the log: a session LiveKit never closed (its `close` is not in the log) stops
+    /// where the capture did, and a reply still running there is not judged left open.
+    fn end(
+        &mut self,
+        _line: usize,
+        sessions: &Sessions<TurnMachine>,
+    ) -> Result<Events, InputError> {
+        let mut out = Vec::new();
+        for name in self.sessions.keys() {
+            let machine = sessions.peek(name).map(|c| c.machine());
+            out.extend(running_where_the_log_stops(name, machine, |reply| {
+                format!(
+                    "the session's `close`, or {reply}'s end: the log stops while it runs, and \
+                     what LiveKit did after is not in it"
+                )
+            }));
+        }
+        Ok(out)
     }
 
     fn line(

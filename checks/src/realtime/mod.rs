@@ -24,7 +24,10 @@ mod tools;
 
 use crate::trace::borrowed;
 use crate::trace::conform::Observed;
-use crate::trace::{parse_stack_line, Event, InputError, Sessions, StackDialect, StackReader};
+use crate::trace::{
+    parse_stack_line, running_where_the_log_stops, Event, InputError, Sessions, StackDialect,
+    StackReader,
+};
 
 /// The child each response's model stream is: it ends at the response's `response.done`, so a
 /// cancelled response stays active (cancelling) until its done.
@@ -361,11 +364,11 @@ impl StackDialect<TurnMachine> for Realtime {
             // The app's end of the session (its connection closed): a call made and never
             // answered never will be; judged now, and what the reader kept of it goes too.
             out.extend(x.unanswered(state));
-            out.extend(still_running(
-                &session,
-                x.machine,
-                "the app closed the session",
-            ));
+            out.extend(running_where_the_log_stops(&session, x.machine, |_| {
+                "the response's `response.done`: the app closed the session while it runs, and \
+                 what the server did after is not in the log"
+                    .to_owned()
+            }));
             self.sessions.remove(&session);
             out.push(Event::End { session });
             return Ok(out);
@@ -391,34 +394,14 @@ impl StackDialect<TurnMachine> for Realtime {
                 cut: Cell::new(false),
             };
             out.extend(x.release_speech(state, 0));
-            out.extend(still_running(name, Some(machine), "the log ends"));
+            out.extend(running_where_the_log_stops(name, Some(machine), |_| {
+                "the response's `response.done`: the log ends while it runs, and what the server \
+                 did after is not in the log"
+                    .to_owned()
+            }));
         }
         Ok(out)
     }
-}
-
-/// A response still running where the session's log stops (its end, or the app's close): whether
-/// it would have ended is past what the log shows — a capture cut short, a user who hung up while
-/// the model spoke — so it is not judged left open.
-fn still_running(session: &str, machine: Option<&TurnMachine>, stop: &str) -> Events {
-    let Some(machine) = machine else {
-        return Vec::new();
-    };
-    machine
-        .session()
-        .turns
-        .iter()
-        .filter(|t| !t.phase.is_terminal())
-        .map(|t| Event::NotJudged {
-            session: session.to_owned(),
-            rule: "left_open",
-            ids: vec![t.id.to_string()],
-            needs: format!(
-                "the response's `response.done`: {stop} while it runs, and what the server did \
-                 after is not in the log"
-            ),
-        })
-        .collect()
 }
 
 /// One line being read: its time, session and event, and the session's machine as it stands.

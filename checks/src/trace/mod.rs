@@ -29,7 +29,8 @@ pub use reading::{
 };
 pub use render::{not_judged_line, render_text, MAX_TEXT_FINDINGS};
 pub use stack::{
-    parse_stack_line, StackDialect, StackEvents, StackLines, StackReader, StackRecord,
+    parse_stack_line, running_where_the_log_stops, StackDialect, StackEvents, StackLines,
+    StackReader, StackRecord,
 };
 
 use checker::Checker;

@@ -2,6 +2,8 @@
 //! events by the stack's dialect ([`StackDialect`]) where it is judged. Every stack's dialect
 //! (`openai-realtime`, `livekit-agents`) is this one reader and an implementation of the trait.
 
+use turnfence_model::turn::TurnMachine;
+
 use super::{Conform, Event, InputError, MakeEvents, ReadLines, Reader, Sessions, Verdict};
 
 /// A line of a real stack's log, as its dialect holds it until its events are made: the meta
@@ -189,4 +191,30 @@ pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
         err.column = Some(e.column());
         err
     })
+}
+
+/// A turn still running where a session's log stops (its end, or a close that says nothing of
+/// the turn): whether it would have ended is past what the log shows — a capture cut short, a
+/// user who hung up while the model spoke — so `left_open` is not judged for it, and `needs`
+/// says what would have shown its end.
+pub fn running_where_the_log_stops(
+    session: &str,
+    machine: Option<&TurnMachine>,
+    needs: impl Fn(&str) -> String,
+) -> Vec<Event<TurnMachine>> {
+    let Some(machine) = machine else {
+        return Vec::new();
+    };
+    machine
+        .session()
+        .turns
+        .iter()
+        .filter(|t| !t.phase.is_terminal())
+        .map(|t| Event::NotJudged {
+            session: session.to_owned(),
+            rule: "left_open",
+            ids: vec![t.id.to_string()],
+            needs: needs(&t.id),
+        })
+        .collect()
 }
