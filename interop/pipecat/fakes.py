@@ -1,0 +1,285 @@
+"""Scripted stand-ins for the network parts of a Pipecat voice pipeline.
+
+Each one subclasses the Pipecat base class a real service or transport subclasses, and
+overrides only what talks to the outside world; everything else (interruption handling,
+sentence aggregation, audio contexts, function-call machinery, audio chunking and bot-speaking
+detection) is Pipecat's own code.
+
+- ``ScriptedInput`` (``BaseInputTransport``): pushes ``VADUserStartedSpeakingFrame`` /
+  ``VADUserStoppedSpeakingFrame`` at the scripted times, as a transport with a VAD does.
+- ``ScriptedSTT`` (``STTService``): sends each utterance's interim and final transcripts at
+  the scripted times, unless it is muted (``STTMuteFrame``).
+- ``ScriptedLLM`` (``LLMService``): answers an ``LLMContextFrame`` from the script, looked up
+  by the context's last message; streams the text word by word, then hands the tool calls to
+  ``LLMService.run_function_calls``, as Pipecat's OpenAI service does.
+- ``ScriptedTTS`` (``TTSService``): 0.3 s of 24 kHz mono audio per word, one frame per word,
+  after 0.2 s of latency per sentence; faster than real time, like a real TTS.
+- ``PlayoutOutput`` (``BaseOutputTransport``): a loudspeaker that takes each chunk in real
+  time (a write returns when the chunk has played).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import script
+from pipecat.frames.frames import (
+    Frame,
+    FunctionCallFromLLM,
+    InterimTranscriptionFrame,
+    LLMContextFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    StartFrame,
+    TranscriptionFrame,
+    TTSAudioRawFrame,
+    VADUserStartedSpeakingFrame,
+    VADUserStoppedSpeakingFrame,
+)
+from pipecat.processors.frame_processor import FrameDirection
+from pipecat.services.llm_service import LLMService
+from pipecat.services.stt_service import STTService
+from pipecat.services.tts_service import TTSService
+from pipecat.transports.base_input import BaseInputTransport
+from pipecat.transports.base_output import BaseOutputTransport
+from pipecat.utils.time import time_now_iso8601
+
+log = logging.getLogger("interop.fakes")
+
+
+class Clock:
+    """Seconds since the timeline started (the pipeline's start)."""
+
+    def __init__(self) -> None:
+        self._t0: float | None = None
+        self._started = asyncio.Event()
+
+    def start(self) -> None:
+        self._t0 = asyncio.get_running_loop().time()
+        self._started.set()
+
+    def now(self) -> float:
+        assert self._t0 is not None
+        return asyncio.get_running_loop().time() - self._t0
+
+    async def sleep_until(self, t: float) -> None:
+        await self._started.wait()
+        delay = t - self.now()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class ScriptedInput(BaseInputTransport):
+    def __init__(self, clock: Clock, utterances: list[script.Utterance], **kwargs: Any):
+        super().__init__(**kwargs)
+        self._clock = clock
+        self._utterances = utterances
+        self._timeline: asyncio.Task | None = None
+
+    async def start(self, frame: StartFrame):
+        await super().start(frame)
+        await self.set_transport_ready(frame)
+        self._timeline = self.create_task(self._play(), "scripted-input")
+
+    async def _play(self) -> None:
+        events: list[tuple[float, Frame]] = []
+        for u in self._utterances:
+            events.append(
+                (u.start + script.VAD_START_SECS, VADUserStartedSpeakingFrame(start_secs=script.VAD_START_SECS))
+            )
+            events.append(
+                (u.end + script.VAD_STOP_SECS, VADUserStoppedSpeakingFrame(stop_secs=script.VAD_STOP_SECS))
+            )
+        events.sort(key=lambda e: e[0])
+        for t, frame in events:
+            await self._clock.sleep_until(t)
+            await self.push_frame(frame)
+
+    async def _stop_timeline(self) -> None:
+        if self._timeline is not None:
+            await self.cancel_task(self._timeline)
+            self._timeline = None
+
+    async def stop(self, frame):
+        await self._stop_timeline()
+        await super().stop(frame)
+
+    async def cancel(self, frame):
+        await self._stop_timeline()
+        await super().cancel(frame)
+
+
+class ScriptedSTT(STTService):
+    def __init__(self, clock: Clock, utterances: list[script.Utterance], **kwargs: Any):
+        super().__init__(audio_passthrough=False, **kwargs)
+        self._clock = clock
+        self._utterances = utterances
+        self._timeline: asyncio.Task | None = None
+
+    async def start(self, frame: StartFrame):
+        await super().start(frame)
+        self._timeline = self.create_task(self._play(), "scripted-stt")
+
+    async def run_stt(self, audio: bytes) -> AsyncGenerator[Frame | None, None]:
+        yield None  # no audio reaches this STT: it transcribes from the script
+
+    async def _play(self) -> None:
+        events: list[tuple[float, Frame]] = []
+        for u in self._utterances:
+            if u.interim is not None:
+                events.append(
+                    (u.start + u.interim_after, InterimTranscriptionFrame(u.interim, "", time_now_iso8601()))
+                )
+            if u.transcript is not None:
+                events.append(
+                    (u.end + u.stt_delay, TranscriptionFrame(u.transcript, "", time_now_iso8601()))
+                )
+        events.sort(key=lambda e: e[0])
+        for t, frame in events:
+            await self._clock.sleep_until(t)
+            if self.is_muted:
+                log.info("stt muted: %s dropped", frame)
+                continue
+            await self.push_frame(frame)
+
+    async def _stop_timeline(self) -> None:
+        if self._timeline is not None:
+            await self.cancel_task(self._timeline)
+            self._timeline = None
+
+    async def stop(self, frame):
+        await self._stop_timeline()
+        await super().stop(frame)
+
+    async def cancel(self, frame):
+        await self._stop_timeline()
+        await super().cancel(frame)
+
+
+def reply_key(context: Any) -> str:
+    """The script key of the reply to a context: by its last message.
+
+    ``user:<text>`` for a user message; ``after:<function>`` for a tool result (a tool message,
+    or the developer message Pipecat writes for an async call's result);
+    ``cancelled:<function>`` for a cancelled call."""
+    messages = [m for m in context.messages if isinstance(m, dict)]
+    if not messages:
+        return "none"
+    last = messages[-1]
+    role = last.get("role")
+    content = last.get("content")
+    if not isinstance(content, str):
+        content = json.dumps(content)
+    if role == "user":
+        return f"user:{content}"
+    # a tool result, its cancellation, or an async call's developer message: find the call
+    names: dict[str, str] = {}
+    for m in messages:
+        for tc in m.get("tool_calls") or []:
+            names[tc["id"]] = tc["function"]["name"]
+    call = last.get("tool_call_id")
+    if call is None:
+        for tid in names:
+            if tid in content:
+                call = tid
+    name = names.get(call or "", "?")
+    kind = "cancelled" if "CANCELLED" in content or "cancelled" in content.lower() else "after"
+    return f"{kind}:{name}"
+
+
+class ScriptedLLM(LLMService):
+    def __init__(self, replies: dict[str, script.Reply], errors: list[str], **kwargs: Any):
+        super().__init__(**kwargs)
+        self._replies = replies
+        self._errors = errors
+        self.keys: list[str] = []
+
+    async def process_frame(self, frame: Frame, direction: FrameDirection):
+        await super().process_frame(frame, direction)
+        if isinstance(frame, LLMContextFrame):
+            await self.push_frame(LLMFullResponseStartFrame())
+            try:
+                await self._generate(frame.context)
+            finally:
+                await self.push_frame(LLMFullResponseEndFrame())
+        else:
+            await self.push_frame(frame, direction)
+
+    async def _generate(self, context: Any) -> None:
+        key = reply_key(context)
+        self.keys.append(key)
+        reply = self._replies.get(key)
+        if reply is None:
+            self._errors.append(f"no scripted reply for {key!r}")
+            return
+        await asyncio.sleep(reply.ttft)
+        words = reply.text.split()
+        for i, word in enumerate(words):
+            await self._push_llm_text(word if i == 0 else " " + word)
+            await asyncio.sleep(0.005)
+        if reply.tool_calls:
+            await self.run_function_calls(
+                [
+                    FunctionCallFromLLM(
+                        function_name=c.name,
+                        tool_call_id=c.call_id,
+                        arguments=c.arguments,
+                        context=context,
+                    )
+                    for c in reply.tool_calls
+                ]
+            )
+
+
+class ScriptedTTS(TTSService):
+    SAMPLE_RATE = 24000
+
+    def __init__(self, seconds_per_word: float, latency: float = 0.2, **kwargs: Any):
+        super().__init__(
+            push_start_frame=True,
+            push_stop_frames=True,
+            sample_rate=self.SAMPLE_RATE,
+            **kwargs,
+        )
+        self._seconds_per_word = seconds_per_word
+        self._latency = latency
+
+    def can_generate_metrics(self) -> bool:
+        return False
+
+    async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
+        await asyncio.sleep(self._latency)
+        samples = int(self.sample_rate * self._seconds_per_word)
+        for word in text.split():
+            # a word's audio: a constant non-zero sample (never silence)
+            yield TTSAudioRawFrame(
+                audio=b"\x10\x02" * samples,
+                sample_rate=self.sample_rate,
+                num_channels=1,
+                context_id=context_id,
+            )
+            await asyncio.sleep(0.01)
+
+
+class PlayoutOutput(BaseOutputTransport):
+    def __init__(self, **kwargs: Any):
+        super().__init__(**kwargs)
+        self._playhead = 0.0
+        self.played_ms = 0.0
+
+    async def start(self, frame: StartFrame):
+        await super().start(frame)
+        await self.set_transport_ready(frame)
+
+    async def write_audio_frame(self, frame) -> bool:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        duration = len(frame.audio) / (2 * frame.num_channels * frame.sample_rate)
+        self._playhead = max(self._playhead, now) + duration
+        await asyncio.sleep(self._playhead - now)
+        self.played_ms += duration * 1000
+        return True
