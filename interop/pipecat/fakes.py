@@ -42,6 +42,7 @@ from pipecat.frames.frames import (
 )
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import LLMService
+from pipecat.services.settings import LLMSettings, STTSettings, TTSSettings
 from pipecat.services.stt_service import STTService
 from pipecat.services.tts_service import TTSService
 from pipecat.transports.base_input import BaseInputTransport
@@ -49,6 +50,15 @@ from pipecat.transports.base_output import BaseOutputTransport
 from pipecat.utils.time import time_now_iso8601
 
 log = logging.getLogger("interop.fakes")
+
+
+def _settings(cls: type) -> Any:
+    """Settings of ``cls`` with every field None (nothing to configure here) but the model."""
+    import dataclasses
+
+    values = {f.name: None for f in dataclasses.fields(cls) if f.init}
+    values["model"] = "scripted"
+    return cls(**values)
 
 
 class Clock:
@@ -115,7 +125,7 @@ class ScriptedInput(BaseInputTransport):
 
 class ScriptedSTT(STTService):
     def __init__(self, clock: Clock, utterances: list[script.Utterance], **kwargs: Any):
-        super().__init__(audio_passthrough=False, **kwargs)
+        super().__init__(audio_passthrough=False, settings=_settings(STTSettings), **kwargs)
         self._clock = clock
         self._utterances = utterances
         self._timeline: asyncio.Task | None = None
@@ -160,43 +170,68 @@ class ScriptedSTT(STTService):
         await super().cancel(frame)
 
 
-def reply_key(context: Any) -> str:
-    """The script key of the reply to a context: by its last message.
+def _content(message: dict) -> str:
+    content = message.get("content")
+    return content if isinstance(content, str) else json.dumps(content)
 
-    ``user:<text>`` for a user message; ``after:<function>`` for a tool result (a tool message,
-    or the developer message Pipecat writes for an async call's result);
-    ``cancelled:<function>`` for a cancelled call."""
-    messages = [m for m in context.messages if isinstance(m, dict)]
-    if not messages:
-        return "none"
-    last = messages[-1]
-    role = last.get("role")
-    content = last.get("content")
-    if not isinstance(content, str):
-        content = json.dumps(content)
-    if role == "user":
-        return f"user:{content}"
-    # a tool result, its cancellation, or an async call's developer message: find the call
+
+def settled_calls(messages: list[dict]) -> dict[str, str]:
+    """The tool calls of a context that have an answer, ``{tool_call_id: "after:<function>" |
+    "cancelled:<function>"}``: a tool message other than the IN_PROGRESS placeholder, or the
+    developer message Pipecat writes for an async call's result or cancellation."""
     names: dict[str, str] = {}
     for m in messages:
         for tc in m.get("tool_calls") or []:
             names[tc["id"]] = tc["function"]["name"]
-    call = last.get("tool_call_id")
-    if call is None:
-        for tid in names:
-            if tid in content:
-                call = tid
-    name = names.get(call or "", "?")
-    kind = "cancelled" if "CANCELLED" in content or "cancelled" in content.lower() else "after"
-    return f"{kind}:{name}"
+    out: dict[str, str] = {}
+    for m in messages:
+        content = _content(m)
+        if m.get("role") not in ("tool", "developer"):
+            continue
+        try:
+            payload = json.loads(content)
+        except ValueError:
+            payload = None
+        if isinstance(payload, dict) and payload.get("type") == "async_tool":
+            # an async call: "running" placeholder, then a "finished" developer message
+            if payload.get("status") != "finished":
+                continue
+            call = payload.get("tool_call_id", "")
+            cancelled = str(payload.get("result", "")).startswith("CANCELLED")
+        elif m.get("role") == "tool":
+            call = m.get("tool_call_id", "")
+            if content == "IN_PROGRESS":
+                continue
+            cancelled = content == "CANCELLED"
+        else:
+            continue
+        if call not in names:
+            continue
+        out[call] = f"{'cancelled' if cancelled else 'after'}:{names[call]}"
+    return out
 
 
 class ScriptedLLM(LLMService):
     def __init__(self, replies: dict[str, script.Reply], errors: list[str], **kwargs: Any):
-        super().__init__(**kwargs)
+        super().__init__(settings=_settings(LLMSettings), **kwargs)
         self._replies = replies
         self._errors = errors
         self.keys: list[str] = []
+        self._answered: set[tuple[str, str]] = set()
+
+    def reply_key(self, context: Any) -> str:
+        """The script key of the reply to a context: ``user:<text>`` when its last message is
+        the user's, else ``after:<function>`` / ``cancelled:<function>`` for the first tool
+        call answered since the last generation (results are written in place, over the
+        call's placeholder, so they need not be the last message)."""
+        messages = [m for m in context.messages if isinstance(m, dict)]
+        settled = settled_calls(messages)
+        # a call's answer can change (a late result written over CANCELLED): keyed by both
+        new = [k for tid, k in settled.items() if (tid, k) not in self._answered]
+        self._answered |= set(settled.items())
+        if messages and messages[-1].get("role") == "user":
+            return f"user:{_content(messages[-1])}"
+        return new[0] if new else "none"
 
     async def process_frame(self, frame: Frame, direction: FrameDirection):
         await super().process_frame(frame, direction)
@@ -210,7 +245,7 @@ class ScriptedLLM(LLMService):
             await self.push_frame(frame, direction)
 
     async def _generate(self, context: Any) -> None:
-        key = reply_key(context)
+        key = self.reply_key(context)
         self.keys.append(key)
         reply = self._replies.get(key)
         if reply is None:
@@ -220,7 +255,7 @@ class ScriptedLLM(LLMService):
         words = reply.text.split()
         for i, word in enumerate(words):
             await self._push_llm_text(word if i == 0 else " " + word)
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(reply.word_gap)
         if reply.tool_calls:
             await self.run_function_calls(
                 [
@@ -243,6 +278,7 @@ class ScriptedTTS(TTSService):
             push_start_frame=True,
             push_stop_frames=True,
             sample_rate=self.SAMPLE_RATE,
+            settings=_settings(TTSSettings),
             **kwargs,
         )
         self._seconds_per_word = seconds_per_word

@@ -45,12 +45,13 @@ class ToolCall:
 
 @dataclass
 class Reply:
-    """What the scripted LLM streams: ``text`` word by word (5 ms apart, after ``ttft``), then
-    ``tool_calls``."""
+    """What the scripted LLM streams: ``text`` word by word (``word_gap`` apart, after
+    ``ttft``), then ``tool_calls``."""
 
     text: str = ""
     tool_calls: list[ToolCall] = field(default_factory=list)
     ttft: float = 0.2
+    word_gap: float = 0.005
 
 
 @dataclass
@@ -124,7 +125,8 @@ def by_name(name: str) -> Scenario:
 
 
 # A long reply: 40 words, 12 s of audio at 0.3 s a word, in four sentences (the TTS
-# synthesizes a sentence at a time).
+# synthesizes a sentence at a time). The LLM streams it at 0.15 s a word (a slow, long
+# completion, 6 s in all), so that speech 2.5 s into its audio comes while it still generates.
 STORY = (
     "Once upon a time there was a curious little robot who lived by the sea. "
     "Every morning it walked along the shore and counted the shells. "
@@ -154,7 +156,7 @@ scenario(
             Utterance(5.0, 6.0, "Stop, that is enough."),
         ],
         replies={
-            "user:Tell me a long story.": Reply(STORY),
+            "user:Tell me a long story.": Reply(STORY, word_gap=0.15),
             "user:Stop, that is enough.": Reply("Okay, I will stop."),
         },
         end=11.0,
@@ -282,7 +284,7 @@ scenario(
             Utterance(5.0, 6.0, "Stop, that is enough."),
         ],
         replies={
-            "user:Tell me a long story.": Reply(STORY),
+            "user:Tell me a long story.": Reply(STORY, word_gap=0.15),
             "user:Stop, that is enough.": Reply("Okay, I will stop."),
         },
         interruptions=False,
@@ -302,7 +304,7 @@ scenario(
             Utterance(0.5, 1.5, "Tell me a long story."),
             Utterance(5.0, 6.0, "Stop, that is enough."),
         ],
-        replies={"user:Tell me a long story.": Reply(STORY)},
+        replies={"user:Tell me a long story.": Reply(STORY, word_gap=0.15)},
         mute="AlwaysUserMuteStrategy",
         end=17.0,
     )
@@ -322,16 +324,27 @@ def _first(
 
 
 def _played_audio_after_interruption(lines: list[dict[str, Any]]) -> int | None:
-    """The first audio chunk the output transport played after the first interruption and
-    before the next LLM response started: audio of the interrupted response."""
-    cut = _first(lines, lambda ln: ln["frame"] == "InterruptionFrame")
+    """The first audio chunk the output transport started to play after the interruption that
+    cut the bot's speech, before the next LLM response started: audio of the interrupted
+    response. (A played chunk is logged when its write returns, at its end; the one being
+    written when the interruption came plays out, and its start is before the cut.)"""
+    speaking = _first(lines, lambda ln: ln["frame"] == "BotStartedSpeakingFrame")
+    if speaking is None:
+        return None
+    cut = _first(lines, lambda ln: ln["frame"] == "InterruptionFrame", after=speaking)
     if cut is None:
         return None
+    t_cut = lines[cut]["t_ms"]
     for i in range(cut + 1, len(lines)):
         ln = lines[i]
         if ln["frame"] == "LLMFullResponseStartFrame":
             return None
-        if ln["frame"] == "TTSAudioRawFrame" and ln.get("played"):
+        if (
+            ln["frame"] == "TTSAudioRawFrame"
+            and ln.get("played")
+            and not ln.get("uninterruptible")
+            and ln["t_ms"] - ln["ms"] > t_cut
+        ):
             return i
     return None
 
@@ -387,7 +400,7 @@ bug(
         line=_played_audio_after_interruption,
     ),
     replies={
-        "user:Tell me a long story.": Reply(STORY, ttft=0.2),
+        "user:Tell me a long story.": Reply(STORY, word_gap=0.15),
         "user:Stop, that is enough.": Reply("Okay, I will stop."),
     },
     end=20.0,
