@@ -13,7 +13,7 @@ detection) is Pipecat's own code.
   by the context's last message; streams the text word by word, then hands the tool calls to
   ``LLMService.run_function_calls``, as Pipecat's OpenAI service does.
 - ``ScriptedTTS`` (``TTSService``): 0.3 s of 24 kHz mono audio per word, one frame per word,
-  after 0.2 s of latency per sentence; faster than real time, like a real TTS.
+  all of a sentence at once after 0.1 s of latency; faster than real time, like a real TTS.
 - ``PlayoutOutput`` (``BaseOutputTransport``): a loudspeaker that takes each chunk in real
   time (a write returns when the chunk has played).
 """
@@ -251,11 +251,14 @@ class ScriptedLLM(LLMService):
         if reply is None:
             self._errors.append(f"no scripted reply for {key!r}")
             return
-        await asyncio.sleep(reply.ttft)
+        # paced on absolute deadlines: a long stream does not drift with the sleeps' overshoot
+        loop = asyncio.get_running_loop()
+        t0 = loop.time() + reply.ttft
         words = reply.text.split()
         for i, word in enumerate(words):
+            await asyncio.sleep(max(0.0, t0 + i * reply.word_gap - loop.time()))
             await self._push_llm_text(word if i == 0 else " " + word)
-            await asyncio.sleep(reply.word_gap)
+        await asyncio.sleep(max(0.0, t0 + len(words) * reply.word_gap - loop.time()))
         if reply.tool_calls:
             await self.run_function_calls(
                 [
@@ -273,7 +276,7 @@ class ScriptedLLM(LLMService):
 class ScriptedTTS(TTSService):
     SAMPLE_RATE = 24000
 
-    def __init__(self, seconds_per_word: float, latency: float = 0.2, **kwargs: Any):
+    def __init__(self, seconds_per_word: float, latency: float = 0.1, **kwargs: Any):
         super().__init__(
             push_start_frame=True,
             push_stop_frames=True,
@@ -298,7 +301,6 @@ class ScriptedTTS(TTSService):
                 num_channels=1,
                 context_id=context_id,
             )
-            await asyncio.sleep(0.01)
 
 
 class PlayoutOutput(BaseOutputTransport):

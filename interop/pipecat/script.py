@@ -125,8 +125,11 @@ def by_name(name: str) -> Scenario:
 
 
 # A long reply: 40 words, 12 s of audio at 0.3 s a word, in four sentences (the TTS
-# synthesizes a sentence at a time). The LLM streams it at 0.15 s a word (a slow, long
-# completion, 6 s in all), so that speech 2.5 s into its audio comes while it still generates.
+# synthesizes a sentence at a time). The LLM streams it at 0.2 s a word (a slow, long
+# completion, 8 s in all), so that speech over its audio comes while it still generates. The
+# user's words over it are timed (VAD at 7.2 and 8.2 s, transcript at 8.4 s) to fall between
+# two streamed words, 80 ms after one and 120 ms before the next, and the TTS's latency (0.1 s)
+# puts its output halfway between two words: events of independent tasks never race.
 STORY = (
     "Once upon a time there was a curious little robot who lived by the sea. "
     "Every morning it walked along the shore and counted the shells. "
@@ -148,18 +151,19 @@ scenario(
     Scenario(
         name="interruption",
         story=(
-            "the user asks for a long story and talks over it 2 s into its audio; the "
-            "interruption cuts the reply, and the new turn is answered"
+            "the user asks for a long story and talks over it 2 s into its audio, while the "
+            "LLM still streams it; the interruption cuts the reply (audio and generation), and "
+            "the new turn is answered"
         ),
         utterances=[
             Utterance(0.5, 1.5, "Tell me a long story."),
-            Utterance(5.0, 6.0, "Stop, that is enough."),
+            Utterance(7.0, 8.0, "Stop, that is enough.", stt_delay=0.4),
         ],
         replies={
-            "user:Tell me a long story.": Reply(STORY, word_gap=0.15),
+            "user:Tell me a long story.": Reply(STORY, word_gap=0.2),
             "user:Stop, that is enough.": Reply("Okay, I will stop."),
         },
-        end=11.0,
+        end=13.0,
     )
 )
 
@@ -264,7 +268,7 @@ scenario(
             "talks over it: the interruption is broadcast but the notice plays to its end; the "
             "user's turn is answered afterwards"
         ),
-        utterances=[Utterance(2.0, 3.0, "Hello? Can you hear me?")],
+        utterances=[Utterance(1.5, 2.5, "Hello? Can you hear me?")],
         replies={"user:Hello? Can you hear me?": Reply("Yes, I can hear you.")},
         actions=[Action(0.5, "speak", _NOTICE, interruptible=False)],
         end=9.0,
@@ -281,14 +285,14 @@ scenario(
         ),
         utterances=[
             Utterance(0.5, 1.5, "Tell me a long story."),
-            Utterance(5.0, 6.0, "Stop, that is enough."),
+            Utterance(7.0, 8.0, "Stop, that is enough.", stt_delay=0.4),
         ],
         replies={
-            "user:Tell me a long story.": Reply(STORY, word_gap=0.15),
+            "user:Tell me a long story.": Reply(STORY, word_gap=0.2),
             "user:Stop, that is enough.": Reply("Okay, I will stop."),
         },
         interruptions=False,
-        end=20.0,
+        end=23.0,
     )
 )
 
@@ -302,11 +306,11 @@ scenario(
         ),
         utterances=[
             Utterance(0.5, 1.5, "Tell me a long story."),
-            Utterance(5.0, 6.0, "Stop, that is enough."),
+            Utterance(7.0, 8.0, "Stop, that is enough.", stt_delay=0.4),
         ],
-        replies={"user:Tell me a long story.": Reply(STORY, word_gap=0.15)},
+        replies={"user:Tell me a long story.": Reply(STORY, word_gap=0.2)},
         mute="AlwaysUserMuteStrategy",
-        end=17.0,
+        end=20.0,
     )
 )
 
@@ -400,10 +404,10 @@ bug(
         line=_played_audio_after_interruption,
     ),
     replies={
-        "user:Tell me a long story.": Reply(STORY, word_gap=0.15),
+        "user:Tell me a long story.": Reply(STORY, word_gap=0.2),
         "user:Stop, that is enough.": Reply("Okay, I will stop."),
     },
-    end=20.0,
+    end=24.0,
 )
 
 bug(
@@ -420,6 +424,8 @@ bug(
         source="pipecat-ai/pipecat#4997",
         line=_result_of_a_call_the_interruption_should_cancel,
     ),
+    # the result comes 0.6 s after the new turn's answer has played
+    tools=[replace(_WEATHER, duration=4.5)],
     end=12.0,
 )
 
