@@ -21,8 +21,9 @@ which may point elsewhere as audio lines move: the two lines it points to must b
 
 What is normalized, and nothing else:
 
-- ``t_ms``, the pipeline clock: equal within ``T_TOLERANCE_MS`` (scheduling jitter; every
-  scripted moment is hundreds of milliseconds from any other);
+- ``t_ms``, the pipeline clock: equal within ``T_TOLERANCE_MS`` (scheduling jitter, which
+  reaches tens of milliseconds when the machine is loaded; no two independent events of a
+  scenario are scripted closer than 80 ms, and most are hundreds apart);
 - ``id`` (Pipecat's process-wide frame counter, which counts every frame made, logged or not)
   becomes ``<id:N>``, N numbering the distinct values in order of first appearance;
 - ``context_id`` (a uuid4 per TTS context) becomes ``<ctx:N>`` the same way, so a context
@@ -39,7 +40,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-T_TOLERANCE_MS = 60
+T_TOLERANCE_MS = 150
 GLOB = "pipecat@*/*.jsonl"
 
 

@@ -327,11 +327,16 @@ def _first(
     return None
 
 
+LATE_MS = 200
+
+
 def _played_audio_after_interruption(lines: list[dict[str, Any]]) -> int | None:
     """The first audio chunk the output transport started to play after the interruption that
     cut the bot's speech, before the next LLM response started: audio of the interrupted
     response. (A played chunk is logged when its write returns, at its end; the one being
-    written when the interruption came plays out, and its start is before the cut.)"""
+    written when the interruption came plays out, and its start is before the cut; on a
+    loaded machine the interruption can reach the output transport a little late, so a chunk
+    counts only when it starts more than LATE_MS after the cut.)"""
     speaking = _first(lines, lambda ln: ln["frame"] == "BotStartedSpeakingFrame")
     if speaking is None:
         return None
@@ -347,7 +352,7 @@ def _played_audio_after_interruption(lines: list[dict[str, Any]]) -> int | None:
             ln["frame"] == "TTSAudioRawFrame"
             and ln.get("played")
             and not ln.get("uninterruptible")
-            and ln["t_ms"] - ln["ms"] > t_cut
+            and ln["t_ms"] - ln["ms"] > t_cut + LATE_MS
         ):
             return i
     return None
