@@ -27,6 +27,7 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 import script
+from pipecat import __version__ as PIPECAT_VERSION
 from pipecat.frames.frames import (
     Frame,
     FunctionCallFromLLM,
@@ -34,15 +35,17 @@ from pipecat.frames.frames import (
     LLMContextFrame,
     LLMFullResponseEndFrame,
     LLMFullResponseStartFrame,
+    LLMTextFrame,
     StartFrame,
     TranscriptionFrame,
     TTSAudioRawFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
     VADUserStartedSpeakingFrame,
     VADUserStoppedSpeakingFrame,
 )
 from pipecat.processors.frame_processor import FrameDirection
 from pipecat.services.llm_service import LLMService
-from pipecat.services.settings import LLMSettings, STTSettings, TTSSettings
 from pipecat.services.stt_service import STTService
 from pipecat.services.tts_service import TTSService
 from pipecat.transports.base_input import BaseInputTransport
@@ -52,13 +55,29 @@ from pipecat.utils.time import time_now_iso8601
 log = logging.getLogger("interop.fakes")
 
 
-def _settings(cls: type) -> Any:
-    """Settings of ``cls`` with every field None (nothing to configure here) but the model."""
+def version_tuple(v: str = PIPECAT_VERSION) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split(".")[:3] if p.isdigit())
+
+
+# Pipecat 1.0 removed StartInterruptionFrame, allow_interruptions and STTMuteFilter; the input
+# transport no longer turns VAD into user turns (the user aggregator's strategies do), and
+# services take settings objects (1.x) and TTS contexts (run_tts(text, context_id)).
+V1 = version_tuple() >= (1, 0, 0)
+
+
+def _settings(kind: str) -> dict[str, Any]:
+    """``settings=`` for a 1.x service: every field None (nothing to configure) but the model;
+    older services take none."""
+    if not V1:
+        return {}
     import dataclasses
 
+    from pipecat.services import settings
+
+    cls = getattr(settings, kind)
     values = {f.name: None for f in dataclasses.fields(cls) if f.init}
     values["model"] = "scripted"
-    return cls(**values)
+    return {"settings": cls(**values)}
 
 
 class Clock:
@@ -86,7 +105,7 @@ class Clock:
 class ScriptedInput(BaseInputTransport):
     def __init__(self, clock: Clock, utterances: list[script.Utterance], **kwargs: Any):
         super().__init__(**kwargs)
-        self._clock = clock
+        self._script_clock = clock
         self._utterances = utterances
         self._timeline: asyncio.Task | None = None
 
@@ -97,17 +116,24 @@ class ScriptedInput(BaseInputTransport):
 
     async def _play(self) -> None:
         events: list[tuple[float, Frame]] = []
+        # start_secs / stop_secs are fields of the VAD frames since 0.0.100 or so
+        started = {"start_secs": script.VAD_START_SECS} if V1 else {}
+        stopped = {"stop_secs": script.VAD_STOP_SECS} if V1 else {}
         for u in self._utterances:
-            events.append(
-                (u.start + script.VAD_START_SECS, VADUserStartedSpeakingFrame(start_secs=script.VAD_START_SECS))
-            )
-            events.append(
-                (u.end + script.VAD_STOP_SECS, VADUserStoppedSpeakingFrame(stop_secs=script.VAD_STOP_SECS))
-            )
+            events.append((u.start + script.VAD_START_SECS, VADUserStartedSpeakingFrame(**started)))
+            events.append((u.end + script.VAD_STOP_SECS, VADUserStoppedSpeakingFrame(**stopped)))
         events.sort(key=lambda e: e[0])
         for t, frame in events:
-            await self._clock.sleep_until(t)
+            await self._script_clock.sleep_until(t)
             await self.push_frame(frame)
+            if not V1:
+                # before 1.0 the input transport's own code turns the VAD's verdict into the
+                # user's turn (UserStarted/StoppedSpeakingFrame both ways) and, when the
+                # pipeline allows them, an interruption (StartInterruptionFrame)
+                from pipecat.audio.vad.vad_analyzer import VADState
+
+                speaking = isinstance(frame, VADUserStartedSpeakingFrame)
+                await self._handle_user_interruption(VADState.SPEAKING if speaking else VADState.QUIET)
 
     async def _stop_timeline(self) -> None:
         if self._timeline is not None:
@@ -125,8 +151,8 @@ class ScriptedInput(BaseInputTransport):
 
 class ScriptedSTT(STTService):
     def __init__(self, clock: Clock, utterances: list[script.Utterance], **kwargs: Any):
-        super().__init__(audio_passthrough=False, settings=_settings(STTSettings), **kwargs)
-        self._clock = clock
+        super().__init__(audio_passthrough=False, **_settings("STTSettings"), **kwargs)
+        self._script_clock = clock
         self._utterances = utterances
         self._timeline: asyncio.Task | None = None
 
@@ -150,8 +176,8 @@ class ScriptedSTT(STTService):
                 )
         events.sort(key=lambda e: e[0])
         for t, frame in events:
-            await self._clock.sleep_until(t)
-            if self.is_muted:
+            await self._script_clock.sleep_until(t)
+            if self._muted:
                 log.info("stt muted: %s dropped", frame)
                 continue
             await self.push_frame(frame)
@@ -213,24 +239,31 @@ def settled_calls(messages: list[dict]) -> dict[str, str]:
 
 class ScriptedLLM(LLMService):
     def __init__(self, replies: dict[str, script.Reply], errors: list[str], **kwargs: Any):
-        super().__init__(settings=_settings(LLMSettings), **kwargs)
+        super().__init__(**_settings("LLMSettings"), **kwargs)
         self._replies = replies
         self._errors = errors
         self.keys: list[str] = []
         self._answered: set[tuple[str, str]] = set()
+        self._answered_users: set[tuple[int, str]] = set()
 
     def reply_key(self, context: Any) -> str:
-        """The script key of the reply to a context: ``user:<text>`` when its last message is
-        the user's, else ``after:<function>`` / ``cancelled:<function>`` for the first tool
-        call answered since the last generation (results are written in place, over the
-        call's placeholder, so they need not be the last message)."""
-        messages = [m for m in context.messages if isinstance(m, dict)]
+        """The script key of the reply to a context: what is new in it since the last
+        generation. ``user:<text>`` when its last message is a user message not answered yet;
+        else ``after:<function>`` / ``cancelled:<function>`` for the first tool call answered
+        since (results are written in place, over the call's placeholder, so they need not be
+        the last message; and before 1.0 a result can run the LLM before the assistant's reply
+        to the user's last message is in the context)."""
+        raw = context.messages if hasattr(context, "messages") else context.get_messages()
+        messages = [m for m in raw if isinstance(m, dict)]
         settled = settled_calls(messages)
         # a call's answer can change (a late result written over CANCELLED): keyed by both
         new = [k for tid, k in settled.items() if (tid, k) not in self._answered]
         self._answered |= set(settled.items())
         if messages and messages[-1].get("role") == "user":
-            return f"user:{_content(messages[-1])}"
+            last = (len(messages) - 1, _content(messages[-1]))
+            if last not in self._answered_users:
+                self._answered_users.add(last)
+                return f"user:{last[1]}"
         return new[0] if new else "none"
 
     async def process_frame(self, frame: Frame, direction: FrameDirection):
@@ -257,7 +290,11 @@ class ScriptedLLM(LLMService):
         words = reply.text.split()
         for i, word in enumerate(words):
             await asyncio.sleep(max(0.0, t0 + i * reply.word_gap - loop.time()))
-            await self._push_llm_text(word if i == 0 else " " + word)
+            text = word if i == 0 else " " + word
+            if V1:
+                await self._push_llm_text(text)
+            else:
+                await self.push_frame(LLMTextFrame(text))
         await asyncio.sleep(max(0.0, t0 + len(words) * reply.word_gap - loop.time()))
         if reply.tool_calls:
             await self.run_function_calls(
@@ -277,30 +314,32 @@ class ScriptedTTS(TTSService):
     SAMPLE_RATE = 24000
 
     def __init__(self, seconds_per_word: float, latency: float = 0.1, **kwargs: Any):
-        super().__init__(
-            push_start_frame=True,
-            push_stop_frames=True,
-            sample_rate=self.SAMPLE_RATE,
-            settings=_settings(TTSSettings),
-            **kwargs,
-        )
+        if V1:
+            # the base class opens an audio context per response and ends it
+            kwargs.update(push_start_frame=True, push_stop_frames=True, **_settings("TTSSettings"))
+        super().__init__(sample_rate=self.SAMPLE_RATE, **kwargs)
         self._seconds_per_word = seconds_per_word
         self._latency = latency
 
     def can_generate_metrics(self) -> bool:
         return False
 
-    async def run_tts(self, text: str, context_id: str) -> AsyncGenerator[Frame | None, None]:
+    async def run_tts(
+        self, text: str, context_id: str | None = None
+    ) -> AsyncGenerator[Frame | None, None]:
         await asyncio.sleep(self._latency)
         samples = int(self.sample_rate * self._seconds_per_word)
+        extra = {"context_id": context_id} if V1 else {}
+        if not V1:
+            # before 1.0 an HTTP TTS brackets each request itself (as Pipecat's Piper service)
+            yield TTSStartedFrame()
         for word in text.split():
             # a word's audio: a constant non-zero sample (never silence)
             yield TTSAudioRawFrame(
-                audio=b"\x10\x02" * samples,
-                sample_rate=self.sample_rate,
-                num_channels=1,
-                context_id=context_id,
+                audio=b"\x10\x02" * samples, sample_rate=self.sample_rate, num_channels=1, **extra
             )
+        if not V1:
+            yield TTSStoppedFrame()
 
 
 class PlayoutOutput(BaseOutputTransport):

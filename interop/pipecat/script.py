@@ -81,9 +81,10 @@ class Action:
 
 @dataclass
 class Bug:
-    """A planted bug: the harness applies ``patch`` (a key of ``patches.PATCHES``)."""
+    """A planted bug: the harness applies ``patch`` (a key of ``patches.PATCHES``); None: the
+    bug is the pinned Pipecat's own (see ``Scenario.native``)."""
 
-    patch: str
+    patch: str | None
     invariant: str
     source: str
     line: Callable[[list[dict[str, Any]]], int | None]
@@ -103,10 +104,18 @@ class Scenario:
     interruptions: bool = True
     """False: the user turn start strategies are built with enable_interruptions=False."""
     mute: str | None = None
-    """A user mute strategy class of pipecat.turns.user_mute, e.g. AlwaysUserMuteStrategy."""
+    """``always``: mute the user while the bot speaks (1.x: the user aggregator's
+    AlwaysUserMuteStrategy; before 1.0: an STTMuteFilter with STTMuteStrategy.ALWAYS)."""
     function_call_timeout_secs: float | None = None
     seconds_per_word: float = 0.3
     bug: Bug | None = None
+    native: list[tuple[tuple[int, ...], tuple[int, ...], Bug]] = field(default_factory=list)
+    """``(from, below, bug)``: unpatched Pipecat versions from ``from`` up to ``below`` have
+    this bug themselves; on them the scenario is expected rejected."""
+    min_version: tuple[int, ...] = ()
+    """The oldest Pipecat with what the scenario needs (``needs`` says what); older versions
+    skip it."""
+    needs: str = ""
 
 
 SCENARIOS: list[Scenario] = []
@@ -233,6 +242,8 @@ scenario(
         },
         tools=[replace(_WEATHER, duration=6.0, timeout_secs=2.0)],
         end=9.0,
+        min_version=(0, 0, 105),
+        needs="register_function(timeout_secs=...), 0.0.105",
     )
 )
 
@@ -272,6 +283,8 @@ scenario(
         replies={"user:Hello? Can you hear me?": Reply("Yes, I can hear you.")},
         actions=[Action(0.5, "speak", _NOTICE, interruptible=False)],
         end=9.0,
+        min_version=(1, 11, 0),
+        needs="Frame.interruptible, 1.11.0 (TTSSpeakFrame(interruptible=False))",
     )
 )
 
@@ -309,7 +322,7 @@ scenario(
             Utterance(7.0, 8.0, "Stop, that is enough.", stt_delay=0.4),
         ],
         replies={"user:Tell me a long story.": Reply(STORY, word_gap=0.2)},
-        mute="AlwaysUserMuteStrategy",
+        mute="always",
         end=20.0,
     )
 )
@@ -330,6 +343,26 @@ def _first(
 LATE_MS = 200
 
 
+def _muted_at(lines: list[dict[str, Any]]) -> list[bool]:
+    """Whether the user is muted at each line: an STTMuteFrame (an STTMuteFilter, before 1.0)
+    or the user aggregator's UserMuteStartedFrame / UserMuteStoppedFrame (1.x) says so."""
+    out, muted = [], False
+    for ln in lines:
+        if ln["frame"] == "STTMuteFrame":
+            muted = bool(ln["mute"])
+        elif ln["frame"] == "UserMuteStartedFrame":
+            muted = True
+        elif ln["frame"] == "UserMuteStoppedFrame":
+            muted = False
+        out.append(muted)
+    return out
+
+
+# the interruption frame under both names: StartInterruptionFrame before 0.0.85 (and beside
+# InterruptionFrame until 1.0)
+INTERRUPTIONS = frozenset({"InterruptionFrame", "StartInterruptionFrame"})
+
+
 def _played_audio_after_interruption(lines: list[dict[str, Any]]) -> int | None:
     """The first audio chunk the output transport started to play after the interruption that
     cut the bot's speech, before the next LLM response started: audio of the interrupted
@@ -340,7 +373,12 @@ def _played_audio_after_interruption(lines: list[dict[str, Any]]) -> int | None:
     speaking = _first(lines, lambda ln: ln["frame"] == "BotStartedSpeakingFrame")
     if speaking is None:
         return None
-    cut = _first(lines, lambda ln: ln["frame"] == "InterruptionFrame", after=speaking)
+    muted = _muted_at(lines)
+    cut = _first(lines, lambda ln: ln["frame"] in INTERRUPTIONS, after=speaking)
+    while cut is not None and muted[cut]:
+        # before 1.0 the input transport makes the interruption and an STTMuteFilter after it
+        # drops it while the user is muted: it interrupts nothing
+        cut = _first(lines, lambda ln: ln["frame"] in INTERRUPTIONS, after=cut)
     if cut is None:
         return None
     t_cut = lines[cut]["t_ms"]
@@ -368,7 +406,7 @@ def _result_of_a_call_the_interruption_should_cancel(lines: list[dict[str, Any]]
         f = ln["frame"]
         if f == "FunctionCallInProgressFrame" and ln.get("cancel_on_interruption"):
             cancellable[ln["tool_call_id"]] = i
-        elif f == "InterruptionFrame":
+        elif f in INTERRUPTIONS:
             interrupted |= set(cancellable) - cancelled
         elif f == "FunctionCallCancelFrame":
             cancelled.add(ln["tool_call_id"])
@@ -390,8 +428,29 @@ def _result_after_its_cancel(lines: list[dict[str, Any]]) -> int | None:
     return None
 
 
+# Before 1.8.0 LLMService broadcasts whatever result a call's handler reports, also after the
+# call was cancelled (the guard, runner_item.settled, came with pipecat commit 1933578,
+# 2026-08-12, first released in 1.8.0): the late result of tool_result_after_cancel is a
+# second answer of a call already answered by its cancellation.
+by_name("tool_result_after_cancel").native.append(
+    (
+        (),
+        (1, 8, 0),
+        Bug(
+            patch=None,
+            invariant="tool_call_settled",
+            source=(
+                "Pipecat itself before 1.8.0: LLMService's result callback had no settled guard "
+                "(added by pipecat commit 1933578, 2026-08-12)"
+            ),
+            line=_result_after_its_cancel,
+        ),
+    )
+)
+
+
 def bug(base: str, name: str, story: str, b: Bug, **kw: Any) -> Scenario:
-    return scenario(replace(by_name(base), name=name, story=story, bug=b, **kw))
+    return scenario(replace(by_name(base), name=name, story=story, bug=b, native=[], **kw))
 
 
 bug(
@@ -449,6 +508,8 @@ bug(
         line=_result_after_its_cancel,
     ),
     end=13.0,
+    min_version=(1, 0, 0),
+    needs="the settled guard of LLMService's result callback, which the patch removes",
 )
 
 

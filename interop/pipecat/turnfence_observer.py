@@ -20,8 +20,11 @@ The first line is a meta line, ``{"meta": {"dialect": "pipecat", "version": ...,
 milliseconds since the first frame this observer logged. A frame is pushed again by every
 processor that passes it on; only its first push is logged, so each frame is one line. A
 frame broadcast both ways (Pipecat pushes two frames whose ``broadcast_sibling_id`` name each
-other) is logged once, at the first of the two, with ``"broadcast": true``. Audio is never
-written, only its duration in milliseconds.
+other) is logged once, at the first of the two, with ``"broadcast": true``. Versions without
+``broadcast_sibling_id`` (before 0.0.100 or so) push the two copies as unrelated frames: the
+second is recognized as a copy (same processor, same class and fields, the other direction,
+within COPY_WINDOW_MS of the first) and not logged either; those lines carry no
+``broadcast`` field. Audio is never written, only its duration in milliseconds.
 
 Output audio appears twice, as two different frames: the TTS service's frames when they are
 synthesized (``"played": false``), and the chunks the output transport cuts them into, each
@@ -54,6 +57,10 @@ except ImportError:  # pragma: no cover
     PIPECAT_VERSION = _version("pipecat-ai")
 
 DIALECT = "pipecat"
+
+# how far apart, at most, the two pushes of a frame sent both ways are (versions without
+# broadcast_sibling_id push one copy right after the other)
+COPY_WINDOW_MS = 5
 
 # The frames that matter to turns, by class name (a subclass is logged under its own name,
 # e.g. VisionFullResponseStartFrame; see _logged_name).
@@ -242,6 +249,8 @@ class TurnfenceObserver(BaseObserver):
         self._sink = sink
         self._seen: set[int] = set()
         self._t0: int | None = None
+        # versions without broadcast_sibling_id: the last line per (src, frame), unpaired
+        self._unpaired: dict[tuple[str, str], dict[str, Any]] = {}
         self._own_file = isinstance(out, str)
         self._fh: IO[str] | None = open(out, "w") if isinstance(out, str) else out
         self.meta: dict[str, Any] = {
@@ -283,11 +292,29 @@ class TurnfenceObserver(BaseObserver):
             line["broadcast"] = True
         pushed_by_output = bool(BaseOutputTransport) and isinstance(src, BaseOutputTransport)
         line.update(frame_fields(name, frame, pushed_by_output))
+        if not hasattr(frame, "broadcast_sibling_id") and self._is_copy(line):
+            return
         self.lines.append(line)
         if self._sink is not None:
             self._sink(line)
         if self._fh is not None:
             self._fh.write(json.dumps(line) + "\n")
+
+    def _is_copy(self, line: dict[str, Any]) -> bool:
+        """Whether ``line`` is the second copy of a frame its processor sent both ways."""
+        key = (line["src"], line["frame"])
+        prev = self._unpaired.get(key)
+        same = {k: v for k, v in line.items() if k not in ("t_ms", "id", "dst", "dir")}
+        if (
+            prev is not None
+            and prev["dir"] != line["dir"]
+            and line["t_ms"] - prev["t_ms"] <= COPY_WINDOW_MS
+            and {k: v for k, v in prev.items() if k not in ("t_ms", "id", "dst", "dir")} == same
+        ):
+            del self._unpaired[key]
+            return True
+        self._unpaired[key] = line
+        return False
 
     def close(self) -> None:
         """Flush the file (and close it if the observer opened it)."""
