@@ -116,7 +116,7 @@ class ScriptedInput(BaseInputTransport):
 
     async def _play(self) -> None:
         events: list[tuple[float, Frame]] = []
-        # start_secs / stop_secs are fields of the VAD frames since 0.0.100 or so
+        # start_secs / stop_secs are fields of the VAD frames in 1.x, not in 0.0.84
         started = {"start_secs": script.VAD_START_SECS} if V1 else {}
         stopped = {"stop_secs": script.VAD_STOP_SECS} if V1 else {}
         for u in self._utterances:

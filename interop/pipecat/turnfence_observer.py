@@ -21,7 +21,7 @@ milliseconds since the first frame this observer logged. A frame is pushed again
 processor that passes it on; only its first push is logged, so each frame is one line. A
 frame broadcast both ways (Pipecat pushes two frames whose ``broadcast_sibling_id`` name each
 other) is logged once, at the first of the two, with ``"broadcast": true``. Versions without
-``broadcast_sibling_id`` (before 0.0.100 or so) push the two copies as unrelated frames: the
+``broadcast_sibling_id`` (before 0.0.103) push the two copies as unrelated frames: the
 second is recognized as a copy (same processor, same class and fields, the other direction,
 within COPY_WINDOW_MS of the first) and not logged either; those lines carry no
 ``broadcast`` field. Audio is never written, only its duration in milliseconds.
