@@ -163,6 +163,7 @@ fn turn_kinds(t: &Turn, b: &TurnBounds, out: &mut Vec<InputKind>) {
                 child: child.into(),
                 kind,
                 need_ms: None,
+                timeout_ms: None,
             });
         }
     }

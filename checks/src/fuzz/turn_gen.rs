@@ -272,6 +272,7 @@ fn spawn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
         child: format!("c{n}").into(),
         kind,
         need_ms,
+        timeout_ms: None,
     })
 }
 

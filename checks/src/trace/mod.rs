@@ -281,6 +281,9 @@ pub enum Dialect {
     /// LiveKit Agents session events.
     #[value(name = "livekit-agents")]
     LivekitAgents,
+    /// Pipecat pipeline frames, as its observer (`interop/pipecat/turnfence_observer.py`) writes
+    /// them.
+    Pipecat,
 }
 
 impl Dialect {
@@ -290,6 +293,7 @@ impl Dialect {
             Dialect::Lab => "lab",
             Dialect::OpenaiRealtime => "openai-realtime",
             Dialect::LivekitAgents => "livekit-agents",
+            Dialect::Pipecat => "pipecat",
         }
     }
 }

@@ -66,6 +66,7 @@ fn input_kind() -> impl Strategy<Value = InputKind> {
             child,
             kind,
             need_ms,
+            timeout_ms: None,
         },
     );
     let checkpoint = (turn(), child(), name(&["a", "b"]), 0u32..3).prop_map(
@@ -274,6 +275,7 @@ fn a_barge_in_reports_one_playback_clear() {
             child: "tts".into(),
             kind: ChildKind::Tts,
             need_ms: None,
+            timeout_ms: None,
         },
         InputKind::Delta {
             turn: "t".into(),
@@ -342,6 +344,7 @@ fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
             child: child.into(),
             kind,
             need_ms: None,
+            timeout_ms: None,
         };
         m.handle(&Input::new(1, spawn)).unwrap();
         let temporaries = InputKind::Checkpoint {
@@ -548,6 +551,7 @@ fn a_child_past_the_limit_is_refused_and_changes_nothing() {
                 child: format!("lookup-{i:03}").into(),
                 kind: ChildKind::Retrieval,
                 need_ms: None,
+                timeout_ms: None,
             },
         )
     };

@@ -50,7 +50,7 @@ impl Monitor {
         };
         // Where audio plays on after its turn ended, a frame of an ended turn or an older
         // generation may still play — unless its turn was cancelled or its generation fenced.
-        let (late, stale) = if self.counts_audio() {
+        let (late, stale) = if self.audio_outlives_turns() {
             (t.cancelled, self.fenced(generation))
         } else {
             let ended_otherwise = matches!(t.terminal, Some(s) if s != Terminal::Completed);

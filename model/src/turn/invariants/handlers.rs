@@ -30,6 +30,7 @@ impl Monitor {
                 child,
                 kind,
                 need_ms,
+                ..
             } => self.on_spawn(turn, child, kind, *need_ms),
             InputKind::ChildCompleted { turn, child } | InputKind::ChildFailed { turn, child } => {
                 self.set_child(turn, child, |c| c.state = ChildObs::Resolved)
