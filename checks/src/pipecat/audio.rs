@@ -21,7 +21,6 @@ impl Line<'_> {
             speak: prefix == "speak",
             given: 0,
             spoken: 0,
-            given_at_cut: None,
             open_contexts: 0,
             late_seq: None,
         });
@@ -121,10 +120,11 @@ impl Line<'_> {
         let Some(r) = s.response.take() else {
             return Vec::new();
         };
-        let reply = &mut s.replies[r];
-        reply.llm_ended = true;
-        if reply.given_at_cut == Some(reply.given) {
-            reply.spoken = reply.given;
+        s.replies[r].llm_ended = true;
+        // The TTS is still speaking a reply before it: this one begins when the TTS takes it up.
+        let behind = s.tts_order.iter().any(|q| *q < r);
+        if behind {
+            return Vec::new();
         }
         let mut out = self.accept(s, r);
         out.extend(self.done_if_spoken(s, r));
@@ -142,6 +142,13 @@ impl Line<'_> {
         }
         let mut out = self.accept(s, r);
         out.push(self.done(s, r));
+        // The next reply the TTS had waiting, if it has nothing to speak, is done with it.
+        if let Some(next) = s.tts_order.front().copied() {
+            let n = &s.replies[next];
+            if !n.accepted && n.llm_ended && n.spoken >= n.given {
+                out.extend(self.done_if_spoken(s, next));
+            }
+        }
         out
     }
 
@@ -304,12 +311,12 @@ impl Line<'_> {
             confidence: 1.0,
             since: None,
         }));
-        // The TTS drops the interrupted replies' text (the response the LLM still streams may
-        // give it more), and the output their audio.
+        // The TTS drops the interrupted replies' text it held (the response the LLM still
+        // streams may give it more), and the output their audio.
         for r in s.tts_order.iter().copied() {
             let reply = &mut s.replies[r];
             if reply.interruptible {
-                reply.given_at_cut = Some(reply.given);
+                reply.spoken = reply.given;
                 reply.open_contexts = 0;
             }
         }

@@ -130,11 +130,10 @@ struct Reply {
     /// An application's `TTSSpeakFrame`.
     speak: bool,
     /// The letters and digits of the words given to the TTS for it (`LLMTextFrame`s, a
-    /// `TTSSpeakFrame`'s text), and of those the TTS spoke (`TTSTextFrame`s).
+    /// `TTSSpeakFrame`'s text), and of those the TTS spoke (`TTSTextFrame`s) or dropped (what
+    /// it held at an interruption).
     given: usize,
     spoken: usize,
-    /// What it had given when an interruption cut it.
-    given_at_cut: Option<usize>,
     /// TTS contexts begun for it and not stopped.
     open_contexts: u32,
     /// Its audio played after the model no longer held it: the seq the first such chunk was of
