@@ -86,6 +86,9 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
     if m.profile().pauses_on_speech() {
         livekit_kinds(m, b, &mut out);
     }
+    if m.profile().times_out_calls() {
+        pipecat_kinds(m, b, &mut out);
+    }
     if b.client {
         client_kinds(m, &mut out);
     }
@@ -136,6 +139,53 @@ fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Ve
             } else if c.state.is_stopped() {
                 // A result that comes after the call was cancelled.
                 out.push(InputKind::ChildCompleted { turn, child });
+            }
+        }
+    }
+}
+
+/// Under `pipecat`: an uninterruptible turn, a cancellable tool call with a timeout (half the
+/// turn's deadline), and a result that comes after its call was cancelled.
+fn pipecat_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
+    let s = m.session();
+    if s.turns.len() < b.turns {
+        if let Some(InputKind::Accept {
+            turn,
+            generation,
+            mode,
+            deadline_ms,
+            ..
+        }) = out.first().cloned()
+        {
+            out.push(InputKind::Accept {
+                turn,
+                generation,
+                mode,
+                deadline_ms,
+                budget: None,
+                interruptible: false,
+            });
+        }
+    }
+    for t in &s.turns {
+        if t.children.len() < b.children_per_turn {
+            out.push(InputKind::Spawn {
+                turn: t.id.clone(),
+                child: format!("c{}", t.children.len()).into(),
+                kind: ChildKind::Tool {
+                    name: "tool".into(),
+                    cancellable: true,
+                },
+                need_ms: None,
+                timeout_ms: Some(b.deadline_ms / 2),
+            });
+        }
+        for c in t.children.iter().filter(|c| c.kind.is_tool()) {
+            if c.state.is_stopped() {
+                out.push(InputKind::ChildCompleted {
+                    turn: t.id.clone(),
+                    child: c.id.clone(),
+                });
             }
         }
     }
@@ -281,7 +331,9 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     /// the first again under the `openai-realtime` profile (truncation, audio outliving its
     /// turn, refusal while cancelling, stale stops); and one turn with a child and two deltas
     /// under `livekit-agents` (tools answered, pauses resumed or interrupted, uninterruptible
-    /// turns).
+    /// turns); and two turns with a child each under `pipecat` (audio outliving its turn, calls
+    /// cancelled or run through by an interruption, cancelled at their timeout, answered once,
+    /// uninterruptible turns).
     fn ci_bounds() -> Vec<(&'static str, TurnBounds)> {
         let b = |turns, children_per_turn, deltas_per_turn, client| TurnBounds {
             turns,
@@ -310,6 +362,13 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
                 TurnBounds {
                     profile: Some(Profile::LivekitAgents),
                     ..b(1, 1, 2, false)
+                },
+            ),
+            (
+                "pipecat",
+                TurnBounds {
+                    profile: Some(Profile::Pipecat),
+                    ..b(2, 1, 1, false)
                 },
             ),
         ]

@@ -249,7 +249,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// (`pipecat`.) Tool calls that have run as long as their timeout are cancelled: stopped at
-    /// once (the call's task is cancelled, no checkpoint), and answered with their cancellation.
+    /// once (the call's task is cancelled, no checkpoint), their temporary outputs removed, and
+    /// answered with their cancellation.
     pub(super) fn fire_call_timeouts(&mut self) {
         let now = self.session.now;
         let due: Vec<(TurnId, ChildId)> = self
@@ -275,6 +276,14 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             c.state = ChildState::Cancelled {
                 checkpoint: checkpoint.clone(),
             };
+            let removed = std::mem::take(&mut c.temporary_outputs);
+            if removed > 0 {
+                self.emit(Output::TemporaryOutputRemoved {
+                    turn: turn.clone(),
+                    child: child.clone(),
+                    count: removed,
+                });
+            }
             self.emit(Output::ChildCancelled {
                 turn: turn.clone(),
                 child: child.clone(),
