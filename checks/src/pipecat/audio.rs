@@ -248,26 +248,40 @@ impl Line<'_> {
                 return Vec::new();
             }
         }
+        if s.queue.is_empty() {
+            std::mem::swap(&mut s.queue, &mut s.cleared);
+        }
         let Some((r, seq, take)) = take_head(s, ms) else {
             // Nothing synthesized is left: the padding of a context's last chunk.
             return Vec::new();
         };
         let id = s.replies[r].id.clone();
-        // The model's frames of that reply at the head of its buffer.
-        let holds = self
+        // The model's frames of that reply at the head of its buffer: the chunk plays them, and
+        // the log shows each of its deltas played.
+        let mut left = u32::try_from(take).unwrap_or(u32::MAX);
+        let mut shown = Vec::new();
+        let runs = self
             .machine
-            .map(|m| {
-                m.session()
-                    .playback
-                    .runs()
-                    .take_while(|(frame, _)| frame.turn == id.as_str())
-                    .fold(0u32, |sum, (_, n)| sum.saturating_add(*n))
-            })
-            .filter(|n| *n > 0);
-        if let Some(n) = holds {
-            return vec![self.input(InputKind::FramePlayed {
-                frames: n.min(u32::try_from(take).unwrap_or(u32::MAX)),
-            })];
+            .into_iter()
+            .flat_map(|m| m.session().playback.runs());
+        for (frame, n) in runs.take_while(|(frame, _)| frame.turn == id.as_str()) {
+            if left == 0 {
+                break;
+            }
+            let n = (*n).min(left);
+            left -= n;
+            shown.push(self.observed(Output::Played {
+                turn: frame.turn.clone(),
+                generation: frame.generation,
+                seq: frame.seq,
+                frames: n,
+            }));
+        }
+        if !shown.is_empty() {
+            let frames = u32::try_from(take).unwrap_or(u32::MAX) - left;
+            let mut out = vec![self.input(InputKind::FramePlayed { frames })];
+            out.extend(shown);
+            return out;
         }
         let seq = *s.replies[r].late_seq.get_or_insert(seq);
         let reply = &s.replies[r];
@@ -322,7 +336,12 @@ impl Line<'_> {
         }
         let replies = &s.replies;
         let streaming = s.response;
-        s.queue.retain(|q| !replies[q.reply].interruptible);
+        let (cut, kept): (VecDeque<Queued>, VecDeque<Queued>) = s
+            .queue
+            .drain(..)
+            .partition(|q| replies[q.reply].interruptible);
+        s.queue = kept;
+        s.cleared = cut;
         s.tts_order
             .retain(|r| !replies[*r].interruptible || Some(*r) == streaming);
         out

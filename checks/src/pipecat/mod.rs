@@ -166,8 +166,10 @@ pub struct Pipecat {
     /// Each TTS context's reply; the context whose audio comes now (0.0.84 names none).
     contexts: BTreeMap<String, usize>,
     tts: Option<usize>,
-    /// Audio synthesized, not yet played.
+    /// Audio synthesized, not yet played; and the audio an interruption should have cleared
+    /// (played only where nothing else is left to play: the output did not clear it).
     queue: VecDeque<Queued>,
+    cleared: VecDeque<Queued>,
     /// The bot is speaking (between `BotStartedSpeakingFrame` and `BotStoppedSpeakingFrame`).
     speaking: bool,
     /// An interruption's time, while the chunk the output was writing at it has not been logged.
@@ -247,13 +249,13 @@ impl Pipecat {
     fn reword_finding(&self, f: &mut Finding) {
         f.message = words(&f.message);
         f.ids.retain(|i| i.parse::<u64>().is_err());
-        if f.since.is_none() && f.name() == "no_late_delivery" {
-            f.since = self
-                .interruptions
-                .iter()
-                .rev()
-                .find(|l| **l < f.line)
-                .copied();
+        // Audio that went on after an interruption: its story starts at the interruption that
+        // cut it (a reply whose generation ended before is cut there, not where it ended).
+        if f.name() == "no_late_delivery" {
+            let cut = self.interruptions.iter().rev().find(|l| **l < f.line);
+            if let Some(cut) = cut.filter(|cut| f.since.is_none_or(|s| s < **cut)) {
+                f.since = Some(*cut);
+            }
         }
         for d in &mut f.derived {
             d.message = words(&d.message);
