@@ -103,26 +103,11 @@ const LONG_DEADLINE_MS: u64 = 3 * turnfence_model::turn::FALSE_INTERRUPTION_TIME
 fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
-        if let Some(InputKind::Accept {
-            turn,
-            generation,
-            mode,
-            ..
-        }) = out.first().cloned()
-        {
-            // Turns whose deadline lets speech count as an interruption and a pause outlast its
-            // resume time (a deadline still bounds the time explored: each pause and resume
-            // moves the clock on): one uninterruptible, one not.
-            for interruptible in [false, true] {
-                out.push(InputKind::Accept {
-                    turn: turn.clone(),
-                    generation,
-                    mode,
-                    deadline_ms: Some(LONG_DEADLINE_MS),
-                    budget: None,
-                    interruptible,
-                });
-            }
+        // Turns whose deadline lets speech count as an interruption and a pause outlast its
+        // resume time (a deadline still bounds the time explored: each pause and resume moves
+        // the clock on): one uninterruptible, one not.
+        for interruptible in [false, true] {
+            out.extend(accept_like(out, Some(LONG_DEADLINE_MS), interruptible));
         }
     }
     if s.paused.is_some() {
@@ -144,28 +129,38 @@ fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Ve
     }
 }
 
+/// The next turn's accept (the first input offered, where one is), with this deadline and
+/// interruptibility.
+fn accept_like(
+    out: &[InputKind],
+    deadline_ms: Option<u64>,
+    interruptible: bool,
+) -> Option<InputKind> {
+    let Some(InputKind::Accept {
+        turn,
+        generation,
+        mode,
+        ..
+    }) = out.first()
+    else {
+        return None;
+    };
+    Some(InputKind::Accept {
+        turn: turn.clone(),
+        generation: *generation,
+        mode: *mode,
+        deadline_ms,
+        budget: None,
+        interruptible,
+    })
+}
+
 /// Under `pipecat`: an uninterruptible turn, a cancellable tool call with a timeout (half the
 /// turn's deadline), and a result that comes after its call was cancelled.
 fn pipecat_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
-        if let Some(InputKind::Accept {
-            turn,
-            generation,
-            mode,
-            deadline_ms,
-            ..
-        }) = out.first().cloned()
-        {
-            out.push(InputKind::Accept {
-                turn,
-                generation,
-                mode,
-                deadline_ms,
-                budget: None,
-                interruptible: false,
-            });
-        }
+        out.extend(accept_like(out, Some(b.deadline_ms), false));
     }
     for t in &s.turns {
         if t.children.len() < b.children_per_turn {

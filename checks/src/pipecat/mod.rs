@@ -247,7 +247,7 @@ impl Pipecat {
     /// frames; a finding about output that went on after an interruption starts its story at
     /// that interruption, unless it names an earlier line already.
     fn reword_finding(&self, f: &mut Finding) {
-        f.message = words(&f.message);
+        crate::trace::stack_words::reword(f, words);
         f.ids.retain(|i| i.parse::<u64>().is_err());
         // Audio that went on after an interruption: its story starts at the interruption that
         // cut it (a reply whose generation ended before is cut there, not where it ended).
@@ -257,17 +257,12 @@ impl Pipecat {
                 f.since = Some(*cut);
             }
         }
-        for d in &mut f.derived {
-            d.message = words(&d.message);
-        }
     }
 }
 
 /// A model's sentence in Pipecat's words.
 fn words(message: &str) -> String {
-    if message.starts_with("a frame of generation")
-        && message.contains("after its turn was stopped")
-    {
+    if crate::trace::stack_words::is_late_audio(message) {
         return "audio of the response played after it was interrupted".to_owned();
     }
     if let Some(rest) = message.strip_prefix("child ") {

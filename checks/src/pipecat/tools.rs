@@ -76,12 +76,7 @@ impl Line<'_> {
     /// result of a call the interruption asked to stop (and that never stopped) is a side
     /// effect the cancelled call left, stated as such.
     pub(super) fn call_result(&self, s: &mut Pipecat) -> Result<Events, InputError> {
-        let id = self.call_id("FunctionCallResultFrame")?;
-        let Some((turn, _)) = self.call(s, &id) else {
-            return Err(self.error(&format!(
-                "FunctionCallResultFrame for call {id}, which no FunctionCallsStartedFrame or FunctionCallInProgressFrame started"
-            )));
-        };
+        let (turn, id) = self.started_call(s, "FunctionCallResultFrame")?;
         let child = self
             .machine
             .and_then(|m| m.session().turn(&turn)?.child(&id).cloned());
@@ -117,12 +112,7 @@ impl Line<'_> {
     /// stop (it stops here), or at its timeout (time passes to here; the model cancels it where
     /// its timeout fell) — and answered with its cancellation.
     pub(super) fn call_cancelled(&self, s: &mut Pipecat) -> Result<Events, InputError> {
-        let id = self.call_id("FunctionCallCancelFrame")?;
-        let Some((turn, _)) = self.call(s, &id) else {
-            return Err(self.error(&format!(
-                "FunctionCallCancelFrame for call {id}, which no FunctionCallsStartedFrame or FunctionCallInProgressFrame started"
-            )));
-        };
+        let (turn, id) = self.started_call(s, "FunctionCallCancelFrame")?;
         let requested = self
             .machine
             .and_then(|m| {
@@ -159,8 +149,14 @@ impl Line<'_> {
             .ok_or_else(|| self.error(&format!("{frame} needs `tool_call_id`")))
     }
 
-    /// The call's reply (its id) and whether it was started cancellable.
-    fn call(&self, s: &Pipecat, id: &str) -> Option<(String, bool)> {
-        s.calls.get(id).map(|(r, c)| (s.replies[*r].id.clone(), *c))
+    /// The call a frame answers (its `tool_call_id`) and its reply: one a frame before started.
+    fn started_call(&self, s: &Pipecat, frame: &str) -> Result<(String, String), InputError> {
+        let id = self.call_id(frame)?;
+        match s.calls.get(&id) {
+            Some((r, _)) => Ok((s.replies[*r].id.clone(), id)),
+            None => Err(self.error(&format!(
+                "{frame} for call {id}, which no FunctionCallsStartedFrame or FunctionCallInProgressFrame started"
+            ))),
+        }
     }
 }

@@ -14,6 +14,8 @@ pub mod fence_conform;
 pub mod limits;
 mod reading;
 mod render;
+pub mod stack_options;
+pub mod stack_words;
 mod stream;
 pub mod turn_conform;
 pub mod turn_facts;

@@ -198,7 +198,6 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         phase: &str,
         temporary_outputs: u32,
     ) {
-        let keep_temporaries = flawed!(self, TemporaryOutputsKept);
         // Read first: a checkpoint that keeps no work changes nothing (the turns are then not
         // borrowed mutably).
         let Some(t) = self.session.turn(turn) else {
@@ -212,37 +211,18 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         if !cancelled && temporary_outputs == 0 {
             return;
         }
-        let Some(c) = self
-            .turn_mut(turn)
-            .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
-        else {
-            return;
-        };
         if !cancelled {
+            let Some(c) = self
+                .turn_mut(turn)
+                .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+            else {
+                return;
+            };
             c.temporary_outputs = c.temporary_outputs.saturating_add(temporary_outputs);
             return;
         }
         // The cancel is observed here, before the work of this checkpoint is kept.
-        let removed = c.temporary_outputs;
-        if !keep_temporaries {
-            c.temporary_outputs = 0;
-        }
-        c.state = ChildState::Cancelled {
-            checkpoint: phase.to_owned(),
-        };
-        if removed > 0 && !keep_temporaries {
-            self.emit(Output::TemporaryOutputRemoved {
-                turn: turn.into(),
-                child: child.into(),
-                count: removed,
-            });
-        }
-        self.emit(Output::ChildCancelled {
-            turn: turn.into(),
-            child: child.into(),
-            checkpoint: phase.to_owned(),
-        });
-        self.answer(turn, child, ToolAnswer::Cancelled);
+        self.stop_child(turn, child, phase);
         if !flawed!(self, DrainedTurnNeverEnds) {
             self.settle(turn);
         }
@@ -266,32 +246,41 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             })
             .collect();
         for (turn, child) in due {
-            let checkpoint = TIMEOUT_CHECKPOINT.to_owned();
-            let Some(c) = self
-                .turn_mut(&turn)
-                .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
-            else {
-                continue;
-            };
-            c.state = ChildState::Cancelled {
-                checkpoint: checkpoint.clone(),
-            };
-            let removed = std::mem::take(&mut c.temporary_outputs);
-            if removed > 0 {
-                self.emit(Output::TemporaryOutputRemoved {
-                    turn: turn.clone(),
-                    child: child.clone(),
-                    count: removed,
-                });
-            }
-            self.emit(Output::ChildCancelled {
-                turn: turn.clone(),
-                child: child.clone(),
-                checkpoint,
-            });
-            self.answer(&turn, &child, ToolAnswer::Cancelled);
+            self.stop_child(&turn, &child, TIMEOUT_CHECKPOINT);
             self.settle(&turn);
         }
+    }
+
+    /// A child is stopped now, at `checkpoint`: its temporary outputs removed (unless the planted
+    /// flaw keeps them) and said, and — a tool call — answered with its cancellation.
+    fn stop_child(&mut self, turn: &str, child: &str, checkpoint: &str) {
+        let keep_temporaries = flawed!(self, TemporaryOutputsKept);
+        let Some(c) = self
+            .turn_mut(turn)
+            .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+        else {
+            return;
+        };
+        let removed = c.temporary_outputs;
+        if !keep_temporaries {
+            c.temporary_outputs = 0;
+        }
+        c.state = ChildState::Cancelled {
+            checkpoint: checkpoint.to_owned(),
+        };
+        if removed > 0 && !keep_temporaries {
+            self.emit(Output::TemporaryOutputRemoved {
+                turn: turn.into(),
+                child: child.into(),
+                count: removed,
+            });
+        }
+        self.emit(Output::ChildCancelled {
+            turn: turn.into(),
+            child: child.into(),
+            checkpoint: checkpoint.to_owned(),
+        });
+        self.answer(turn, child, ToolAnswer::Cancelled);
     }
 
     /// Moves a turn to `cancel_requested{cause}` and propagates the cancel down its tree.
