@@ -370,7 +370,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     }
 
     /// Three turns: one delta each, streamed to a client that acks, drops and resumes across
-    /// all three (208 660 states, depth 22); and under `openai-realtime` (36 384 states).
+    /// all three (208 660 states, depth 22); and under `openai-realtime` (36 141 states).
     fn deep_bounds() -> Vec<(&'static str, TurnBounds)> {
         let three = TurnBounds {
             turns: 3,
