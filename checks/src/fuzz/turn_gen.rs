@@ -212,28 +212,33 @@ fn accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     })
 }
 
+/// An accept of an uninterruptible audio turn.
+fn uninterruptible_accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
+    match accept(m, g)? {
+        InputKind::Accept {
+            turn,
+            generation,
+            deadline_ms,
+            budget,
+            ..
+        } => Some(InputKind::Accept {
+            turn,
+            generation,
+            mode: Mode::Audio,
+            deadline_ms,
+            budget,
+            interruptible: false,
+        }),
+        other => Some(other),
+    }
+}
+
 /// Under `pipecat`: an uninterruptible audio turn (`TTSSpeakFrame(interruptible=False)`, or a
 /// pipeline without interruptions), a tool call with a timeout (registered
 /// `cancel_on_interruption` or not), a result after its call was stopped, or speech.
 fn pipecat_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     match g.range(0, 4) {
-        0 => match accept(m, g)? {
-            InputKind::Accept {
-                turn,
-                generation,
-                deadline_ms,
-                budget,
-                ..
-            } => Some(InputKind::Accept {
-                turn,
-                generation,
-                mode: Mode::Audio,
-                deadline_ms,
-                budget,
-                interruptible: false,
-            }),
-            other => Some(other),
-        },
+        0 => uninterruptible_accept(m, g),
         1 => match spawn(m, g)? {
             InputKind::Spawn {
                 turn,
@@ -295,23 +300,7 @@ fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<Input
                 child: child.into(),
             })
         }
-        2 => match accept(m, g)? {
-            InputKind::Accept {
-                turn,
-                generation,
-                deadline_ms,
-                budget,
-                ..
-            } => Some(InputKind::Accept {
-                turn,
-                generation,
-                mode: Mode::Audio,
-                deadline_ms,
-                budget,
-                interruptible: false,
-            }),
-            other => Some(other),
-        },
+        2 => uninterruptible_accept(m, g),
         _ => Some(InputKind::SpeechStarted {
             confidence: 0.9,
             since: None,
