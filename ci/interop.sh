@@ -8,6 +8,9 @@
 #                              network) -> fixtures/interop/livekit-agents@VERSION/
 #   interop/openai-realtime    the OpenAI Agents SDK's realtime client against a scripted
 #                              Realtime server on 127.0.0.1 -> fixtures/interop/openai-realtime@VERSION/
+#   interop/pipecat            Pipecat's pipeline machinery (PipelineWorker, LLM, TTS, output
+#                              transport) with scripted fakes, recorded by its observer
+#                              -> fixtures/interop/pipecat@VERSION/
 #
 #   ci/interop.sh               record into a temp dir and compare with fixtures/interop
 #   ci/interop.sh --write       record and rewrite fixtures/interop instead
@@ -37,7 +40,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift ;;
     --only) only+=("$2"); shift ;;
     --stack) want_stacks+=("$2"); shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "interop: unknown argument $1" >&2; exit 2 ;;
   esac
   shift

@@ -61,6 +61,7 @@ pub mod gate;
 pub mod junit;
 pub mod lab;
 pub mod livekit;
+pub mod pipecat;
 pub mod realtime;
 pub mod recorder;
 pub mod report;

@@ -86,6 +86,9 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
     if m.profile().pauses_on_speech() {
         livekit_kinds(m, b, &mut out);
     }
+    if m.profile().times_out_calls() {
+        pipecat_kinds(m, b, &mut out);
+    }
     if b.client {
         client_kinds(m, &mut out);
     }
@@ -100,26 +103,11 @@ const LONG_DEADLINE_MS: u64 = 3 * turnfence_model::turn::FALSE_INTERRUPTION_TIME
 fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
-        if let Some(InputKind::Accept {
-            turn,
-            generation,
-            mode,
-            ..
-        }) = out.first().cloned()
-        {
-            // Turns whose deadline lets speech count as an interruption and a pause outlast its
-            // resume time (a deadline still bounds the time explored: each pause and resume
-            // moves the clock on): one uninterruptible, one not.
-            for interruptible in [false, true] {
-                out.push(InputKind::Accept {
-                    turn: turn.clone(),
-                    generation,
-                    mode,
-                    deadline_ms: Some(LONG_DEADLINE_MS),
-                    budget: None,
-                    interruptible,
-                });
-            }
+        // Turns whose deadline lets speech count as an interruption and a pause outlast its
+        // resume time (a deadline still bounds the time explored: each pause and resume moves
+        // the clock on): one uninterruptible, one not.
+        for interruptible in [false, true] {
+            out.extend(accept_like(out, Some(LONG_DEADLINE_MS), interruptible));
         }
     }
     if s.paused.is_some() {
@@ -136,6 +124,63 @@ fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Ve
             } else if c.state.is_stopped() {
                 // A result that comes after the call was cancelled.
                 out.push(InputKind::ChildCompleted { turn, child });
+            }
+        }
+    }
+}
+
+/// The next turn's accept (the first input offered, where one is), with this deadline and
+/// interruptibility.
+fn accept_like(
+    out: &[InputKind],
+    deadline_ms: Option<u64>,
+    interruptible: bool,
+) -> Option<InputKind> {
+    let Some(InputKind::Accept {
+        turn,
+        generation,
+        mode,
+        ..
+    }) = out.first()
+    else {
+        return None;
+    };
+    Some(InputKind::Accept {
+        turn: turn.clone(),
+        generation: *generation,
+        mode: *mode,
+        deadline_ms,
+        budget: None,
+        interruptible,
+    })
+}
+
+/// Under `pipecat`: an uninterruptible turn, a cancellable tool call with a timeout (half the
+/// turn's deadline), and a result that comes after its call was cancelled.
+fn pipecat_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
+    let s = m.session();
+    if s.turns.len() < b.turns {
+        out.extend(accept_like(out, Some(b.deadline_ms), false));
+    }
+    for t in &s.turns {
+        if t.children.len() < b.children_per_turn {
+            out.push(InputKind::Spawn {
+                turn: t.id.clone(),
+                child: format!("c{}", t.children.len()).into(),
+                kind: ChildKind::Tool {
+                    name: "tool".into(),
+                    cancellable: true,
+                },
+                need_ms: None,
+                timeout_ms: Some(b.deadline_ms / 2),
+            });
+        }
+        for c in t.children.iter().filter(|c| c.kind.is_tool()) {
+            if c.state.is_stopped() {
+                out.push(InputKind::ChildCompleted {
+                    turn: t.id.clone(),
+                    child: c.id.clone(),
+                });
             }
         }
     }
@@ -163,6 +208,7 @@ fn turn_kinds(t: &Turn, b: &TurnBounds, out: &mut Vec<InputKind>) {
                 child: child.into(),
                 kind,
                 need_ms: None,
+                timeout_ms: None,
             });
         }
     }
@@ -280,7 +326,9 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     /// the first again under the `openai-realtime` profile (truncation, audio outliving its
     /// turn, refusal while cancelling, stale stops); and one turn with a child and two deltas
     /// under `livekit-agents` (tools answered, pauses resumed or interrupted, uninterruptible
-    /// turns).
+    /// turns); and two turns with a child each under `pipecat` (audio outliving its turn, calls
+    /// cancelled or run through by an interruption, cancelled at their timeout, answered once,
+    /// uninterruptible turns).
     fn ci_bounds() -> Vec<(&'static str, TurnBounds)> {
         let b = |turns, children_per_turn, deltas_per_turn, client| TurnBounds {
             turns,
@@ -311,11 +359,18 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
                     ..b(1, 1, 2, false)
                 },
             ),
+            (
+                "pipecat",
+                TurnBounds {
+                    profile: Some(Profile::Pipecat),
+                    ..b(2, 1, 1, false)
+                },
+            ),
         ]
     }
 
     /// Three turns: one delta each, streamed to a client that acks, drops and resumes across
-    /// all three (208 660 states, depth 22); and under `openai-realtime` (36 384 states).
+    /// all three (208 660 states, depth 22); and under `openai-realtime` (36 141 states).
     fn deep_bounds() -> Vec<(&'static str, TurnBounds)> {
         let three = TurnBounds {
             turns: 3,

@@ -94,6 +94,9 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
             }
             return Input::new(*at, livekit_input(m, g).unwrap_or(InputKind::Tick));
         }
+        if m.profile().times_out_calls() && g.chance(20) {
+            return Input::new(*at, pipecat_input(m, g).unwrap_or(InputKind::Tick));
+        }
         let kind = match PICKS[g.weighted(&weights(m, mix))] {
             Pick::Accept => accept(m, g),
             Pick::Spawn => spawn(m, g),
@@ -209,6 +212,73 @@ fn accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     })
 }
 
+/// An accept of an uninterruptible audio turn.
+fn uninterruptible_accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
+    match accept(m, g)? {
+        InputKind::Accept {
+            turn,
+            generation,
+            deadline_ms,
+            budget,
+            ..
+        } => Some(InputKind::Accept {
+            turn,
+            generation,
+            mode: Mode::Audio,
+            deadline_ms,
+            budget,
+            interruptible: false,
+        }),
+        other => Some(other),
+    }
+}
+
+/// Under `pipecat`: an uninterruptible audio turn (`TTSSpeakFrame(interruptible=False)`, or a
+/// pipeline without interruptions), a tool call with a timeout (registered
+/// `cancel_on_interruption` or not), a result after its call was stopped, or speech.
+fn pipecat_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
+    match g.range(0, 4) {
+        0 => uninterruptible_accept(m, g),
+        1 => match spawn(m, g)? {
+            InputKind::Spawn {
+                turn,
+                child,
+                need_ms,
+                ..
+            } => Some(InputKind::Spawn {
+                turn,
+                child,
+                kind: ChildKind::Tool {
+                    name: "tool".into(),
+                    cancellable: g.chance(70),
+                },
+                need_ms,
+                timeout_ms: Some(g.range(0, 200)),
+            }),
+            other => Some(other),
+        },
+        2 => {
+            let turn = some_turn(m, g)?;
+            let t = m.session().turn(&turn)?;
+            let stopped: Vec<&str> = t
+                .children
+                .iter()
+                .filter(|c| c.kind.is_tool() && c.state.is_stopped())
+                .map(|c| c.id.as_str())
+                .collect();
+            let child = g.pick(&stopped)?.to_string();
+            Some(InputKind::ChildCompleted {
+                turn: turn.into(),
+                child: child.into(),
+            })
+        }
+        _ => Some(InputKind::SpeechStarted {
+            confidence: 0.9,
+            since: None,
+        }),
+    }
+}
+
 /// Under `livekit-agents`: a transcript confirming a pause, a tool's error, an uninterruptible
 /// turn, the end of speech, or more speech.
 fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
@@ -230,23 +300,7 @@ fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<Input
                 child: child.into(),
             })
         }
-        2 => match accept(m, g)? {
-            InputKind::Accept {
-                turn,
-                generation,
-                deadline_ms,
-                budget,
-                ..
-            } => Some(InputKind::Accept {
-                turn,
-                generation,
-                mode: Mode::Audio,
-                deadline_ms,
-                budget,
-                interruptible: false,
-            }),
-            other => Some(other),
-        },
+        2 => uninterruptible_accept(m, g),
         _ => Some(InputKind::SpeechStarted {
             confidence: 0.9,
             since: None,
@@ -272,6 +326,7 @@ fn spawn(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
         child: format!("c{n}").into(),
         kind,
         need_ms,
+        timeout_ms: None,
     })
 }
 

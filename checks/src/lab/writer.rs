@@ -128,6 +128,7 @@ pub fn input_line(
             child,
             kind,
             need_ms,
+            ..
         } => {
             let refused = outputs.iter().any(|o| {
                 matches!(o, Output::ToolNotStarted { turn: t, child: c, .. } if t == turn && c == child)

@@ -472,7 +472,7 @@ impl Livekit {
     /// generations and frames; a finding about an interruption starts its story at the user's
     /// speech it came after, unless it names an earlier line already.
     fn reword_finding(&self, f: &mut Finding) {
-        f.message = words(&f.message);
+        crate::trace::stack_words::reword(f, words);
         f.ids.retain(|i| i.parse::<u64>().is_err());
         let interruption = [
             "no_late_delivery",
@@ -485,17 +485,12 @@ impl Livekit {
                 .get(&f.session)
                 .and_then(|lines| lines.iter().rev().find(|l| **l < f.line).copied());
         }
-        for d in &mut f.derived {
-            d.message = words(&d.message);
-        }
     }
 }
 
 /// A model's sentence in LiveKit's words.
 fn words(message: &str) -> String {
-    if message.starts_with("a frame of generation")
-        && message.contains("after its turn was stopped")
-    {
+    if crate::trace::stack_words::is_late_audio(message) {
         return "audio of the reply played after it was interrupted".to_owned();
     }
     message

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 use turnfence_model::turn::Interruption;
 use turnfence_model::Millis;
 
+use crate::trace::stack_options::{flag, seconds};
 use crate::trace::InputError;
 
 /// The options a LiveKit session ran with, as far as the checker reads them.
@@ -110,24 +111,5 @@ impl Options {
             }
         }
         Ok(())
-    }
-}
-
-fn flag(key: &str, v: &Value) -> Result<bool, String> {
-    v.as_bool()
-        .ok_or_else(|| format!("option `{key}` is true or false, not {v}"))
-}
-
-/// Seconds as milliseconds; `null` is none.
-fn seconds(key: &str, v: &Value) -> Result<Option<Millis>, String> {
-    match v {
-        Value::Null => Ok(None),
-        Value::Number(n) => match n.as_f64() {
-            Some(s) if (0.0..1e9).contains(&s) => Ok(Some((s * 1000.0).round() as Millis)),
-            _ => Err(format!("option `{key}` is a number of seconds, not {v}")),
-        },
-        _ => Err(format!(
-            "option `{key}` is a number of seconds or null, not {v}"
-        )),
     }
 }

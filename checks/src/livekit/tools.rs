@@ -76,6 +76,7 @@ impl Line<'_> {
                     cancellable: true,
                 },
                 need_ms: None,
+                timeout_ms: None,
             }),
             self.observed(Output::ChildStarted {
                 turn: turn.into(),

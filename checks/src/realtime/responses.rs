@@ -96,6 +96,7 @@ impl Line<'_> {
                 child: STREAM.into(),
                 kind: ChildKind::Model,
                 need_ms: None,
+                timeout_ms: None,
             }),
         ])
     }

@@ -88,6 +88,7 @@ pub fn said(dialect: Dialect, session_key: Option<&str>, text: &str) -> Said {
             Dialect::Lab => lab(&v),
             Dialect::OpenaiRealtime => realtime(&v),
             Dialect::LivekitAgents => livekit(&v),
+            Dialect::Pipecat => pipecat(&v),
         }
     };
     let key = match dialect {
@@ -95,6 +96,7 @@ pub fn said(dialect: Dialect, session_key: Option<&str>, text: &str) -> Said {
         Dialect::Lab => "scenario",
         Dialect::OpenaiRealtime => "session",
         Dialect::LivekitAgents => session_key.unwrap_or("session"),
+        Dialect::Pipecat => "session",
     };
     let session = match v.get(key) {
         Some(Value::String(s)) => Some(s.clone()),
@@ -216,6 +218,36 @@ fn realtime(v: &Value) -> (Party, Party, String) {
 
 /// A LiveKit Agents line: the user's events to the agent session, the LLM's, TTS's and tools'
 /// reports to it, its own state changes to itself; a session report line is its own.
+/// A Pipecat observer's line: the frame by its class name, between the parties it passes (the
+/// pipeline is the app; a played audio chunk is the loudspeaker's, one synthesized the TTS's).
+fn pipecat(v: &Value) -> (Party, Party, String) {
+    let Some(frame) = str_at(v, "/frame") else {
+        return (Party::App, Party::App, "(unknown)".to_owned());
+    };
+    let played = v.get("played").and_then(Value::as_bool);
+    let (from, to) = match frame {
+        "TTSAudioRawFrame" if played == Some(true) => (Party::App, Party::Player),
+        "BotStartedSpeakingFrame" | "BotStoppedSpeakingFrame" => (Party::Player, Party::App),
+        f if f.starts_with("TTS") => (Party::Tts, Party::App),
+        f if f.starts_with("LLM") => (Party::Llm, Party::App),
+        f if f.starts_with("FunctionCall") => (Party::Tools, Party::App),
+        f if f.starts_with("User")
+            || f.starts_with("VADUser")
+            || f.contains("Interruption")
+            || f == "TranscriptionFrame" =>
+        {
+            (Party::User, Party::App)
+        }
+        _ => (Party::App, Party::App),
+    };
+    let words = match played {
+        Some(true) => format!("{frame} played"),
+        Some(false) => format!("{frame} synthesized"),
+        None => frame.to_owned(),
+    };
+    (from, to, words)
+}
+
 fn livekit(v: &Value) -> (Party, Party, String) {
     let Some(kind) = str_at(v, "/type") else {
         let words = if v.get("events").is_some() {

@@ -18,6 +18,8 @@ mod reading;
 mod recognise;
 mod render;
 mod stack;
+pub mod stack_options;
+pub mod stack_words;
 mod stream;
 pub mod turn_conform;
 pub mod turn_facts;
@@ -294,6 +296,9 @@ pub enum Dialect {
     /// LiveKit Agents session events.
     #[value(name = "livekit-agents")]
     LivekitAgents,
+    /// Pipecat pipeline frames, as its observer (`interop/pipecat/turnfence_observer.py`) writes
+    /// them.
+    Pipecat,
 }
 
 impl Dialect {
@@ -303,6 +308,7 @@ impl Dialect {
             Dialect::Lab => "lab",
             Dialect::OpenaiRealtime => "openai-realtime",
             Dialect::LivekitAgents => "livekit-agents",
+            Dialect::Pipecat => "pipecat",
         }
     }
 }

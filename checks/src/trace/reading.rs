@@ -11,6 +11,7 @@ use super::stream::Batching;
 use super::{canonical, Dialect, InputError, Keep, Reader, Verdict};
 use crate::lab::reader::LabReader;
 use crate::livekit::{Livekit, LivekitReader};
+use crate::pipecat::PipecatReader;
 use crate::realtime::RealtimeReader;
 
 /// Which machine a trace is of.
@@ -29,6 +30,7 @@ pub enum Profile {
     OpenaiRealtime,
     #[value(name = "livekit-agents")]
     LivekitAgents,
+    Pipecat,
 }
 
 impl Profile {
@@ -38,6 +40,7 @@ impl Profile {
             Profile::Lab => turn::Profile::Lab,
             Profile::OpenaiRealtime => turn::Profile::OpenaiRealtime,
             Profile::LivekitAgents => turn::Profile::LivekitAgents,
+            Profile::Pipecat => turn::Profile::Pipecat,
         }
     }
 
@@ -112,10 +115,15 @@ pub(super) fn check_dialect_batched(
             let mut reader = LivekitReader::new(dialect);
             check_with(input, &mut reader, keep, profile, batch)
         }
-        (Dialect::OpenaiRealtime | Dialect::LivekitAgents, Machine::Fence) => Err(InputError::at(
-            0,
-            format!("the {} dialect has turn traces only", read.dialect.name()),
-        )),
+        (Dialect::Pipecat, Machine::Turn) => {
+            check_with(input, &mut PipecatReader::default(), keep, profile, batch)
+        }
+        (Dialect::OpenaiRealtime | Dialect::LivekitAgents | Dialect::Pipecat, Machine::Fence) => {
+            Err(InputError::at(
+                0,
+                format!("the {} dialect has turn traces only", read.dialect.name()),
+            ))
+        }
         (Dialect::Lab, Machine::Fence) => Err(InputError::at(
             0,
             "the lab dialect has turn traces only; fence traces are canonical",
@@ -188,6 +196,7 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     let implied = match dialect {
         Dialect::OpenaiRealtime => Some(Profile::OpenaiRealtime),
         Dialect::LivekitAgents => Some(Profile::LivekitAgents),
+        Dialect::Pipecat => Some(Profile::Pipecat),
         Dialect::Canonical | Dialect::Lab => None,
     };
     let foreign = profile.filter(|p| *p != Profile::Lab && Some(*p) != implied);

@@ -29,6 +29,12 @@ pub(super) fn recognise(first: &str) -> Option<(Dialect, &'static str)> {
             "its first line has the lab's `scenario`, `turn_id`, `component` and `event`",
         ));
     }
+    if text(&line, "frame").is_some_and(|f| f.ends_with("Frame")) && line.contains_key("t_ms") {
+        return Some((
+            Dialect::Pipecat,
+            "its first line is a Pipecat frame as the observer writes it (`t_ms`, `frame`)",
+        ));
+    }
     let envelope = text(&line, "dir")
         .filter(|d| ["client", "server", "app"].contains(&d.as_str()))
         .and_then(|_| line.get("event")?.as_object().cloned());
@@ -106,6 +112,8 @@ mod tests {
         assert_eq!(dialect(livekit), Some(Dialect::LivekitAgents));
         let report = r#"{"job_id":"j","events":[],"options":{}}"#;
         assert_eq!(dialect(report), Some(Dialect::LivekitAgents));
+        let pipecat = r#"{"t_ms":0,"frame":"StartFrame","id":1,"src":"a","dst":"b","dir":"down"}"#;
+        assert_eq!(dialect(pipecat), Some(Dialect::Pipecat));
         let lab = r#"{"t_ms":0,"scenario":"s","turn_id":"t","component":"turn","event":"accepted","detail":{}}"#;
         assert_eq!(dialect(lab), Some(Dialect::Lab));
         for none in [
@@ -117,6 +125,8 @@ mod tests {
             r#"{"type":"agent_state_changed"}"#,
             r#"{"t_ms":0,"dir":"sideways","event":{"type":"response.created"}}"#,
             r#"{"t_ms":0,"type":"hello"}"#,
+            r#"{"t_ms":0,"frame":"Start"}"#,
+            r#"{"frame":"StartFrame"}"#,
             r#"{"events":[],"type":"x"}"#,
             "[1,2]",
             "not json",

@@ -64,6 +64,7 @@ impl Conform for TurnMachine {
                         child: child.clone(),
                         kind,
                         need_ms: None,
+                        timeout_ms: None,
                     },
                 )]
             }
@@ -268,6 +269,7 @@ fn hidden_before(s: &Session, output: &Output) -> Vec<InputKind> {
                 child: child.clone(),
                 kind: kind_from_name(child),
                 need_ms: None,
+                timeout_ms: None,
             }]
         }
         // A frame the log shows played: the speaker consumed the buffer up to it, unlogged. (Never

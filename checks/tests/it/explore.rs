@@ -241,13 +241,14 @@ fn exploration_is_the_same_on_any_number_of_threads() {
 /// test only invariants the profile judges, and the profile's own where one audio turn can reach
 /// them — truncated_to_heard under openai-realtime (a barge-in truncates the turn to what was
 /// heard), interruption_decided_once and uninterruptible_output_survives under livekit-agents
-/// (speech pauses the turn; a turn may be accepted uninterruptible). One turn, one delta, no
+/// (speech pauses the turn; a turn may be accepted uninterruptible), uninterruptible_output_survives
+/// under pipecat (a turn may be accepted uninterruptible). One turn, one delta, no
 /// child: small enough to run with the other tests.
 #[test]
 fn a_bound_sets_profile_is_the_one_explored() {
     use turnfence_model::turn::{Invariant, Profile};
 
-    let own: [(Profile, &[Invariant]); 3] = [
+    let own: [(Profile, &[Invariant]); 4] = [
         (Profile::Lab, &[]),
         (Profile::OpenaiRealtime, &[Invariant::TruncatedToHeard]),
         (
@@ -256,6 +257,10 @@ fn a_bound_sets_profile_is_the_one_explored() {
                 Invariant::InterruptionDecidedOnce,
                 Invariant::UninterruptibleOutputSurvives,
             ],
+        ),
+        (
+            Profile::Pipecat,
+            &[Invariant::UninterruptibleOutputSurvives],
         ),
     ];
     for (profile, own) in own {

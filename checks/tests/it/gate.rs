@@ -91,6 +91,7 @@ fn the_late_tool_check_counts_tools_alone() {
                 child: "late-retrieval".into(),
                 kind: ChildKind::Retrieval,
                 need_ms: Some(10),
+                timeout_ms: None,
             },
         ),
         Input::new(
@@ -100,6 +101,7 @@ fn the_late_tool_check_counts_tools_alone() {
                 child: "late-model".into(),
                 kind: ChildKind::Model,
                 need_ms: None,
+                timeout_ms: None,
             },
         ),
     ];

@@ -66,6 +66,7 @@ fn input_kind() -> impl Strategy<Value = InputKind> {
             child,
             kind,
             need_ms,
+            timeout_ms: None,
         },
     );
     let checkpoint = (turn(), child(), name(&["a", "b"]), 0u32..3).prop_map(
@@ -274,6 +275,7 @@ fn a_barge_in_reports_one_playback_clear() {
             child: "tts".into(),
             kind: ChildKind::Tts,
             need_ms: None,
+            timeout_ms: None,
         },
         InputKind::Delta {
             turn: "t".into(),
@@ -342,6 +344,7 @@ fn temporary_outputs_and_commits_belong_to_their_kind_of_tool() {
             child: child.into(),
             kind,
             need_ms: None,
+            timeout_ms: None,
         };
         m.handle(&Input::new(1, spawn)).unwrap();
         let temporaries = InputKind::Checkpoint {
@@ -451,6 +454,142 @@ fn a_tool_call_of_unknown_outcome_is_answered_with_an_error() {
     assert!(last.contains(&answered), "{last:?}");
 }
 
+/// Under pipecat an interruption cancels a call spawned cancellable (Pipecat's default
+/// `cancel_on_interruption`) and lets one spawned not cancellable (`cancel_on_interruption=False`)
+/// run through: of two calls of one reply, speech asks the first to stop and leaves the second
+/// running, which is then answered by its result, once.
+#[test]
+fn under_pipecat_an_interruption_cancels_only_the_calls_registered_to_be() {
+    use turnfence_model::turn::{Output, Profile, ToolAnswer};
+
+    let mut m = TurnMachine::with_profile(Profile::Pipecat);
+    let setup = [
+        r#"{"at":0,"input":"accept","turn":"r1","generation":1,"mode":"audio"}"#,
+        r#"{"at":5,"input":"spawn","turn":"r1","child":"binned","kind":{"tool":{"name":"a","cancellable":true}}}"#,
+        r#"{"at":5,"input":"spawn","turn":"r1","child":"kept","kind":{"tool":{"name":"b","cancellable":false}}}"#,
+        r#"{"at":10,"input":"model_done","turn":"r1"}"#,
+        r#"{"at":20,"input":"speech_started","confidence":1.0}"#,
+    ];
+    let last = crate::last_outputs(&mut m, &setup);
+    let asked = |child: &str| Output::ChildCancelRequested {
+        turn: "r1".into(),
+        child: child.into(),
+    };
+    assert!(last.contains(&asked("binned")), "{last:?}");
+    assert!(!last.contains(&asked("kept")), "{last:?}");
+    let result = [r#"{"at":900,"input":"child_completed","turn":"r1","child":"kept"}"#];
+    let last = crate::last_outputs(&mut m, &result);
+    let answered = Output::ToolAnswered {
+        turn: "r1".into(),
+        child: "kept".into(),
+        answer: ToolAnswer::Result,
+    };
+    assert_eq!(
+        last.iter().filter(|o| **o == answered).count(),
+        1,
+        "{last:?}"
+    );
+}
+
+/// Under pipecat a call spawned with a timeout is cancelled when it has run that long — at the
+/// first input at or past it, and not before — answered by its cancellation, and its turn (its
+/// model done, nothing else pending) ends completed (then persisted): the timeout cancels the
+/// call, not the turn.
+/// The machine's next timer is that timeout.
+#[test]
+fn under_pipecat_a_call_is_cancelled_at_its_timeout() {
+    use turnfence_model::turn::{Output, Profile, Terminal, ToolAnswer};
+    use turnfence_model::Machine as _;
+
+    let mut m = TurnMachine::with_profile(Profile::Pipecat);
+    let setup = [
+        r#"{"at":0,"input":"accept","turn":"r1","generation":1,"mode":"audio"}"#,
+        r#"{"at":100,"input":"spawn","turn":"r1","child":"slow","kind":{"tool":{"name":"a","cancellable":true}},"timeout_ms":2000}"#,
+        r#"{"at":110,"input":"model_done","turn":"r1"}"#,
+        r#"{"at":2099,"input":"tick"}"#,
+    ];
+    assert_eq!(crate::last_outputs(&mut m, &setup), []);
+    assert_eq!(m.poll_timeout(), Some(2_100));
+    let last = crate::last_outputs(&mut m, &[r#"{"at":2100,"input":"tick"}"#]);
+    assert_eq!(
+        last[..last.len().min(3)],
+        [
+            Output::ChildCancelled {
+                turn: "r1".into(),
+                child: "slow".into(),
+                checkpoint: "timeout".into(),
+            },
+            Output::ToolAnswered {
+                turn: "r1".into(),
+                child: "slow".into(),
+                answer: ToolAnswer::Cancelled,
+            },
+            Output::Terminal {
+                turn: "r1".into(),
+                state: Terminal::Completed,
+            },
+        ]
+    );
+}
+
+/// A call timeout is Pipecat's rule: the lab's machine refuses a spawn that states one, as it
+/// refuses an uninterruptible turn, naming what the profile lacks.
+#[test]
+fn a_call_timeout_needs_the_pipecat_profile() {
+    use turnfence_model::turn::Input;
+    use turnfence_model::Machine as _;
+
+    let mut m = TurnMachine::with_profile(turnfence_model::turn::Profile::Lab);
+    let accept = r#"{"at":0,"input":"accept","turn":"r1","generation":1,"mode":"audio"}"#;
+    let spawn = r#"{"at":1,"input":"spawn","turn":"r1","child":"c","kind":{"tool":{"name":"a","cancellable":true}},"timeout_ms":5}"#;
+    m.handle(&serde_json::from_str::<Input>(accept).unwrap())
+        .unwrap();
+    let refused = m.handle(&serde_json::from_str::<Input>(spawn).unwrap());
+    let message = refused.unwrap_err().to_string();
+    assert!(message.contains("tool call timeouts"), "{message}");
+}
+
+/// Under pipecat speech leaves an uninterruptible turn (`TTSSpeakFrame(interruptible=False)`)
+/// alone — its audio is neither cleared nor fenced, and it plays on — while it cuts an
+/// interruptible turn whose audio waits behind it.
+#[test]
+fn under_pipecat_speech_leaves_an_uninterruptible_turn_alone() {
+    use turnfence_model::turn::{Output, Profile};
+
+    let mut m = TurnMachine::with_profile(Profile::Pipecat);
+    let setup = [
+        r#"{"at":0,"input":"accept","turn":"notice","generation":1,"mode":"audio","interruptible":false}"#,
+        r#"{"at":1,"input":"delta","turn":"notice","generation":1,"seq":1,"frames":100}"#,
+        r#"{"at":2,"input":"model_done","turn":"notice"}"#,
+        r#"{"at":3,"input":"accept","turn":"reply","generation":2,"mode":"audio"}"#,
+        r#"{"at":4,"input":"delta","turn":"reply","generation":2,"seq":1,"frames":50}"#,
+        r#"{"at":50,"input":"speech_started","confidence":1.0}"#,
+    ];
+    let last = crate::last_outputs(&mut m, &setup);
+    let touches = |turn: &str| {
+        last.iter().any(|o| match o {
+            Output::PlaybackCleared { turn: t, .. } | Output::GenerationFenced { turn: t, .. } => {
+                t == turn
+            }
+            _ => false,
+        })
+    };
+    assert!(!touches("notice") && touches("reply"), "{last:?}");
+    let played = crate::last_outputs(
+        &mut m,
+        &[r#"{"at":60,"input":"frame_played","frames":100}"#],
+    );
+    assert_eq!(
+        played,
+        [Output::Played {
+            turn: "notice".into(),
+            generation: 1,
+            seq: 1,
+            frames: 100,
+        }]
+    );
+}
+
 /// What the playback buffer is asked to do in [`the_playback_buffer_is_a_queue_of_frames`].
 #[derive(Clone, Debug)]
 enum PlaybackOp {
@@ -548,6 +687,7 @@ fn a_child_past_the_limit_is_refused_and_changes_nothing() {
                 child: format!("lookup-{i:03}").into(),
                 kind: ChildKind::Retrieval,
                 need_ms: None,
+                timeout_ms: None,
             },
         )
     };

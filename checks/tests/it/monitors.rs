@@ -181,8 +181,9 @@ fn speech_over_a_speaking_uninterruptible_turn_puts_it_to_the_test() {
 }
 
 /// A profile is found by the name the meta line and `--profile` give it, and judges the lab's
-/// eleven invariants plus its own three: `openai-realtime` the audio and response ones,
-/// `livekit-agents` the tool and interruption ones.
+/// eleven invariants plus its own: `openai-realtime` the audio and response ones,
+/// `livekit-agents` the tool and interruption ones, `pipecat` the tool call and uninterruptible
+/// ones.
 #[test]
 fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own() {
     use turnfence_model::prelude::*;
@@ -217,8 +218,16 @@ fn each_profile_is_found_by_its_name_and_judges_the_labs_invariants_and_its_own(
             Invariant::UninterruptibleOutputSurvives.name()
         ]
     );
+    assert_eq!(
+        own(Profile::Pipecat),
+        [
+            Invariant::ToolCallSettled.name(),
+            Invariant::UninterruptibleOutputSurvives.name()
+        ]
+    );
     assert_eq!(names(Profile::OpenaiRealtime).len(), 14);
     assert_eq!(names(Profile::LivekitAgents).len(), 14);
+    assert_eq!(names(Profile::Pipecat).len(), 13);
 }
 
 /// Runs the correct livekit-agents machine on a reply paused by speech (accepted, a delta

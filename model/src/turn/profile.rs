@@ -78,6 +78,13 @@ pub enum Profile {
     /// a transcript, or undone (resumed) when none comes in time; a turn may be uninterruptible.
     #[serde(rename = "livekit-agents")]
     LivekitAgents,
+    /// Pipecat's: a response ends with its generation and its audio plays on downstream; every
+    /// interruption cancels the running response and clears what is still to play, except
+    /// output marked uninterruptible; a tool call is cancelled by an interruption unless it was
+    /// registered `cancel_on_interruption=False` (then it runs through), is cancelled at its
+    /// timeout, and is answered exactly once.
+    #[serde(rename = "pipecat")]
+    Pipecat,
 }
 
 impl Profile {
@@ -86,6 +93,7 @@ impl Profile {
         Profile::Lab,
         Profile::OpenaiRealtime,
         Profile::LivekitAgents,
+        Profile::Pipecat,
     ];
 
     /// The profile's name, as the meta line and `--profile` give it.
@@ -94,6 +102,7 @@ impl Profile {
             Profile::Lab => "lab",
             Profile::OpenaiRealtime => "openai-realtime",
             Profile::LivekitAgents => "livekit-agents",
+            Profile::Pipecat => "pipecat",
         }
     }
 
@@ -117,7 +126,7 @@ impl Profile {
     /// interruption clears that audio whatever the turn's phase, and cancels any running turn,
     /// spoken or not (VAD's `interrupt_response`: "cancel any ongoing response").
     pub fn playback_outlives_turn(self) -> bool {
-        self == Profile::OpenaiRealtime
+        matches!(self, Profile::OpenaiRealtime | Profile::Pipecat)
     }
 
     /// An interrupted turn whose audio was cleared before it all played is truncated to what was
@@ -129,13 +138,26 @@ impl Profile {
     /// Every tool call is answered exactly once (`tool_answered`): a result, an error or its
     /// cancellation.
     pub fn answers_tool_calls(self) -> bool {
-        self == Profile::LivekitAgents
+        matches!(self, Profile::LivekitAgents | Profile::Pipecat)
     }
 
-    /// A stop or a barge-in does not cancel a running tool: it runs to completion, its result
-    /// kept (answered) though its turn was interrupted.
-    pub fn tools_run_through_interruption(self) -> bool {
-        self == Profile::LivekitAgents
+    /// A stop or a barge-in does not cancel a running tool call: it runs to completion, its
+    /// result kept (answered) though its turn was interrupted. Under `livekit-agents` every
+    /// call does; under `pipecat` a call registered `cancel_on_interruption=False` (spawned not
+    /// `cancellable`) does, and one registered with the default is cancelled.
+    pub fn tool_runs_through_interruption(self, cancellable: bool) -> bool {
+        match self {
+            Profile::LivekitAgents => true,
+            Profile::Pipecat => !cancellable,
+            Profile::Lab | Profile::OpenaiRealtime => false,
+        }
+    }
+
+    /// A tool call may be spawned with a timeout (`Spawn::timeout_ms`): when it has run that
+    /// long it is cancelled (Pipecat's `timeout_secs` / `function_call_timeout_secs`), and the
+    /// call is answered with its cancellation.
+    pub fn times_out_calls(self) -> bool {
+        self == Profile::Pipecat
     }
 
     /// Speech over a speaking turn that lasts [`MIN_INTERRUPTION_MS`] pauses its output; a final
@@ -147,7 +169,7 @@ impl Profile {
 
     /// A turn may be accepted uninterruptible: speech neither pauses nor interrupts it.
     pub fn has_uninterruptible_turns(self) -> bool {
-        self == Profile::LivekitAgents
+        matches!(self, Profile::LivekitAgents | Profile::Pipecat)
     }
 
     /// Whether the monitor judges `invariant` under this profile: the lab's eleven everywhere,
@@ -157,9 +179,10 @@ impl Profile {
             Invariant::TruncatedToHeard
             | Invariant::OneActiveResponse
             | Invariant::CancelTargetsItsResponse => self == Profile::OpenaiRealtime,
-            Invariant::ToolCallSettled
-            | Invariant::InterruptionDecidedOnce
-            | Invariant::UninterruptibleOutputSurvives => self == Profile::LivekitAgents,
+            Invariant::InterruptionDecidedOnce => self == Profile::LivekitAgents,
+            Invariant::ToolCallSettled | Invariant::UninterruptibleOutputSurvives => {
+                matches!(self, Profile::LivekitAgents | Profile::Pipecat)
+            }
             _ => true,
         }
     }

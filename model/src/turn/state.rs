@@ -161,8 +161,10 @@ pub struct Child {
     pub cancel_requested: bool,
     /// Its side effect has been handed to reconciliation.
     pub reconcile_enqueued: bool,
-    /// (`livekit-agents`.) The tool call was answered; elsewhere always `false`.
+    /// (`livekit-agents`, `pipecat`.) The tool call was answered; elsewhere always `false`.
     pub answered: bool,
+    /// (`pipecat`.) When the tool call is cancelled unless it ended before.
+    pub times_out_at: Option<Millis>,
 }
 
 clone_in_place!(Child {
@@ -172,7 +174,8 @@ clone_in_place!(Child {
     temporary_outputs,
     cancel_requested,
     reconcile_enqueued,
-    answered
+    answered,
+    times_out_at
 });
 
 #[derive(Debug, PartialEq, Eq, Hash, Serialize)]

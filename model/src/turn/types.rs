@@ -299,6 +299,9 @@ pub enum InputKind {
         kind: ChildKind,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         need_ms: Option<u64>,
+        /// (`pipecat`.) A tool call is cancelled when it has run this long (relative to `at`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
     },
     /// A child finished its work.
     ChildCompleted { turn: TurnId, child: ChildId },

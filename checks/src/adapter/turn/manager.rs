@@ -43,17 +43,20 @@ pub(super) struct Rules {
 
 impl Rules {
     pub(super) fn of(profile: Profile) -> Rules {
-        let (realtime, livekit) = match profile {
-            Profile::Lab => (false, false),
-            Profile::OpenaiRealtime => (true, false),
-            Profile::LivekitAgents => (false, true),
+        let (realtime, livekit, pipecat) = match profile {
+            Profile::Lab => (false, false, false),
+            Profile::OpenaiRealtime => (true, false, false),
+            Profile::LivekitAgents => (false, true, false),
+            Profile::Pipecat => (false, false, true),
         };
+        // Pipecat's calls here are all registered with the default cancel_on_interruption:
+        // an interruption cancels them.
         Rules {
-            audio_outlives_turn: realtime,
+            audio_outlives_turn: realtime || pipecat,
             truncates: realtime,
             pauses_on_speech: livekit,
             tools_run_on: livekit,
-            answers_calls: livekit,
+            answers_calls: livekit || pipecat,
         }
     }
 }

@@ -66,6 +66,7 @@ fn late_tool_blocked(c: &mut Checks, f: &Facts, turn: &str, deadline_at: Millis)
                 child,
                 kind,
                 need_ms,
+                ..
             } if t == turn && kind.is_tool() => {
                 let late = at >= deadline_at || deadline_at - at < need_ms.unwrap_or(0);
                 late.then_some((at, child.as_str(), late))

@@ -54,7 +54,7 @@ pub fn names(profile: Profile) -> &'static [&'static str] {
         Profile::Lab => &NAMES,
         Profile::OpenaiRealtime => &REALTIME_NAMES,
         // No gate scenarios of its own yet: its rules are fuzzed, explored and checked.
-        Profile::LivekitAgents => &[],
+        Profile::LivekitAgents | Profile::Pipecat => &[],
     }
 }
 
@@ -129,6 +129,7 @@ impl Script {
             child: child.into(),
             kind,
             need_ms,
+            timeout_ms: None,
         })
     }
 

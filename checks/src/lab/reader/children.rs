@@ -26,6 +26,7 @@ pub(super) fn spawn(x: &Line, o: &mut Out, _: &mut Memory) -> Result<(), InputEr
         child: child.clone().into(),
         kind,
         need_ms: d.u64("need_ms")?,
+        timeout_ms: None,
     });
     if x.l.event == "started" {
         o.exact(Output::ChildStarted {

@@ -22,6 +22,7 @@ pub(super) fn response_started(x: &Line, o: &mut Out, _: &mut Memory) -> Result<
                 child: "model".into(),
                 kind: ChildKind::Model,
                 need_ms: None,
+                timeout_ms: None,
             });
             o.exact(Output::ChildStarted {
                 turn: turn.clone().into(),

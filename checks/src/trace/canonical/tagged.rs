@@ -53,6 +53,8 @@ enum Input {
         kind: ChildKind,
         #[serde(default)]
         need_ms: Option<u64>,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
     },
     ChildCompleted {
         turn: TurnId,

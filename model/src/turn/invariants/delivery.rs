@@ -49,9 +49,11 @@ impl Monitor {
             return;
         };
         // Where audio plays on after its turn ended, a frame of an ended turn or an older
-        // generation may still play — unless its turn was cancelled or its generation fenced.
-        let (late, stale) = if self.counts_audio() {
-            (t.cancelled, self.fenced(generation))
+        // generation may still play — unless its turn was cancelled or its generation fenced
+        // (an uninterruptible turn's, older than the one fenced, is not: speech leaves it alone).
+        let (late, stale) = if self.audio_outlives_turns() {
+            let survives = self.uninterruptible.contains(turn);
+            (t.cancelled, self.fenced(generation) && !survives)
         } else {
             let ended_otherwise = matches!(t.terminal, Some(s) if s != Terminal::Completed);
             (t.cancelled || ended_otherwise, Some(generation) != active)

@@ -30,6 +30,7 @@ impl Monitor {
                 child,
                 kind,
                 need_ms,
+                ..
             } => self.on_spawn(turn, child, kind, *need_ms),
             InputKind::ChildCompleted { turn, child } | InputKind::ChildFailed { turn, child } => {
                 self.set_child(turn, child, |c| c.state = ChildObs::Resolved)
@@ -212,7 +213,11 @@ impl Monitor {
                 self.pause_decided(turn);
                 self.on_fenced(*generation);
                 self.moment(turn, super::memory::Moment::Stopped);
-                self.active_generation = Some(generation.saturating_add(1));
+                // Never back: speech that fences an older generation (its audio still playing)
+                // leaves a newer uninterruptible turn active (`pipecat`).
+                let after = generation.saturating_add(1);
+                self.active_generation =
+                    Some(self.active_generation.map_or(after, |a| a.max(after)));
                 if let Some(t) = self.turns.get_mut(turn) {
                     t.cancelled = true;
                 }

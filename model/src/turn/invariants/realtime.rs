@@ -82,9 +82,15 @@ impl Monitor {
         }
     }
 
+    /// Audio plays on downstream after its turn ended (`openai-realtime`, `pipecat`): a frame may
+    /// play for an ended turn or an older generation, unless fenced or cancelled.
+    pub(super) fn audio_outlives_turns(&self) -> bool {
+        self.counts_audio() || self.profile.playback_outlives_turn()
+    }
+
     /// Every fenced generation's frames are done: none may play later.
     pub(super) fn on_fenced(&mut self, generation: Generation) {
-        if self.counts_audio() {
+        if self.audio_outlives_turns() {
             let below = generation.saturating_add(1);
             self.fenced_below = Some(self.fenced_below.map_or(below, |b| b.max(below)));
         }

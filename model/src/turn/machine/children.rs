@@ -1,7 +1,7 @@
 //! A turn's children: spawned (or never started), their checkpoints, a tool's commit and its
 //! outcome, and the cancel propagated down the tree.
 
-use super::{limit, TurnMachine, MAX_CHILDREN, TTS_CHECKPOINT};
+use super::{limit, TurnMachine, MAX_CHILDREN, TIMEOUT_CHECKPOINT, TTS_CHECKPOINT};
 use crate::turn::misuse::Misuse;
 use crate::turn::state::{Child, ChildState, Phase, NOT_STARTED};
 use crate::turn::types::*;
@@ -81,6 +81,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         child: &str,
         kind: &ChildKind,
         need_ms: Option<u64>,
+        timeout_ms: Option<u64>,
     ) {
         let now = self.session.now;
         let (budget_blind, cancel_blind) = (
@@ -120,6 +121,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             cancel_requested: false,
             reconcile_enqueued: false,
             answered: false,
+            times_out_at: timeout_ms.map(|t| now.saturating_add(t)),
         });
         let (turn, child) = (turn.into(), child.into());
         self.emit(match refused {
@@ -196,7 +198,6 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         phase: &str,
         temporary_outputs: u32,
     ) {
-        let keep_temporaries = flawed!(self, TemporaryOutputsKept);
         // Read first: a checkpoint that keeps no work changes nothing (the turns are then not
         // borrowed mutably).
         let Some(t) = self.session.turn(turn) else {
@@ -210,23 +211,62 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         if !cancelled && temporary_outputs == 0 {
             return;
         }
+        if !cancelled {
+            let Some(c) = self
+                .turn_mut(turn)
+                .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
+            else {
+                return;
+            };
+            c.temporary_outputs = c.temporary_outputs.saturating_add(temporary_outputs);
+            return;
+        }
+        // The cancel is observed here, before the work of this checkpoint is kept.
+        self.stop_child(turn, child, phase);
+        if !flawed!(self, DrainedTurnNeverEnds) {
+            self.settle(turn);
+        }
+    }
+
+    /// (`pipecat`.) Tool calls that have run as long as their timeout are cancelled: stopped at
+    /// once (the call's task is cancelled, no checkpoint), their temporary outputs removed, and
+    /// answered with their cancellation.
+    pub(super) fn fire_call_timeouts(&mut self) {
+        let now = self.session.now;
+        let due: Vec<(TurnId, ChildId)> = self
+            .session
+            .turns
+            .iter()
+            .flat_map(|t| {
+                t.children
+                    .iter()
+                    .filter(|c| c.state == ChildState::Running)
+                    .filter(|c| c.times_out_at.is_some_and(|at| at <= now))
+                    .map(|c| (t.id.clone(), c.id.clone()))
+            })
+            .collect();
+        for (turn, child) in due {
+            self.stop_child(&turn, &child, TIMEOUT_CHECKPOINT);
+            self.settle(&turn);
+        }
+    }
+
+    /// A child is stopped now, at `checkpoint`: its temporary outputs removed (unless the planted
+    /// flaw keeps them) and said, and — a tool call — answered with its cancellation.
+    fn stop_child(&mut self, turn: &str, child: &str, checkpoint: &str) {
+        let keep_temporaries = flawed!(self, TemporaryOutputsKept);
         let Some(c) = self
             .turn_mut(turn)
             .and_then(|t| t.children.iter_mut().find(|c| c.id == child))
         else {
             return;
         };
-        if !cancelled {
-            c.temporary_outputs = c.temporary_outputs.saturating_add(temporary_outputs);
-            return;
-        }
-        // The cancel is observed here, before the work of this checkpoint is kept.
         let removed = c.temporary_outputs;
         if !keep_temporaries {
             c.temporary_outputs = 0;
         }
         c.state = ChildState::Cancelled {
-            checkpoint: phase.to_owned(),
+            checkpoint: checkpoint.to_owned(),
         };
         if removed > 0 && !keep_temporaries {
             self.emit(Output::TemporaryOutputRemoved {
@@ -238,12 +278,9 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.emit(Output::ChildCancelled {
             turn: turn.into(),
             child: child.into(),
-            checkpoint: phase.to_owned(),
+            checkpoint: checkpoint.to_owned(),
         });
         self.answer(turn, child, ToolAnswer::Cancelled);
-        if !flawed!(self, DrainedTurnNeverEnds) {
-            self.settle(turn);
-        }
     }
 
     /// Moves a turn to `cancel_requested{cause}` and propagates the cancel down its tree.
@@ -263,8 +300,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         {
             self.session.paused = None;
         }
-        let tools_run_on = self.session.profile.tools_run_through_interruption()
-            && matches!(cause, Cause::Stop | Cause::BargeIn);
+        let profile = self.session.profile;
+        let interruption = matches!(cause, Cause::Stop | Cause::BargeIn);
         let Some(t) = self.turn_mut(turn) else { return };
         t.phase = Phase::CancelRequested { cause };
         let mut outputs = Vec::new();
@@ -272,7 +309,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             let (turn, child) = (turn.into(), c.id.clone());
             match (&c.state, &c.kind) {
                 // The tool runs to completion; its result is kept, though no reply follows.
-                (ChildState::Running, ChildKind::Tool { .. }) if tools_run_on => {}
+                (ChildState::Running, ChildKind::Tool { cancellable, .. })
+                    if interruption && profile.tool_runs_through_interruption(*cancellable) => {}
                 (ChildState::Running, ChildKind::Tts) => {
                     let checkpoint = TTS_CHECKPOINT.to_owned();
                     c.state = ChildState::Cancelled {

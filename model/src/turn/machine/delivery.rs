@@ -271,11 +271,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     /// Barge-in where audio plays on downstream after its turn ended: speech clears everything
     /// still to play, whoever's it is, truncates each turn it cut to what was heard, fences the
     /// newest generation it cut, and cancels the running turn (which need not have spoken yet).
+    /// An uninterruptible turn (`pipecat`) is left alone: its audio plays on, it runs on.
     fn speech_started_downstream(&mut self) {
         let ignore_ended = flawed!(self, BargeInIgnoredAfterDone);
         let s = &self.session;
         let mut cut: Vec<(TurnId, Generation)> = Vec::new();
-        for t in &s.turns {
+        for t in s.turns.iter().filter(|t| t.interruptible) {
             let audible = s.playback.holds(&t.id) && !(ignore_ended && t.phase.is_terminal());
             if audible || t.phase.is_running() {
                 cut.push((t.id.clone(), t.generation));

@@ -179,6 +179,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             }
         }
         self.fire_due_deadlines();
+        self.fire_call_timeouts();
         if self.session.interruption_due.is_some_and(|at| at <= now) {
             self.interruption_counted();
         }

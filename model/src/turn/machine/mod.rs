@@ -32,6 +32,8 @@ pub const MAX_STORED_EVENTS: usize = 1 << 20;
 pub const RESUME_TTL_MS: Millis = 60_000;
 /// The checkpoint name a TTS child is stopped at: its buffer is cleared, no cooperation needed.
 pub const TTS_CHECKPOINT: &str = "buffer_cleared";
+/// The checkpoint name a tool call is stopped at when its timeout fires (`pipecat`).
+pub const TIMEOUT_CHECKPOINT: &str = "timeout";
 
 /// The turn machine of one session. `P` is its planted flaw: [`Sound`] (none, by type: the
 /// machine everyone runs) unless it was made by
@@ -116,6 +118,12 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             .iter()
             .filter(|t| !t.phase.is_terminal())
             .filter_map(|t| t.deadline_at)
+            .chain(s.turns.iter().flat_map(|t| {
+                t.children
+                    .iter()
+                    .filter(|c| c.state == ChildState::Running)
+                    .filter_map(|c| c.times_out_at)
+            }))
             .chain(resume)
             .chain(s.interruption_due)
             .filter(|d| *d > s.now)
@@ -192,6 +200,13 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 budget,
                 ..
             } => self.validate_accept(turn, *generation, *deadline_ms, *budget),
+            InputKind::Spawn {
+                timeout_ms: Some(_),
+                ..
+            } if !s.profile.times_out_calls() => Err(Misuse::ProfileLacks {
+                what: "tool call timeouts",
+                profile: s.profile.name(),
+            }),
             InputKind::Spawn { .. }
             | InputKind::ChildCompleted { .. }
             | InputKind::ChildFailed { .. }
@@ -258,7 +273,8 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                 child,
                 kind,
                 need_ms,
-            } => self.spawn(turn, child, kind, *need_ms),
+                timeout_ms,
+            } => self.spawn(turn, child, kind, *need_ms, *timeout_ms),
             InputKind::ChildCompleted { turn, child } | InputKind::ChildFailed { turn, child } => {
                 if !self.late_report(turn, child, IgnoredReport::ChildCompleted) {
                     self.set_child(turn, child, ChildState::Completed);

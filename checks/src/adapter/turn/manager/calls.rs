@@ -36,6 +36,7 @@ impl Manager {
                 cancellable: true,
             },
             need_ms: None,
+            timeout_ms: None,
         });
         self.calls.push(Call {
             id: child.into(),
