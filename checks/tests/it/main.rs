@@ -19,6 +19,7 @@ mod gate;
 mod interop;
 mod mangled;
 mod model;
+mod model_rules;
 mod monitors;
 mod monitors_reach;
 mod mutation;
