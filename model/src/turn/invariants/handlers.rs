@@ -3,6 +3,7 @@
 
 use super::memory::{ChildObs, ChildSeen, Monitor, StepExpect, StoredSeen, TurnSeen};
 use super::Invariant;
+use crate::turn::output::*;
 use crate::turn::types::*;
 
 impl Monitor {

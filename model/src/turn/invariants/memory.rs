@@ -5,6 +5,7 @@
 use crate::fence::{Map, Set};
 
 use super::Invariant;
+use crate::turn::output::*;
 use crate::turn::types::*;
 use crate::turn::{Interruption, Profile};
 use crate::{Findings, Hashed, Millis};

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::output::*;
 use super::types::*;
 use crate::Monitor as _;
 

@@ -4,6 +4,7 @@
 
 use super::memory::{Moment, Monitor};
 use super::Invariant;
+use crate::turn::output::*;
 use crate::turn::types::*;
 
 impl Monitor {

@@ -3,6 +3,7 @@
 
 use super::{limit, TurnMachine, MAX_CHILDREN, TIMEOUT_CHECKPOINT, TTS_CHECKPOINT};
 use crate::turn::misuse::Misuse;
+use crate::turn::output::*;
 use crate::turn::state::{Child, ChildState, Phase, NOT_STARTED};
 use crate::turn::types::*;
 use crate::turn::Flaw;

@@ -2,6 +2,7 @@
 //! from it, and barge-in.
 
 use super::TurnMachine;
+use crate::turn::output::*;
 use crate::turn::state::{ChildState, Frame, Phase};
 use crate::turn::types::*;
 use crate::turn::Flaw;

@@ -3,6 +3,7 @@
 
 use super::{limit, TurnMachine, MAX_TURNS};
 use crate::turn::misuse::Misuse;
+use crate::turn::output::*;
 use crate::turn::state::{ChildState, Phase, Turn};
 use crate::turn::types::*;
 use crate::turn::Flaw;

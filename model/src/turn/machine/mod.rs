@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 
 use super::misuse::Misuse;
+use super::output::*;
 use super::state::{Child, ChildState, Session, Turn};
 use super::types::*;
 use super::{Flaw, Interruption, Invariant, Monitor, Profile};

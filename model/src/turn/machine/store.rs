@@ -3,6 +3,7 @@
 
 use super::{TurnMachine, MAX_STORED_EVENTS, RESUME_TTL_MS};
 use crate::turn::misuse::Misuse;
+use crate::turn::output::*;
 use crate::turn::state::Stored;
 use crate::turn::types::*;
 use crate::turn::Flaw;
