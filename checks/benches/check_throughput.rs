@@ -20,8 +20,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::time::Instant;
 
+use turnfence_checks::dialect::openai_realtime::RealtimeReader;
 use turnfence_checks::gate::synthetic::SyntheticTrace;
-use turnfence_checks::realtime::RealtimeReader;
 use turnfence_checks::trace::{canonical::CanonicalReader, check, check_as, Keep};
 use turnfence_model::turn::{Profile, TurnMachine};
 

@@ -55,14 +55,11 @@
 //! (`checks/tests/it/third_machine.rs` in the repository is a counter written so).
 
 pub mod adapter;
+pub mod dialect;
 pub mod explore;
 pub mod fuzz;
 pub mod gate;
 pub mod junit;
-pub mod lab;
-pub mod livekit;
-pub mod pipecat;
-pub mod realtime;
 pub mod recorder;
 pub mod report;
 pub mod sync;

@@ -4,7 +4,7 @@
 //! with that profile ([`REALTIME_NAMES`]), judged by that machine's own monitor.
 //!
 //! Dependencies: the gate writes its log and `events.jsonl` with the lab's writer
-//! (`crate::lab::writer`) and `trace.jsonl` in the checker's canonical form
+//! (`crate::dialect::lab::writer`) and `trace.jsonl` in the checker's canonical form
 //! (`crate::trace::canonical`). It depends on `trace`, never the reverse, which is why the
 //! synthetic trace of the gate's scenarios (for benchmarks and tests) lives here, in
 //! [`synthetic`], and not in `trace`.
@@ -28,7 +28,7 @@ pub use checks::{Check, CommitAfterCancel};
 pub use evidence::{write_atomic, write_evidence};
 pub use scenarios::{Scenario, NAMES, REALTIME_NAMES};
 
-use crate::lab::writer::{input_line, number_frames, output_line, LabEvent};
+use crate::dialect::lab::writer::{input_line, number_frames, output_line, LabEvent};
 
 /// One scenario, run.
 #[derive(Clone, Debug)]

@@ -6,7 +6,7 @@
 //!
 //! Dependencies: `trace` knows nothing of the gate. The gate writes its runs in the canonical
 //! form ([`canonical::write`]), so `gate` uses `trace` and never the reverse. The lab dialect
-//! lives with the lab's vocabulary in `crate::lab::reader` and implements [`Reader`].
+//! lives with the lab's vocabulary in `crate::dialect::lab::reader` and implements [`Reader`].
 
 pub(crate) mod borrowed;
 pub mod canonical;

@@ -9,10 +9,10 @@ use turnfence_model::turn::{self, TurnMachine};
 use super::conform::Conform;
 use super::stream::Batching;
 use super::{canonical, Dialect, InputError, Keep, Reader, Verdict};
-use crate::lab::reader::LabReader;
-use crate::livekit::{Livekit, LivekitReader};
-use crate::pipecat::PipecatReader;
-use crate::realtime::RealtimeReader;
+use crate::dialect::lab::reader::LabReader;
+use crate::dialect::livekit::{Livekit, LivekitReader};
+use crate::dialect::openai_realtime::RealtimeReader;
+use crate::dialect::pipecat::PipecatReader;
 
 /// Which machine a trace is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

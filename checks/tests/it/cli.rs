@@ -60,7 +60,7 @@ fn gate_writes_the_evidence_and_exits_zero() {
     // Every events.jsonl line is one JSON object in the lab's shape.
     for line in read(&evidence.join("events.jsonl")).lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
-        for key in turnfence_checks::lab::FIELDS {
+        for key in turnfence_checks::dialect::lab::FIELDS {
             assert!(v.get(key).is_some(), "{key} missing in {line}");
         }
     }

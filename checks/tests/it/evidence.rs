@@ -2,8 +2,8 @@
 //! something happened that the next line takes back, and every number says what it counts.
 
 use serde_json::Value;
+use turnfence_checks::dialect::lab::writer::LabEvent;
 use turnfence_checks::gate::{self, GateRun};
-use turnfence_checks::lab::writer::LabEvent;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{Flaw, TurnMachine};
 

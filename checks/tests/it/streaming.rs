@@ -47,7 +47,7 @@ fn interleaved_sessions_are_checked_apart() {
 /// checker and by the dialect's reader alike.
 #[test]
 fn a_long_realtime_log_is_checked_one_session_at_a_time() {
-    use turnfence_checks::realtime::RealtimeReader;
+    use turnfence_checks::dialect::openai_realtime::RealtimeReader;
     use turnfence_checks::trace::{check_as, Keep};
     use turnfence_model::turn::Profile;
 

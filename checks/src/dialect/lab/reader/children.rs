@@ -8,7 +8,7 @@ use turnfence_model::turn::{ChildKind, InputKind, NotStartedReason, Output};
 use super::context::{Line, Memory, Out};
 use super::detail::{from_name, Detail};
 use super::LabLine;
-use crate::lab::{kind_of, usual_child};
+use crate::dialect::lab::{kind_of, usual_child};
 use crate::trace::turn_conform::kind_from_name;
 use crate::trace::InputError;
 
