@@ -170,3 +170,79 @@ fn a_corpus_log_without_its_meta_line_is_recognised_as_its_stacks() {
         );
     }
 }
+
+/// A Pipecat response with nothing to say, queued behind one the TTS is still speaking, is given
+/// to the model and ended with it when the TTS finishes the one before: the TTS speaks one reply
+/// after another, and this one has no word left to wait for.
+#[test]
+fn a_pipecat_reply_with_nothing_to_say_ends_after_the_one_before() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/accepted/0222_pipecat_log_interruptions_disabled_reply_plays_on.jsonl");
+    let mut lines: Vec<String> = read(&path).lines().map(str::to_owned).collect();
+    // After the first reply's TTS starts, the LLM gives a second response with no text.
+    let at = lines
+        .iter()
+        .position(|l| l.contains(r#""id": 6,"#))
+        .unwrap()
+        + 1;
+    let frame = |id: u32, name: &str| {
+        format!(
+            r#"{{"t_ms": 1100, "frame": "{name}", "id": {id}, "src": "LLM#0", "dst": "TTS#0", "dir": "down"}}"#
+        )
+    };
+    lines.insert(at, frame(21, "LLMFullResponseEndFrame"));
+    lines.insert(at, frame(20, "LLMFullResponseStartFrame"));
+    let text = lines.join("\n");
+    let v =
+        trace::check_input_keeping(text.as_bytes(), &Default::default(), trace::Keep::Effective)
+            .verdict
+            .unwrap();
+    assert!(v.conforms(), "{}", trace::render_text(&v, 20));
+    let second: Vec<&String> = v
+        .effective
+        .iter()
+        .filter(|l| l.contains("response_2"))
+        .collect();
+    assert!(
+        second.iter().any(|l| l.contains(r#""input":"accept""#)),
+        "{second:#?}"
+    );
+    assert!(
+        second.iter().any(|l| l.contains(r#""output":"terminal""#)),
+        "{second:#?}"
+    );
+}
+
+/// A Pipecat output chunk that begins at the very millisecond of the interruption was not being
+/// written when it came: it is late, not the chunk the output was finishing (fixture 0219 with
+/// the interruption moved to the end of the chunk before).
+#[test]
+fn a_pipecat_chunk_begun_at_the_interruption_is_late() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../fixtures/rejected/0219_no_late_delivery_pipecat_log_audio_played_after_the_interruption.jsonl",
+    );
+    let text: String = read(&path)
+        .lines()
+        .map(|l| {
+            let l = if l.contains(r#""id": 14,"#) || l.contains(r#""id": 15,"#) {
+                l.replace(r#""t_ms": 1190,"#, r#""t_ms": 1180,"#)
+            } else if l.contains(r#""id": 16,"#) {
+                l.replace(r#""t_ms": 1191,"#, r#""t_ms": 1181,"#)
+            } else {
+                l.to_owned()
+            };
+            l + "\n"
+        })
+        .collect();
+    let v = trace::check_input(text.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
+    // The chunk logged at 1220 ms (line 18) played 1180-1220: begun at the interruption.
+    assert_eq!(
+        found,
+        [("no_late_delivery", 18)],
+        "{}",
+        trace::render_text(&v, 20)
+    );
+}

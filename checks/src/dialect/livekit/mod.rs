@@ -573,34 +573,4 @@ impl Line<'_> {
             needs,
         }
     }
-
-    /// The session closes at its time: what fell due by then happened, then it is judged. A
-    /// tool call not answered by now never will be: a call its task ended is given its end (the
-    /// model answers it; the log never does), and every one is stated unanswered.
-    fn close(&self, s: &mut Session) -> Events {
-        let mut out = self.release_speech(s);
-        out.push(self.input(InputKind::Tick));
-        let open: Vec<(String, String)> = s
-            .calls
-            .iter()
-            .filter(|(id, _)| !s.answered.contains(*id))
-            .map(|(id, turn)| (id.clone(), turn.clone()))
-            .collect();
-        for (id, turn) in open {
-            if let Some(how) = s.returned.get(&id).copied() {
-                if !s.ended.contains_key(&id) {
-                    out.extend(self.end_call(s, &id, how));
-                }
-            }
-            out.push(Event::Fact {
-                session: self.session.to_owned(),
-                at: self.at,
-                fact: Fact::Unanswered { turn, child: id },
-            });
-        }
-        out.push(Event::End {
-            session: self.session.to_owned(),
-        });
-        out
-    }
 }

@@ -142,13 +142,6 @@ impl Line<'_> {
         }
         let mut out = self.accept(s, r);
         out.push(self.done(s, r));
-        // The next reply the TTS had waiting, if it has nothing to speak, is done with it.
-        if let Some(next) = s.tts_order.front().copied() {
-            let n = &s.replies[next];
-            if !n.accepted && n.llm_ended && n.spoken >= n.given {
-                out.extend(self.done_if_spoken(s, next));
-            }
-        }
         out
     }
 

@@ -200,3 +200,43 @@ fn parse_version(v: &str) -> Option<(u64, u64, u64)> {
         .collect();
     Some((major, minor, patch.parse().ok()?))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{parse_version, Options};
+
+    /// A call's timeout by default: none before 0.0.101, 10 s from it until 1.0.0, none again
+    /// from 1.0.0 (`function_call_timeout_secs`'s default in each release).
+    #[test]
+    fn a_calls_default_timeout_is_its_releases() {
+        let timeout = |v: &str| {
+            Options::from_meta(&json!({ "version": v }))
+                .unwrap()
+                .call_timeout_ms
+        };
+        assert_eq!(timeout("0.0.84"), None);
+        assert_eq!(timeout("0.0.100"), None);
+        assert_eq!(timeout("0.0.101"), Some(10_000));
+        assert_eq!(timeout("0.0.105"), Some(10_000));
+        assert_eq!(timeout("0.9.9"), Some(10_000));
+        assert_eq!(timeout("1.0.0"), None);
+        assert_eq!(timeout("1.14.0"), None);
+        let stated =
+            json!({ "version": "0.0.101", "options": { "function_call_timeout_secs": 2.5 } });
+        assert_eq!(
+            Options::from_meta(&stated).unwrap().call_timeout_ms,
+            Some(2_500)
+        );
+    }
+
+    #[test]
+    fn a_version_is_major_minor_patch_its_suffix_ignored() {
+        assert_eq!(parse_version("1.14.0"), Some((1, 14, 0)));
+        assert_eq!(parse_version("1.14.0rc1"), Some((1, 14, 0)));
+        assert_eq!(parse_version("0.0.84"), Some((0, 0, 84)));
+        assert_eq!(parse_version("1.14"), None);
+        assert_eq!(parse_version("one.2.3"), None);
+    }
+}

@@ -380,4 +380,25 @@ fn a_batch_holds_its_lines_or_its_bytes_whichever_comes_first() {
         bytes: 25,
     };
     assert_eq!(sizes(by_lines, 7), (vec![2, 2, 2, 2, 2, 0], 10));
+    // Line endings count: two lines reach 20 bytes exactly, read where they lie or gathered.
+    let exact = Batching {
+        lines: usize::MAX,
+        bytes: 20,
+    };
+    assert_eq!(sizes(exact, 1 << 10), (vec![2, 2, 2, 2, 2, 0], 10));
+    assert_eq!(sizes(exact, 7), (vec![2, 2, 2, 2, 2, 0], 10));
+    // The last line, without its line ending, gathered at the end of the input: every byte read.
+    let unended = text.trim_end();
+    let mut lines = RefusingLines;
+    let mut reading = Reading {
+        input: BufReader::with_capacity(7, unended.as_bytes()),
+        lines: &mut lines,
+        batch: exact,
+        bytes: Vec::new(),
+        read: 0,
+        line: 0,
+        blank: None,
+    };
+    while reading.next::<String>().1.is_none() {}
+    assert_eq!(reading.read, unended.len());
 }
