@@ -1,12 +1,23 @@
 //! The checker: a trace's events applied to its sessions, each session judged when it ends, the
 //! verdict gathered.
 
-use super::{Conform, Event, InputError, Keep, MakeEvents, Meta, NotJudged, Sessions, Verdict};
+use super::{
+    Conform, Event, Finding, InputError, Keep, MakeEvents, Meta, NotJudged, Sessions, Verdict,
+};
 
 /// A trace's sessions as its events left them, and the verdict so far.
 pub(super) struct Checker<S: Conform> {
     pub(super) sessions: Sessions<S>,
     pub(super) verdict: Verdict,
+    /// Judged as the lines come (`live`): each session that ended, with what its walk gave.
+    pub(super) ended: Option<Vec<Ended>>,
+}
+
+/// A session judged as its lines came, ended: its findings, and those its walk gave before.
+pub(super) struct Ended {
+    pub(super) session: String,
+    pub(super) findings: Vec<Finding>,
+    pub(super) given: Vec<Finding>,
 }
 
 impl<S: Conform> Checker<S> {
@@ -118,6 +129,11 @@ impl<S: Conform> Checker<S> {
         Ok(())
     }
 
+    /// A session still open at the end of the input: judged as [`Checker::conclude`] judges it.
+    pub(super) fn end_session(&mut self, session: &str) {
+        self.end(session, None);
+    }
+
     /// A session is over: judge it and drop its state. A later line naming it opens a new one.
     fn end(&mut self, session: &str, line: Option<usize>) {
         if let Some(s) = self.sessions.open.remove(session) {
@@ -126,12 +142,20 @@ impl<S: Conform> Checker<S> {
                 self.verdict.effective.extend(s.effective());
                 self.verdict.hidden.extend(s.hidden_kept().iter().cloned());
             }
+            let given = s.given().to_vec();
             let not_judged = &self.verdict.not_judged;
             let judged = s
                 .finish(line)
                 .into_iter()
                 .filter(|f| !not_judged.iter().any(|n| n.covers(f)));
-            self.verdict.findings.extend(judged);
+            match &mut self.ended {
+                None => self.verdict.findings.extend(judged),
+                Some(ended) => ended.push(Ended {
+                    session: session.to_owned(),
+                    findings: judged.collect(),
+                    given,
+                }),
+            }
         }
     }
 }
@@ -142,6 +166,7 @@ impl<S: Conform> Checker<S> {
         let mut c = Checker::<S> {
             sessions: Sessions::default(),
             verdict: Verdict::default(),
+            ended: None,
         };
         c.sessions.keep = keep;
         c.sessions.fresh = fresh;

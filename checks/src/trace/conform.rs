@@ -19,9 +19,12 @@ use super::{limits, Finding, FindingKind, InputError};
 mod contract;
 mod end;
 mod findings;
+mod live;
 
 pub use contract::{Conform, History, Judged, LineInput};
 use contract::{EffOutput, EffStep, Seen};
+pub(super) use live::same;
+use live::Walk;
 
 /// An output the trace observed. `wildcards` names fields the log does not record: they match
 /// any value.
@@ -140,6 +143,8 @@ pub struct SessionCheck<M: Conform> {
     /// The inputs the checker supplied that the trace does not show (explained hidden steps),
     /// each as JSON, when kept.
     hidden_kept: Option<Vec<String>>,
+    /// The walk of a session judged as its lines come ([`SessionCheck::decided`]), if it is.
+    walk: Option<Walk<M>>,
 }
 
 impl<M: Conform> SessionCheck<M> {
@@ -164,7 +169,14 @@ impl<M: Conform> SessionCheck<M> {
             last_line: 0,
             partial,
             hidden_kept: keep_hidden.then(Vec::new),
+            walk: None,
         }
+    }
+
+    /// The session is judged as its lines come: [`SessionCheck::decided`] gives what each decides.
+    pub fn judged_as_it_comes(mut self) -> SessionCheck<M> {
+        self.walk = Some(Walk::new(self.monitor.clone()));
+        self
     }
 
     /// The trace's clock moves to `at`; going backwards is an input error.
@@ -366,6 +378,10 @@ impl<M: Conform> SessionCheck<M> {
         let ids = subject.map(|t| vec![t.to_owned()]).unwrap_or_default();
         let taken = rival.and_then(|pos| self.pending.remove(&key, pos));
         let (kind, message) = if let Some((s, o)) = taken {
+            if let Some(walk) = &mut self.walk {
+                // An output the walk judged is replaced: it starts again.
+                walk.stale |= walk.judged((s, o));
+            }
             let model = value_of(&self.steps[s].outputs[o].output);
             let concrete = fill::<M>(&observed.output, observed.wildcards, &model);
             let out = &mut self.steps[s].outputs[o];

@@ -14,6 +14,7 @@ mod checker;
 pub mod conform;
 pub mod fence_conform;
 pub mod limits;
+pub mod live;
 mod reading;
 mod recognise;
 mod render;
@@ -369,6 +370,8 @@ pub struct Sessions<S: Conform> {
     keep: Keep,
     /// The machine each session starts as (its profile's).
     fresh: S,
+    /// Each session is judged as its lines come ([`SessionCheck::decided`]).
+    live: bool,
 }
 
 impl<S: Conform> Default for Sessions<S> {
@@ -379,6 +382,7 @@ impl<S: Conform> Default for Sessions<S> {
             partial: false,
             keep: Keep::Findings,
             fresh: S::default(),
+            live: false,
         }
     }
 }
@@ -390,13 +394,16 @@ impl<S: Conform> Sessions<S> {
                 return Err(limits::too_many_sessions(line));
             }
             let keep = self.keep == Keep::Effective;
-            let fresh = SessionCheck::new(
+            let mut fresh = SessionCheck::new(
                 session,
                 self.fresh.clone(),
                 &self.complete,
                 self.partial,
                 keep,
             );
+            if self.live {
+                fresh = fresh.judged_as_it_comes();
+            }
             self.open.insert(session.to_owned(), fresh);
         }
         Ok(self.open.get_mut(session).expect("inserted above"))

@@ -88,36 +88,58 @@ pub(super) fn check_dialect_batched(
     keep: Keep,
     batch: Batching,
 ) -> Result<Verdict, InputError> {
+    struct Check<I> {
+        input: I,
+        keep: Keep,
+        batch: Batching,
+    }
+    impl<I: BufRead> OnReader for Check<I> {
+        type Out = Result<Verdict, InputError>;
+        fn on<S: Conform + 'static, R: Reader<S> + Send + 'static>(
+            self,
+            mut reader: R,
+            fresh: S,
+        ) -> Self::Out {
+            super::check_batched(self.input, &mut reader, self.keep, fresh, self.batch)
+        }
+    }
+    on_reader(read, Check { input, keep, batch }).and_then(|checked| checked)
+}
+
+/// What is done with the reader of a trace's dialect and the machine its sessions start as.
+pub(super) trait OnReader {
+    type Out;
+    fn on<S: Conform + 'static, R: Reader<S> + Send + 'static>(
+        self,
+        reader: R,
+        fresh: S,
+    ) -> Self::Out;
+}
+
+/// `then` given the reader `read` names and the machine made with its profile, or an input error:
+/// a dialect of another machine, a profile the machine does not have.
+pub(super) fn on_reader<T: OnReader>(read: &Reading, then: T) -> Result<T::Out, InputError> {
     let profile = read.profile;
     match (read.dialect, read.machine) {
-        (Dialect::Canonical, Machine::Turn) => check_with(
-            input,
-            &mut canonical::CanonicalReader::<TurnMachine>::default(),
-            keep,
+        (Dialect::Canonical, Machine::Turn) => on_machine(
+            canonical::CanonicalReader::<TurnMachine>::default(),
             profile,
-            batch,
+            then,
         ),
-        (Dialect::Canonical, Machine::Fence) => check_with(
-            input,
-            &mut canonical::CanonicalReader::<FenceMachine>::default(),
-            keep,
+        (Dialect::Canonical, Machine::Fence) => on_machine(
+            canonical::CanonicalReader::<FenceMachine>::default(),
             profile,
-            batch,
+            then,
         ),
-        (Dialect::Lab, Machine::Turn) => {
-            check_with(input, &mut LabReader::default(), keep, profile, batch)
-        }
+        (Dialect::Lab, Machine::Turn) => on_machine(LabReader::default(), profile, then),
         (Dialect::OpenaiRealtime, Machine::Turn) => {
-            check_with(input, &mut RealtimeReader::default(), keep, profile, batch)
+            on_machine(RealtimeReader::default(), profile, then)
         }
         (Dialect::LivekitAgents, Machine::Turn) => {
             let dialect = Livekit::keyed(read.session_key.clone());
-            let mut reader = LivekitReader::new(dialect);
-            check_with(input, &mut reader, keep, profile, batch)
+            on_machine(LivekitReader::new(dialect), profile, then)
         }
-        (Dialect::Pipecat, Machine::Turn) => {
-            check_with(input, &mut PipecatReader::default(), keep, profile, batch)
-        }
+        (Dialect::Pipecat, Machine::Turn) => on_machine(PipecatReader::default(), profile, then),
         (Dialect::OpenaiRealtime | Dialect::LivekitAgents | Dialect::Pipecat, Machine::Fence) => {
             Err(InputError::at(
                 0,
@@ -131,15 +153,13 @@ pub(super) fn check_dialect_batched(
     }
 }
 
-/// A trace checked by `reader`, each session starting as the machine made with `profile`: an
-/// input error when the machine has no such profile.
-fn check_with<S: Conform, R: Reader<S>>(
-    input: impl BufRead,
-    reader: &mut R,
-    keep: Keep,
+/// `then` given `reader` and the machine made with `profile`: an input error when the machine has
+/// no such profile.
+fn on_machine<S: Conform + 'static, R: Reader<S> + Send + 'static, T: OnReader>(
+    reader: R,
     profile: Profile,
-    batch: Batching,
-) -> Result<Verdict, InputError> {
+    then: T,
+) -> Result<T::Out, InputError> {
     let Some(fresh) = S::for_profile(profile.model()) else {
         return Err(InputError::at(
             1,
@@ -150,7 +170,7 @@ fn check_with<S: Conform, R: Reader<S>>(
             ),
         ));
     };
-    super::check_batched(input, reader, keep, fresh, batch)
+    Ok(then.on(reader, fresh))
 }
 
 /// How a trace was read: its dialect, machine and profile, and each flag that overrode its meta

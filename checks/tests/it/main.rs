@@ -17,6 +17,7 @@ mod flaws;
 mod fuzz;
 mod gate;
 mod interop;
+mod live;
 mod mangled;
 mod model;
 mod model_rules;

@@ -1,0 +1,392 @@
+//! A live monitor of one reader: what [`super::Monitor`] does, whatever the dialect — its lines
+//! read and made into events as `check` makes them, each session no longer judged skipped, what
+//! each line decides gathered in the stack's words.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+
+use super::super::checker::{Checker, Ended};
+use super::super::conform::{same, Conform};
+use super::super::reading::OnReader;
+use super::super::{Event, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict};
+use super::Report;
+
+/// Sessions ended for their silence remembered, so that a line of one after it is not read as a
+/// new session's (the oldest forgotten first).
+const EXPIRED_KEPT: usize = 65_536;
+
+/// A live monitor of one reader: [`Monitor`]'s work, whatever the dialect.
+pub(super) trait Judge {
+    fn line(&mut self, text: &str, line: usize) -> Vec<Report>;
+    /// A line that cannot be read at all: its error, for the sessions it may belong to.
+    fn broken(&mut self, error: InputError, text: &str) -> Vec<Report>;
+    fn expire(&mut self, session: &str, idle: u64) -> Vec<Report>;
+    fn finish(&mut self) -> Vec<Report>;
+    /// The sessions the last line named.
+    fn touched(&mut self) -> Vec<String>;
+    /// The sessions ended since the last call.
+    fn ended_since(&mut self) -> Vec<String>;
+    fn open(&self) -> usize;
+    /// Sessions ended, the peak open at once, lines not read, findings given early.
+    fn counts(&self) -> Counts;
+}
+
+/// What a [`Judge`] counts.
+pub(super) struct Counts {
+    pub(super) sessions: usize,
+    pub(super) peak_open: usize,
+    pub(super) not_read: usize,
+    pub(super) given_early: usize,
+}
+
+/// Makes the [`Judge`] of a reader.
+pub(super) struct Make;
+
+impl OnReader for Make {
+    type Out = Box<dyn Judge + Send>;
+
+    fn on<S: Conform + 'static, R: Reader<S> + Send + 'static>(
+        self,
+        reader: R,
+        fresh: S,
+    ) -> Self::Out {
+        let mut checker = Checker::new(Keep::Findings, fresh);
+        checker.sessions.live = true;
+        checker.ended = Some(Vec::new());
+        Box::new(Live {
+            reader,
+            checker,
+            records: Vec::new(),
+            events: Vec::new(),
+            touched: Vec::new(),
+            ended: Vec::new(),
+            broken: BTreeMap::new(),
+            expired: Expired::default(),
+            given_early: 0,
+            not_read: 0,
+        })
+    }
+}
+
+/// Sessions ended for their silence, the oldest forgotten first.
+#[derive(Default)]
+struct Expired {
+    names: HashSet<String>,
+    order: VecDeque<String>,
+}
+
+impl Expired {
+    fn insert(&mut self, s: &str) {
+        if self.names.insert(s.to_owned()) {
+            self.order.push_back(s.to_owned());
+            if self.order.len() > EXPIRED_KEPT {
+                if let Some(old) = self.order.pop_front() {
+                    self.names.remove(&old);
+                }
+            }
+        }
+    }
+}
+
+struct Live<S: Conform, R: Reader<S>> {
+    reader: R,
+    checker: Checker<S>,
+    records: Vec<(usize, R::Record)>,
+    events: Vec<Event<S>>,
+    touched: Vec<String>,
+    ended: Vec<String>,
+    /// Sessions whose remaining rules are not judged, after the line that could not be read.
+    broken: BTreeMap<String, usize>,
+    expired: Expired,
+    /// Findings given before their session's end.
+    given_early: usize,
+    not_read: usize,
+}
+
+impl<S: Conform, R: Reader<S>> Live<S, R> {
+    /// The sessions a line that cannot be read may belong to: the open session whose name it
+    /// holds as a string, else every open one.
+    fn owners(&self, text: &str) -> Vec<String> {
+        let open = &self.checker.sessions.open;
+        let named: Vec<String> = open
+            .keys()
+            .filter(|s| text.contains(&format!("\"{s}\"")))
+            .cloned()
+            .collect();
+        if named.len() == 1 {
+            return named;
+        }
+        open.keys().cloned().collect()
+    }
+
+    /// The sessions in `owners` stop being judged at `error`'s line: what their walks gave stands,
+    /// their state is dropped, and their later lines are counted until they end.
+    fn break_sessions(&mut self, error: InputError, owners: Vec<String>) -> Vec<Report> {
+        let mut reports = Vec::new();
+        for s in &owners {
+            if self.checker.sessions.open.remove(s).is_some() {
+                self.checker.verdict.sessions += 1;
+                self.ended.push(s.clone());
+            }
+            self.broken.insert(s.clone(), error.line);
+            reports.push(Report::NotJudged(NotJudged {
+                line: error.line,
+                session: s.clone(),
+                rule: "every rule after this line",
+                ids: Vec::new(),
+                needs: format!("line {} to be readable: {}", error.line, error.message),
+            }));
+        }
+        self.checker
+            .verdict
+            .not_judged
+            .retain(|n| !owners.contains(&n.session));
+        reports.insert(
+            0,
+            Report::InputError {
+                error,
+                sessions: owners,
+            },
+        );
+        reports
+    }
+
+    /// Whether an event is one of a session no longer judged (then counted, not applied). Its
+    /// end makes the name a new session's again.
+    fn not_judged(&mut self, event: &Event<S>) -> bool {
+        let (session, end) = match event {
+            Event::Held { event, .. } => return self.not_judged(event),
+            Event::Meta(_) => return false,
+            Event::End { session } => (session, true),
+            Event::Input { session, .. }
+            | Event::Output { session, .. }
+            | Event::Fact { session, .. }
+            | Event::Begin { session, .. }
+            | Event::NotJudged { session, .. } => (session, false),
+        };
+        let gone = self.broken.contains_key(session) || self.expired.names.contains(session);
+        if gone && end {
+            self.broken.remove(session);
+        }
+        gone
+    }
+
+    /// The checker's findings and not-judged rules since the last call, and each touched
+    /// session's decided findings, in the stack's words.
+    fn gather(&mut self) -> Vec<Report> {
+        let mut reports: Vec<Report> = Vec::new();
+        let mut decided = Vec::new();
+        for s in &self.touched {
+            if let Some(check) = self.checker.sessions.open.get_mut(s) {
+                let not_judged = &self.checker.verdict.not_judged;
+                decided.extend(check.decided(|f| !not_judged.iter().any(|n| n.covers(f))));
+            }
+        }
+        self.given_early += decided.len();
+        let mut early = Verdict {
+            findings: decided,
+            ..Verdict::default()
+        };
+        self.reader.reword(&mut early);
+        reports.extend(early.findings.into_iter().map(Report::Finding));
+        for ended in self
+            .checker
+            .ended
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+        {
+            reports.extend(self.reconcile(ended));
+        }
+        reports
+    }
+
+    /// A session's end: what its walk had not given, and what it gave that the end does not hold.
+    fn reconcile(&mut self, ended: Ended) -> Vec<Report> {
+        let Ended {
+            session,
+            findings,
+            given,
+        } = ended;
+        self.ended.push(session.clone());
+        let mut new = Verdict {
+            findings: findings
+                .iter()
+                .filter(|f| !given.iter().any(|g| same(g, f)))
+                .cloned()
+                .collect(),
+            ..Verdict::default()
+        };
+        let mut gone = Verdict {
+            findings: given
+                .into_iter()
+                .filter(|g| !findings.iter().any(|f| same(g, f)))
+                .collect(),
+            ..Verdict::default()
+        };
+        self.reader.reword(&mut new);
+        self.reader.reword(&mut gone);
+        self.checker
+            .verdict
+            .not_judged
+            .retain(|n| n.session != session);
+        let mut reports: Vec<Report> = gone.findings.into_iter().map(Report::Withdrawn).collect();
+        reports.extend(new.findings.into_iter().map(Report::Finding));
+        reports
+    }
+}
+
+impl<S: Conform, R: Reader<S>> Live<S, R> {
+    /// Applies `event`s of a line, each session no longer judged skipped; what they decide.
+    fn apply(&mut self, text: &str) -> Vec<Report> {
+        let mut reports = Vec::new();
+        let records = std::mem::take(&mut self.records);
+        let mut failed = None;
+        for (at, record) in records {
+            let (_, events) = self.reader.halves();
+            let made = events.events(record, at, &self.checker.sessions, &mut self.events);
+            if let Err(e) = made {
+                failed.get_or_insert(e);
+                self.events.clear();
+                continue;
+            }
+            for event in std::mem::take(&mut self.events) {
+                if self.not_judged(&event) {
+                    self.not_read += 1;
+                    continue;
+                }
+                let session = event_session(&event).map(str::to_owned);
+                if let Some(s) = &session {
+                    if !self.touched.contains(s) {
+                        self.touched.push(s.clone());
+                    }
+                }
+                let before = self.checker.verdict.not_judged.len();
+                let applied = self.checker.event(event, at);
+                let fresh = &self.checker.verdict.not_judged
+                    [before.min(self.checker.verdict.not_judged.len())..];
+                reports.extend(fresh.iter().cloned().map(Report::NotJudged));
+                if let Err(e) = applied {
+                    let owners = match session {
+                        Some(s) => vec![s],
+                        None => self.owners(text),
+                    };
+                    reports.extend(self.break_sessions(e, owners));
+                }
+            }
+        }
+        if let Some(e) = failed {
+            let owners = self.owners(text);
+            reports.extend(self.break_sessions(e, owners));
+        }
+        reports.extend(self.gather());
+        reports
+    }
+}
+
+/// The session an event is about (none: the meta line).
+fn event_session<S: Conform>(event: &Event<S>) -> Option<&str> {
+    match event {
+        Event::Meta(_) => None,
+        Event::Held { event, .. } => event_session(event),
+        Event::End { session }
+        | Event::Input { session, .. }
+        | Event::Output { session, .. }
+        | Event::Fact { session, .. }
+        | Event::Begin { session, .. }
+        | Event::NotJudged { session, .. } => Some(session),
+    }
+}
+
+impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
+    fn line(&mut self, text: &str, line: usize) -> Vec<Report> {
+        let (lines, _) = self.reader.halves();
+        let mut records = std::mem::take(&mut self.records);
+        records.clear();
+        let read = lines.read(text, line, &mut records);
+        self.records = records;
+        match read {
+            Ok(()) => self.apply(text),
+            Err(e) => {
+                self.records.clear();
+                let owners = self.owners(text);
+                let mut reports = self.break_sessions(e, owners);
+                reports.extend(self.gather());
+                reports
+            }
+        }
+    }
+
+    fn broken(&mut self, error: InputError, text: &str) -> Vec<Report> {
+        let owners = self.owners(text);
+        self.break_sessions(error, owners)
+    }
+
+    fn expire(&mut self, session: &str, idle: u64) -> Vec<Report> {
+        // What the session decided stands; its end is not seen.
+        self.touched.push(session.to_owned());
+        let mut reports = self.gather();
+        if let Some(check) = self.checker.sessions.open.remove(session) {
+            drop(check);
+            self.checker.verdict.sessions += 1;
+            self.ended.push(session.to_owned());
+            self.expired.insert(session);
+            self.checker
+                .verdict
+                .not_judged
+                .retain(|n| n.session != session);
+            reports.push(Report::NotJudged(NotJudged {
+                line: self.checker.verdict.lines,
+                session: session.to_owned(),
+                rule: "end of session",
+                ids: Vec::new(),
+                needs: format!(
+                    "the session's end: no line of it for {idle} ms (--idle-timeout); a later \
+                     line of it is not read"
+                ),
+            }));
+        }
+        reports
+    }
+
+    fn finish(&mut self) -> Vec<Report> {
+        let (lines_half, _) = self.reader.halves();
+        let mut records = std::mem::take(&mut self.records);
+        records.clear();
+        let flushed = lines_half.flush(&mut records);
+        self.records = records;
+        let mut reports = match flushed {
+            Ok(()) => self.apply(""),
+            Err(e) => {
+                let owners = self.owners("");
+                self.break_sessions(e, owners)
+            }
+        };
+        let open: Vec<String> = self.checker.sessions.open.keys().cloned().collect();
+        for s in open {
+            self.checker.end_session(&s);
+        }
+        reports.extend(self.gather());
+        reports
+    }
+
+    fn touched(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.touched)
+    }
+
+    fn ended_since(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.ended)
+    }
+
+    fn open(&self) -> usize {
+        self.checker.sessions.open.len()
+    }
+
+    fn counts(&self) -> Counts {
+        Counts {
+            sessions: self.checker.verdict.sessions,
+            peak_open: self.checker.verdict.peak_open_sessions,
+            not_read: self.not_read,
+            given_early: self.given_early,
+        }
+    }
+}
