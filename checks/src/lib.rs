@@ -57,6 +57,7 @@
 pub mod adapter;
 pub mod dialect;
 pub mod explore;
+pub mod follow;
 pub mod fuzz;
 pub mod gate;
 pub mod junit;

@@ -38,7 +38,7 @@ pub struct Ask {
 
 impl Ask {
     /// The choices that override each trace's meta line.
-    fn flags(&self) -> Flags {
+    pub fn flags(&self) -> Flags {
         Flags {
             dialect: self.dialect,
             machine: self.machine,

@@ -15,6 +15,7 @@ use turnfence_model::Plantable;
 
 mod check;
 mod explore;
+mod follow;
 mod fuzz;
 mod gate;
 mod outcome;
@@ -130,6 +131,19 @@ enum Command {
         /// With `--baseline`: an entry that no longer occurs fails the run (exit 1).
         #[arg(long, requires = "baseline")]
         strict_baseline: bool,
+        /// Judge one log as it is written: a file followed as `tail -F` follows it (through
+        /// rotation and truncation), or `-`, a pipe, to its end. Each finding is printed when the
+        /// line that decides it is read (`--format text` or `json`, one object per line), the
+        /// summary at the end of the input or on SIGINT/SIGTERM; exit 0 then.
+        #[arg(long)]
+        follow: bool,
+        /// With `--follow`: a session without a line for this many seconds is ended, its
+        /// end-of-session rules reported not judged (never as findings).
+        #[arg(long, value_name = "SECONDS", requires = "follow")]
+        idle_timeout: Option<f64>,
+        /// With `--follow`: exit 1 at the first finding.
+        #[arg(long, requires = "follow")]
+        fail_fast: bool,
     },
     /// Deep random runs: `cases` cases of `steps` inputs each, case i seeded from (seed, i).
     /// Shard across machines by giving each a different `--first` (a range of case numbers).
@@ -226,9 +240,11 @@ pub fn run(cli: Cli) -> ExitCode {
             baseline,
             write_baseline,
             strict_baseline,
-        } => check::run(
-            &paths,
-            &check::Ask {
+            follow,
+            idle_timeout,
+            fail_fast,
+        } => {
+            let ask = check::Ask {
                 dialect,
                 machine,
                 profile,
@@ -239,8 +255,12 @@ pub fn run(cli: Cli) -> ExitCode {
                 baseline,
                 write_baseline,
                 strict_baseline,
-            },
-        ),
+            };
+            if follow {
+                return follow::start(&paths, &ask, idle_timeout, fail_fast);
+            }
+            check::run(&paths, &ask)
+        }
         Command::Fuzz { machine, plan } => by_machine!(machine, fuzz::run(&plan)),
         Command::Explore {
             machine,

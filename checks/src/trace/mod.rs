@@ -30,7 +30,7 @@ pub use reading::{
     check_dialect, check_input, check_input_keeping, reading, Checked, Flags, Machine, Profile,
     Reading,
 };
-pub use render::{not_judged_line, render_text, MAX_TEXT_FINDINGS};
+pub use render::{finding_text, not_judged_line, render_text, MAX_TEXT_FINDINGS};
 pub use stack::{
     parse_stack_line, running_where_the_log_stops, StackDialect, StackEvents, StackLines,
     StackReader, StackRecord,

@@ -1,6 +1,6 @@
 //! The verdict as text for a person: capped, each finding with where and when, the counts last.
 
-use super::{FindingKind, Verdict};
+use super::{Finding, FindingKind, Verdict};
 
 /// How many findings the text report prints unless told otherwise: a few hundred lines at most,
 /// however many there are (the JSON report keeps every one).
@@ -19,30 +19,7 @@ pub fn render_text(v: &Verdict, max_findings: usize) -> String {
         }
         printed += 1 + f.derived.len();
         shown += 1;
-        let ids = if f.ids.is_empty() {
-            String::new()
-        } else {
-            format!(" [{}]", f.ids.join(", "))
-        };
-        let since = f
-            .since
-            .map_or_else(String::new, |s| format!("; since line {s}"));
-        out.push_str(&format!(
-            "{} at line {} ({}, {} ms{since}){ids}: {}\n",
-            f.name(),
-            f.line,
-            f.session,
-            f.at,
-            f.message
-        ));
-        for d in &f.derived {
-            // A stated fact breaking the same rule at the same line is the same story, told again.
-            let how = match d.kind {
-                FindingKind::Invariant => "also",
-                _ => "explains",
-            };
-            out.push_str(&format!("    {how} {}: {}\n", d.name(), d.message));
-        }
+        out.push_str(&finding_text(f));
     }
     if v.findings.len() > shown {
         out.push_str(&format!(
@@ -67,6 +44,36 @@ pub fn render_text(v: &Verdict, max_findings: usize) -> String {
     }
     for n in &v.not_judged {
         out.push_str(&format!("{}\n", not_judged_line(n)));
+    }
+    out
+}
+
+/// A finding as text: a line leading with its name, then where and when (and since which earlier
+/// line), its ids and its sentence; under it, indented, what it explains.
+pub fn finding_text(f: &Finding) -> String {
+    let ids = if f.ids.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", f.ids.join(", "))
+    };
+    let since = f
+        .since
+        .map_or_else(String::new, |s| format!("; since line {s}"));
+    let mut out = format!(
+        "{} at line {} ({}, {} ms{since}){ids}: {}\n",
+        f.name(),
+        f.line,
+        f.session,
+        f.at,
+        f.message
+    );
+    for d in &f.derived {
+        // A stated fact breaking the same rule at the same line is the same story, told again.
+        let how = match d.kind {
+            FindingKind::Invariant => "also",
+            _ => "explains",
+        };
+        out.push_str(&format!("    {how} {}: {}\n", d.name(), d.message));
     }
     out
 }

@@ -1,21 +1,36 @@
-//! The live monitor: a log fed line by line gives the findings `check` gives the whole file.
+//! The live monitor: a log fed line by line — or followed as its file grows in random chunks, or
+//! piped to `check --follow -` — gives the findings `check` gives the whole file.
 
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
+use rand_chacha::rand_core::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use turnfence_checks::follow::Follow;
 use turnfence_checks::trace::{self, live};
 
 use crate::{fixtures, interop_corpus, read};
 
 /// Every log `check` reads without an input error: the accepted and rejected fixtures and the
-/// interop corpus.
-fn logs() -> Vec<PathBuf> {
+/// interop corpus, with the verdict `check` gives it and how it read it.
+fn judged() -> Vec<(PathBuf, String, trace::Reading, trace::Verdict)> {
     let mut logs = fixtures("accepted");
     logs.extend(fixtures("rejected"));
     logs.extend(interop_corpus());
-    logs
+    logs.into_iter()
+        .filter_map(|path| {
+            let text = read(&path);
+            let checked = trace::check_input(text.as_bytes(), &Default::default());
+            let (Some(reading), Ok(verdict)) = (checked.reading, checked.verdict) else {
+                return None;
+            };
+            Some((path, text, reading, verdict))
+        })
+        .collect()
 }
 
-/// A finding's place and name, what a comparison of two verdicts holds equal.
+/// A finding's place, name and sentence: what two verdicts are held equal on.
 fn key(f: &trace::Finding) -> String {
     format!(
         "{} {} {} {:?} {} {:?} {}",
@@ -29,40 +44,241 @@ fn key(f: &trace::Finding) -> String {
     )
 }
 
-#[test]
-fn a_log_fed_line_by_line_gives_the_findings_of_the_whole_file() {
-    let mut early = 0;
-    let mut withdrawn = 0;
-    let mut all = 0;
-    let mut compared = 0;
-    for path in logs() {
-        let text = read(&path);
-        let name = path.display().to_string();
-        let checked = trace::check_input(text.as_bytes(), &Default::default());
-        let (Some(reading), Ok(verdict)) = (checked.reading, checked.verdict) else {
-            continue;
-        };
-        let mut monitor = live::Monitor::new(&reading).unwrap();
-        for (i, line) in text.lines().enumerate() {
-            for r in monitor.feed(line, i as u64) {
-                if let live::Report::InputError { error, .. } = r {
-                    panic!("{name}: {error}");
-                }
+fn keys<'a>(findings: impl IntoIterator<Item = &'a trace::Finding>) -> Vec<String> {
+    let mut keys: Vec<String> = findings.into_iter().map(key).collect();
+    keys.sort();
+    keys
+}
+
+/// `lines` fed to a fresh monitor, `now` the line's number; an input error fails the test.
+fn feed_all(
+    name: &str,
+    reading: &trace::Reading,
+    lines: impl IntoIterator<Item = Vec<u8>>,
+) -> live::Summary {
+    let mut monitor = live::Monitor::new(reading).unwrap();
+    for (i, line) in lines.into_iter().enumerate() {
+        for r in monitor.feed_bytes(&line, i as u64) {
+            if let live::Report::InputError { error, .. } = r {
+                panic!("{name}: {error}");
             }
         }
-        let (_, summary) = monitor.finish();
-        let mut offline: Vec<String> = verdict.findings.iter().map(key).collect();
-        let mut online: Vec<String> = summary.findings.iter().map(key).collect();
-        offline.sort();
-        online.sort();
-        assert_eq!(online, offline, "{name}");
+    }
+    monitor.finish().1
+}
+
+#[test]
+fn a_log_fed_line_by_line_gives_the_findings_of_the_whole_file() {
+    let (mut early, mut withdrawn, mut all) = (0, 0, 0);
+    let logs = judged();
+    for (path, text, reading, verdict) in &logs {
+        let name = path.display().to_string();
+        let lines = text.lines().map(|l| l.as_bytes().to_vec());
+        let summary = feed_all(&name, reading, lines);
+        assert_eq!(keys(&summary.findings), keys(&verdict.findings), "{name}");
+        assert_eq!(summary.finding_count, verdict.findings.len(), "{name}");
         early += summary.given_early;
         withdrawn += summary.withdrawn;
         all += summary.finding_count;
-        compared += 1;
     }
     eprintln!(
-        "{compared} logs: {all} findings, {early} given at their line, {withdrawn} withdrawn"
+        "{} logs: {all} findings, {early} given before their session ended, {withdrawn} withdrawn",
+        logs.len()
     );
-    assert!(compared > 250);
+    assert!(logs.len() > 250, "{} logs", logs.len());
+    // Findings are given as their lines decide them, not all at the end; none given is taken back.
+    assert!(early * 2 > all, "{early} of {all} given before the end");
+    assert_eq!(withdrawn, 0);
+}
+
+#[test]
+fn a_log_followed_as_its_file_grows_in_random_chunks_gives_the_findings_of_the_whole_file() {
+    let seed = crate::seed();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let dir = std::env::temp_dir().join(format!("turnfence-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("growing.jsonl");
+    for (log, text, reading, verdict) in judged() {
+        let name = format!("{} (TURNFENCE_SEED={seed})", log.display());
+        let mut file = std::fs::File::create(&path).unwrap();
+        let mut follow = Follow::open(&path).unwrap();
+        let mut lines = Vec::new();
+        let bytes = text.as_bytes();
+        let mut at = 0;
+        while at < bytes.len() {
+            // Chunks of 1 byte to 4 KiB: lines split anywhere, several in one chunk.
+            let len = 1 + (rng.next_u32() as usize) % 4096;
+            let end = (at + len).min(bytes.len());
+            file.write_all(&bytes[at..end]).unwrap();
+            file.flush().unwrap();
+            at = end;
+            follow.poll(&mut lines).unwrap();
+        }
+        while follow.poll(&mut lines).unwrap() != turnfence_checks::follow::Change::None {}
+        follow.poll(&mut lines).unwrap();
+        follow.end_line(&mut lines);
+        let summary = feed_all(&name, &reading, lines);
+        assert_eq!(keys(&summary.findings), keys(&verdict.findings), "{name}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn turnfence_piped(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_turnfence"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn corpus_log(path: &str) -> Vec<u8> {
+    read(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../fixtures")
+            .join(path),
+    )
+    .into_bytes()
+}
+
+#[test]
+fn a_pipe_to_check_follow_prints_each_finding_as_a_json_line_then_the_summary() {
+    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
+    let out = turnfence_piped(&["check", "--follow", "-", "--format", "json"], &log);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let finding = &lines[0]["finding"];
+    assert_eq!(finding["invariant"], "no_late_delivery");
+    assert_eq!(finding["line"], 20);
+    assert_eq!(finding["since"], 19);
+    assert_eq!(finding["session"], "livekit");
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["lines"], 32);
+    assert_eq!(summary["finding_count"], 1);
+}
+
+#[test]
+fn fail_fast_exits_1_at_the_first_finding_and_a_conforming_pipe_exits_0() {
+    let bug = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
+    let out = turnfence_piped(&["check", "--follow", "-", "--fail-fast"], &bug);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("no_late_delivery at line 20"), "{text}");
+    let ok = corpus_log("interop/livekit-agents@1.8.9/confirmed_interruption.events.jsonl");
+    let out = turnfence_piped(&["check", "--follow", "-", "--fail-fast"], &ok);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8(out.stdout)
+        .unwrap()
+        .starts_with("CONFORMS"));
+}
+
+#[test]
+fn a_bad_line_in_a_pipe_is_an_input_error_for_its_session_and_the_rest_goes_on() {
+    // Two sessions of the canonical form; a line of one is garbled mid-log.
+    let accept = |s: &str| {
+        format!("{{\"at\":0,\"session\":\"{s}\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}}\n")
+    };
+    let text = format!(
+        "{{\"meta\":{{\"dialect\":\"canonical\",\"partial\":true}}}}\n{}{}{}{}",
+        accept("a"),
+        accept("b"),
+        "{\"at\":5,\"session\":\"a\",\"input\"\n",
+        "{\"at\":6,\"session\":\"b\",\"output\":\"delivered\",\"turn\":\"t1\",\"generation\":1,\"seq\":9}\n",
+    );
+    let out = turnfence_piped(
+        &["check", "--follow", "-", "--format", "json"],
+        text.as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let error = lines
+        .iter()
+        .find(|l| l.get("input_error").is_some())
+        .unwrap();
+    assert_eq!(error["input_error"]["error"]["line"], 4);
+    assert_eq!(error["input_error"]["sessions"], serde_json::json!(["a"]));
+    // Session b goes on: a frame the model never produced is judged at line 5.
+    let b: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter_map(|l| l.get("finding"))
+        .filter(|f| f["session"] == "b")
+        .collect();
+    assert!(b.iter().any(|f| f["line"] == 5), "{lines:?}");
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["input_error_count"], 1);
+    assert_eq!(summary["lines"], 5);
+}
+
+#[test]
+fn flags_that_make_no_sense_with_follow_are_input_errors() {
+    for args in [
+        &["check", "--follow", "-", "--format", "junit"][..],
+        &["check", "--follow", "-", "--format", "markdown"],
+        &["check", "--follow", "-", "--baseline", "b.json"],
+        &["check", "--follow", "a.jsonl", "b.jsonl"],
+        &["check", "-", "--fail-fast"],
+        &["check", "-", "--idle-timeout", "5"],
+        &["check", "--follow", "-", "--idle-timeout", "-1"],
+    ] {
+        let out = turnfence_piped(args, b"");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
+
+#[test]
+fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
+    // A turn accepted and never ended: at its end, `left_open`; ended for its silence, not judged.
+    let log = "{\"meta\":{\"dialect\":\"canonical\"}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"at\":1,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t2\",\"generation\":1,\"mode\":\"text\"}";
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let ended = {
+        let mut m = live::Monitor::new(&reading).unwrap();
+        for l in log.lines().take(2) {
+            m.feed(l, 0);
+        }
+        m.finish().1
+    };
+    assert!(ended.counts.contains_key("left_open"), "{ended:?}");
+    let mut m = live::Monitor::new(&reading).unwrap();
+    for l in log.lines().take(2) {
+        assert!(m.feed(l, 0).is_empty());
+    }
+    assert!(
+        m.expire(1_000, 1_000).is_empty(),
+        "not silent for longer than the idle time"
+    );
+    let reports = m.expire(1_001, 1_000);
+    assert!(
+        matches!(&reports[..], [live::Report::NotJudged(n)] if n.session == "s" && n.rule == "end of session"),
+        "{reports:?}"
+    );
+    assert_eq!(m.open_sessions(), 0);
+    // A later line of it is counted, not read as a new session's.
+    assert!(m.feed(log.lines().nth(2).unwrap(), 2_000).is_empty());
+    let (_, summary) = m.finish();
+    assert_eq!(
+        (
+            summary.finding_count,
+            summary.expired,
+            summary.lines_not_read
+        ),
+        (0, 1, 1)
+    );
 }
