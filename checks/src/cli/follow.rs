@@ -42,7 +42,8 @@ pub struct Live {
 /// What the reading thread hands over.
 enum Read {
     Line(Vec<u8>, Instant),
-    Said(String),
+    /// The file was rotated or truncated: its next line is its new first.
+    Anew(String),
     End,
     Failed(String),
 }
@@ -118,6 +119,8 @@ pub fn run(path: &Path, flags: &Flags, live: &Live) -> ExitCode {
     let mut said_behind = Instant::now();
     let mut most_behind = (0usize, Duration::ZERO);
     let mut last_expiry = Instant::now();
+    let mut first_line: Option<Vec<u8>> = None;
+    let mut anew = false;
     let code = loop {
         if stop.load(Ordering::Relaxed) {
             break None;
@@ -128,6 +131,15 @@ pub fn run(path: &Path, flags: &Flags, live: &Live) -> ExitCode {
         match got {
             Ok(Read::Line(bytes, read_at)) => {
                 behind.waiting.fetch_sub(1, Ordering::Relaxed);
+                // A new file's first line that is the log's own (its meta line, written again at
+                // the top of each file) is passed over, not read as a second meta line.
+                if std::mem::take(&mut anew) && first_line.as_deref() == Some(&bytes[..]) {
+                    eprintln!("turnfence check: the new file opens with the log's first line: passed over");
+                    continue;
+                }
+                if first_line.is_none() {
+                    first_line = Some(bytes.clone());
+                }
                 let m = match &mut monitor {
                     Some(m) => m,
                     None => match first(&bytes, flags) {
@@ -151,7 +163,10 @@ pub fn run(path: &Path, flags: &Flags, live: &Live) -> ExitCode {
                     out.behind(waiting, late, unread);
                 }
             }
-            Ok(Read::Said(what)) => eprintln!("turnfence check: {what}"),
+            Ok(Read::Anew(what)) => {
+                eprintln!("turnfence check: {what}");
+                anew = true;
+            }
             Ok(Read::End) | Err(RecvTimeoutError::Disconnected) => break None,
             Ok(Read::Failed(e)) => {
                 eprintln!("turnfence check: {e}");
@@ -259,13 +274,13 @@ fn read(path: &Path, to: &SyncSender<Read>, stop: &AtomicBool, behind: &Behind) 
         match change {
             Change::None => {}
             Change::Rotated => {
-                send(Read::Said(format!(
+                send(Read::Anew(format!(
                     "{} was rotated: reading the new file",
                     path.display()
                 )));
             }
             Change::Truncated => {
-                send(Read::Said(format!(
+                send(Read::Anew(format!(
                     "{} was truncated: reading it from its start",
                     path.display()
                 )));
