@@ -253,3 +253,26 @@ pub(in crate::trace) fn same(a: &Finding, b: &Finding) -> bool {
         && a.message == b.message
         && a.since == b.since
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Walk;
+    use turnfence_model::turn::TurnMachine;
+    use turnfence_model::Machine;
+
+    /// The walk has judged exactly the steps before its own and, of its own, the outputs it has
+    /// counted: a replaced output there makes it start again, one past it does not.
+    #[test]
+    fn the_walk_has_judged_what_lies_before_it_and_nothing_after() {
+        let machine: TurnMachine = Default::default();
+        let mut walk = Walk::<TurnMachine>::new(machine.monitor());
+        assert!(!walk.judged((0, 0)));
+        (walk.step, walk.outputs) = (2, 1);
+        for judged in [(0, 5), (1, 0), (2, 0)] {
+            assert!(walk.judged(judged), "{judged:?}");
+        }
+        for ahead in [(2, 1), (2, 2), (3, 0)] {
+            assert!(!walk.judged(ahead), "{ahead:?}");
+        }
+    }
+}

@@ -36,6 +36,7 @@ pub(super) struct Counts {
     pub(super) peak_open: usize,
     pub(super) not_read: usize,
     pub(super) given_early: usize,
+    pub(super) expired: usize,
 }
 
 /// Makes the [`Judge`] of a reader.
@@ -72,6 +73,8 @@ impl OnReader for Make {
 struct Expired {
     names: HashSet<String>,
     order: VecDeque<String>,
+    /// How many were forgotten.
+    forgotten: usize,
 }
 
 impl Expired {
@@ -81,6 +84,7 @@ impl Expired {
             if self.order.len() > EXPIRED_KEPT {
                 if let Some(old) = self.order.pop_front() {
                     self.names.remove(&old);
+                    self.forgotten += 1;
                 }
             }
         }
@@ -165,7 +169,9 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         };
         let gone = self.broken.contains_key(session) || self.expired.names.contains(session);
         if gone && end {
+            // Its log ends it: a later line of the name is a new session's.
             self.broken.remove(session);
+            self.expired.names.remove(session);
         }
         gone
     }
@@ -387,6 +393,7 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
             peak_open: self.checker.verdict.peak_open_sessions,
             not_read: self.not_read,
             given_early: self.given_early,
+            expired: self.expired.order.len() + self.expired.forgotten,
         }
     }
 }

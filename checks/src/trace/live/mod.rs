@@ -190,7 +190,6 @@ impl Monitor {
         for s in silent {
             self.heard.remove(&s);
             reports.extend(self.judge.expire(&s, idle));
-            self.summary.expired += 1;
         }
         self.ended();
         self.tally(&reports);
@@ -232,5 +231,67 @@ impl Monitor {
         self.summary.peak_open_sessions = counts.peak_open;
         self.summary.lines_not_read = counts.not_read;
         self.summary.given_early = counts.given_early;
+        self.summary.expired = counts.expired;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::FindingKind;
+
+    fn finding(line: usize) -> Finding {
+        Finding {
+            line,
+            session: "s".into(),
+            at: 0,
+            kind: FindingKind::Invariant,
+            invariant: Some("no_late_delivery"),
+            ids: Vec::new(),
+            message: "late".into(),
+            since: None,
+            derived: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_withdrawn_finding_leaves_the_summary_as_if_never_given() {
+        let mut s = Summary::default();
+        s.add(&Report::Finding(finding(3)));
+        s.add(&Report::Finding(finding(7)));
+        s.add(&Report::Withdrawn(finding(3)));
+        assert_eq!((s.finding_count, s.withdrawn), (1, 1));
+        assert_eq!(s.counts.get("no_late_delivery"), Some(&1));
+        assert_eq!(s.findings, [finding(7)]);
+        assert!(!s.conforms());
+        s.add(&Report::Withdrawn(finding(7)));
+        assert!(s.conforms());
+    }
+
+    #[test]
+    fn a_summary_keeps_the_first_findings_rules_and_errors_and_counts_the_rest() {
+        let mut s = Summary::default();
+        let not_judged = NotJudged {
+            line: 1,
+            session: "s".into(),
+            rule: "left_open",
+            ids: Vec::new(),
+            needs: "its end".into(),
+        };
+        for line in 0..=KEPT {
+            s.add(&Report::Finding(finding(line)));
+            s.add(&Report::NotJudged(not_judged.clone()));
+            s.add(&Report::InputError {
+                error: InputError::at(line, "bad"),
+                sessions: Vec::new(),
+            });
+        }
+        assert_eq!(s.findings.len(), KEPT);
+        assert_eq!(s.not_judged.len(), KEPT);
+        assert_eq!(s.input_errors.len(), KEPT);
+        assert_eq!(s.finding_count, KEPT + 1);
+        assert_eq!(s.not_judged_count, KEPT + 1);
+        assert_eq!(s.input_error_count, KEPT + 1);
+        assert_eq!(s.findings.last().map(|f| f.line), Some(KEPT - 1));
     }
 }
