@@ -18,6 +18,8 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod common;
+
 use std::time::Instant;
 
 use turnfence_checks::dialect::openai_realtime::RealtimeReader;
@@ -25,16 +27,7 @@ use turnfence_checks::gate::synthetic::SyntheticTrace;
 use turnfence_checks::trace::{canonical::CanonicalReader, check, check_as, Keep};
 use turnfence_model::turn::{Profile, TurnMachine};
 
-/// Peak resident set size of this process, in KiB (Linux), or 0.
-fn peak_rss_kib() -> u64 {
-    #[allow(clippy::disallowed_methods)] // A benchmark reads its own memory use.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
+use common::peak_rss_kib;
 
 fn run(target_events: usize) {
     let per_round = SyntheticTrace::new(0).lines_per_round();

@@ -282,3 +282,37 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
         (0, 1, 1)
     );
 }
+
+/// The live benchmark's log (`benches/live.rs`): as many lines as it says, never more sessions
+/// open than it is given, every session ended, and one finding per copy of the rejected session.
+#[test]
+fn the_interleaved_log_is_what_it_claims() {
+    use turnfence_checks::gate::synthetic::Interleaved;
+    let rejected = fixtures("rejected")
+        .into_iter()
+        .find(|p| p.ends_with("0005_no_late_delivery_delta_after_stop.jsonl"))
+        .unwrap();
+    let log = Interleaved::new(500, 40).with_odd("cancel_tree", &read(&rejected), 7);
+    let (lines, odd) = (log.lines(), log.odd_sessions());
+    assert_eq!(odd, 500 / 7);
+    let mut fed = 0;
+    let mut monitor: Option<live::Monitor> = None;
+    let mut open_max = 0;
+    for line in log {
+        let monitor = monitor.get_or_insert_with(|| {
+            live::Monitor::new(&trace::reading(&line, &Default::default()).unwrap()).unwrap()
+        });
+        fed += 1;
+        monitor.feed(&line, 0);
+        open_max = open_max.max(monitor.open_sessions());
+    }
+    assert_eq!(fed, lines);
+    assert_eq!(open_max, 40);
+    let (_, summary) = monitor.unwrap().finish();
+    assert_eq!(summary.sessions, 500);
+    assert_eq!(summary.peak_open_sessions, 40);
+    assert_eq!(summary.input_error_count, 0);
+    assert_eq!(summary.finding_count, odd);
+    assert_eq!(summary.counts.get("no_late_delivery"), Some(&odd));
+    assert_eq!(summary.given_early, odd);
+}
