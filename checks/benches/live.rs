@@ -79,6 +79,8 @@ fn paced_write(log: Interleaved, mut out: impl Write) -> Vec<Instant> {
 #[derive(Default)]
 struct Seen {
     received: Vec<Instant>,
+    /// How long each line's `feed` took.
+    fed: Vec<Duration>,
     findings: Vec<(usize, Instant, bool)>,
 }
 
@@ -106,7 +108,11 @@ fn read_lines(input: impl Read, judge: bool) -> Seen {
             live::Monitor::new(&reading).expect("a canonical log")
         });
         let now_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        for report in monitor.feed(line, now_ms) {
+        #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
+        let feeding = Instant::now();
+        let reports = monitor.feed(line, now_ms);
+        seen.fed.push(feeding.elapsed());
+        for report in reports {
             if let live::Report::Finding(f) = report {
                 let at_its_line = f.line == seen.received.len();
                 #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time.
@@ -208,10 +214,12 @@ fn latency(sessions: usize, rounds: usize) {
         let judged = spread(to_report.collect());
         let lines = spread(lines_read(&written, &seen.received, None));
         println!(
-            "  run {round}, judged: {} findings ({late} after their line), write to report {}; every line's write to read {}",
+            "  run {round}, judged: written at {:.0} lines/s; {} findings ({late} after their line), write to report {}; every line's write to read {}; a feed {}",
+            rate(&written),
             seen.findings.len(),
             show(judged),
-            show(lines)
+            show(lines),
+            show(spread(seen.fed))
         );
         judged_p99.push(judged.1);
         let deciding: Vec<usize> = seen.findings.iter().map(|f| f.0).collect();
@@ -253,6 +261,16 @@ fn latency(sessions: usize, rounds: usize) {
     println!(
         "live latency, p99 over {rounds} alternating runs (best, median): the monitor's write to report {judged_best:.0} µs, {judged_median:.0} µs; the binary's write to its record {binary_best:.0} µs, {binary_median:.0} µs; plain write to read at the same lines {plain_best:.0} µs, {plain_median:.0} µs"
     );
+}
+
+/// The lines written per second, first write to last.
+fn rate(written: &[Instant]) -> f64 {
+    match (written.first(), written.last()) {
+        (Some(first), Some(last)) if last > first => {
+            (written.len() - 1) as f64 / (*last - *first).as_secs_f64()
+        }
+        _ => 0.0,
+    }
 }
 
 /// Each line's time from write to read (only the lines numbered in `only`, when given).
