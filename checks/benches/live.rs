@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use turnfence_checks::gate::synthetic::Interleaved;
 use turnfence_checks::trace::{self, live};
 
-use common::peak_rss_kib;
+use common::{peak_rss_kib, status_field};
 
 /// Lines written per second.
 const RATE_LINES_PER_S: u64 = 10_000;
@@ -79,6 +79,8 @@ fn paced_write(log: Interleaved, mut out: impl Write) -> Vec<Instant> {
 #[derive(Default)]
 struct Seen {
     received: Vec<Instant>,
+    /// How many times the reading thread was taken off its core while it could run.
+    preempted: u64,
     /// How long each line's `feed` took.
     fed: Vec<Duration>,
     findings: Vec<(usize, Instant, bool)>,
@@ -92,6 +94,8 @@ fn read_lines(input: impl Read, judge: bool) -> Seen {
     let mut buf = String::new();
     #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
     let start = Instant::now();
+    let preempted = || status_field("/proc/thread-self/status", "nonvoluntary_ctxt_switches:");
+    let preempted_before = preempted();
     loop {
         buf.clear();
         if input.read_line(&mut buf).expect("the pipe reads") == 0 {
@@ -120,6 +124,7 @@ fn read_lines(input: impl Read, judge: bool) -> Seen {
             }
         }
     }
+    seen.preempted = preempted() - preempted_before;
     if let Some(monitor) = monitor {
         let (reports, _) = monitor.finish();
         for report in reports {
@@ -214,12 +219,13 @@ fn latency(sessions: usize, rounds: usize) {
         let judged = spread(to_report.collect());
         let lines = spread(lines_read(&written, &seen.received, None));
         println!(
-            "  run {round}, judged: written at {:.0} lines/s; {} findings ({late} after their line), write to report {}; every line's write to read {}; a feed {}",
+            "  run {round}, judged: written at {:.0} lines/s; {} findings ({late} after their line), write to report {}; every line's write to read {}; a feed {}; the reader preempted {} times",
             rate(&written),
             seen.findings.len(),
             show(judged),
             show(lines),
-            show(spread(seen.fed))
+            show(spread(seen.fed)),
+            seen.preempted
         );
         judged_p99.push(judged.1);
         let deciding: Vec<usize> = seen.findings.iter().map(|f| f.0).collect();
@@ -228,10 +234,11 @@ fn latency(sessions: usize, rounds: usize) {
         let at_deciding = spread(lines_read(&written, &seen.received, Some(&deciding)));
         let lines = spread(lines_read(&written, &seen.received, None));
         println!(
-            "  run {round}, plain read: write to read at the {} deciding lines {}; every line {}",
+            "  run {round}, plain read: write to read at the {} deciding lines {}; every line {}; the reader preempted {} times",
             deciding.len(),
             show(at_deciding),
-            show(lines)
+            show(lines),
+            seen.preempted
         );
         plain_p99.push(at_deciding.1);
 
