@@ -8,6 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod adapter;
 mod cli;
 mod cli_check;
+mod dialect_choice;
 mod evidence;
 mod explore;
 mod fence;
