@@ -30,10 +30,12 @@ fn judged() -> Vec<(PathBuf, String, trace::Reading, trace::Verdict)> {
         .collect()
 }
 
-/// A finding's place, name and sentence: what two verdicts are held equal on.
+/// A finding's place, name and sentence, and what it explains: what two verdicts are held equal
+/// on.
 fn key(f: &trace::Finding) -> String {
+    let explains: Vec<String> = f.derived.iter().map(key).collect();
     format!(
-        "{} {} {} {:?} {} {:?} {}",
+        "{} {} {} {:?} {} {:?} {} {explains:?}",
         f.line,
         f.session,
         f.name(),

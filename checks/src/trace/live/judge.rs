@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use super::super::checker::{Checker, Ended};
 use super::super::conform::{same, Conform};
 use super::super::reading::OnReader;
-use super::super::{Event, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict};
+use super::super::{
+    Event, Finding, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict,
+};
 use super::Report;
 
 /// Sessions ended for their silence remembered, so that a line of one after it is not read as a
@@ -25,6 +27,9 @@ pub(super) trait Judge {
     fn touched(&mut self) -> Vec<String>;
     /// The sessions ended since the last call.
     fn ended_since(&mut self) -> Vec<String>;
+    /// Findings given before their session ended, as its end holds them (with what each
+    /// explains), since the last call.
+    fn settled(&mut self) -> Vec<Finding>;
     fn open(&self) -> usize;
     /// Sessions ended, the peak open at once, lines not read, findings given early.
     fn counts(&self) -> Counts;
@@ -63,6 +68,7 @@ impl OnReader for Make {
             broken: BTreeMap::new(),
             expired: Expired::default(),
             given_early: 0,
+            settled: Vec::new(),
             not_read: 0,
         })
     }
@@ -103,6 +109,8 @@ struct Live<S: Conform, R: Reader<S>> {
     expired: Expired,
     /// Findings given before their session's end.
     given_early: usize,
+    /// Findings given before their session's end, as its end holds them ([`Judge::settled`]).
+    settled: Vec<Finding>,
     not_read: usize,
 }
 
@@ -214,12 +222,16 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             given,
         } = ended;
         self.ended.push(session.clone());
+        let given_before = |f: &Finding| given.iter().any(|g| same(g, f));
+        let (held, new): (Vec<Finding>, Vec<Finding>) =
+            findings.iter().cloned().partition(|f| given_before(f));
         let mut new = Verdict {
-            findings: findings
-                .iter()
-                .filter(|f| !given.iter().any(|g| same(g, f)))
-                .cloned()
-                .collect(),
+            findings: new,
+            ..Verdict::default()
+        };
+        // Those given before, as the end holds them: what each explains gathered since.
+        let mut held = Verdict {
+            findings: held.into_iter().filter(|f| !f.derived.is_empty()).collect(),
             ..Verdict::default()
         };
         let mut gone = Verdict {
@@ -229,8 +241,10 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
                 .collect(),
             ..Verdict::default()
         };
-        self.reader.reword(&mut new);
-        self.reader.reword(&mut gone);
+        for v in [&mut new, &mut held, &mut gone] {
+            self.reader.reword(v);
+        }
+        self.settled.extend(held.findings);
         self.checker
             .verdict
             .not_judged
@@ -381,6 +395,10 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
 
     fn ended_since(&mut self) -> Vec<String> {
         std::mem::take(&mut self.ended)
+    }
+
+    fn settled(&mut self) -> Vec<Finding> {
+        std::mem::take(&mut self.settled)
     }
 
     fn open(&self) -> usize {

@@ -226,6 +226,11 @@ impl Monitor {
         for r in reports {
             self.summary.add(r);
         }
+        for f in self.judge.settled() {
+            if let Some(kept) = self.summary.findings.iter_mut().find(|g| same(g, &f)) {
+                *kept = f;
+            }
+        }
         let counts = self.judge.counts();
         self.summary.sessions = counts.sessions;
         self.summary.peak_open_sessions = counts.peak_open;
