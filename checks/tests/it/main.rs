@@ -31,6 +31,8 @@ mod report;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
 #[cfg(not(loom))]
 mod recorder;
+#[cfg(not(loom))]
+mod recorder_live;
 mod schema;
 mod shared_parts;
 mod snapshots;
