@@ -284,3 +284,97 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
         (0, 1, 1)
     );
 }
+
+/// The lines of `log` fed one by one: the names and lines of the findings each gave.
+fn given_by_line(log: &str) -> Vec<Vec<(String, usize)>> {
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    let mut by_line: Vec<Vec<(String, usize)>> = log
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            m.feed(l, i as u64)
+                .into_iter()
+                .filter_map(|r| match r {
+                    live::Report::Finding(f) => Some((f.name().to_owned(), f.line)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let end = m.finish().0.into_iter().filter_map(|r| match r {
+        live::Report::Finding(f) => Some((f.name().to_owned(), f.line)),
+        _ => None,
+    });
+    by_line.push(end.collect());
+    by_line
+}
+
+#[test]
+fn a_late_frame_is_given_at_the_line_that_plays_it() {
+    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
+    let by_line = given_by_line(&String::from_utf8(log).unwrap());
+    let late = [("no_late_delivery".to_owned(), 20)];
+    assert_eq!(by_line[19], late, "given as line 20 is read");
+    assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");
+}
+
+#[test]
+fn an_output_the_model_never_gave_is_given_once_its_step_is_closed() {
+    // A frame the model never delivered, at 5 ms: an invariant judged at its step's end could
+    // still explain it, so it is given once its step is closed — here by the next input, at the
+    // same time — not at its own line.
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"at\":5,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t1\",\"generation\":1,\"seq\":1}\n\
+               {\"at\":5,\"session\":\"s\",\"input\":\"tick\"}";
+    let by_line = given_by_line(log);
+    assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");
+    assert_eq!(
+        by_line[3],
+        [("unexpected_output".to_owned(), 3)],
+        "{by_line:?}"
+    );
+}
+
+#[test]
+fn a_line_as_long_as_a_line_may_be_is_read_and_one_byte_more_is_refused() {
+    let reading = trace::reading("{\"meta\":{}}", &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    m.feed("{\"meta\":{}}", 0);
+    let long = "x".repeat(trace::limits::MAX_LINE_BYTES);
+    let message = |reports: Vec<live::Report>| match &reports[..] {
+        [live::Report::InputError { error, .. }, ..] => error.message.clone(),
+        other => panic!("{other:?}"),
+    };
+    let at_limit = message(m.feed(&long, 1));
+    assert!(!at_limit.contains("more than the limit"), "{at_limit}");
+    let past = message(m.feed(&format!("{long}x"), 2));
+    assert!(past.contains("more than the limit"), "{past}");
+    let not_text = message(m.feed_bytes(b"{\"a\":\"\xff\"}", 3));
+    assert!(not_text.contains("UTF-8"), "{not_text}");
+    let (_, summary) = m.finish();
+    assert_eq!(
+        summary
+            .input_errors
+            .iter()
+            .map(|e| e.line)
+            .collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+}
+
+#[test]
+fn a_session_its_log_ended_is_not_ended_again_for_its_silence() {
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"session\":\"s\",\"session_end\":true}";
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    for l in log.lines() {
+        m.feed(l, 0);
+    }
+    assert_eq!(m.open_sessions(), 0);
+    assert!(m.expire(10_000, 1).is_empty());
+    assert_eq!(m.finish().1.expired, 0);
+}
