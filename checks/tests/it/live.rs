@@ -378,3 +378,59 @@ fn a_session_its_log_ended_is_not_ended_again_for_its_silence() {
     assert!(m.expire(10_000, 1).is_empty());
     assert_eq!(m.finish().1.expired, 0);
 }
+
+#[test]
+fn a_followed_file_is_judged_as_it_grows_and_sigint_ends_it_with_the_summary() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("turnfence-follow-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agent.jsonl");
+    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
+    let cut = log.iter().take(3000).filter(|b| **b == b'\n').count();
+    let mut file = std::fs::File::create(&path).unwrap();
+    // The first part, ending mid-line, is there before the monitor starts.
+    file.write_all(&log[..3000]).unwrap();
+    file.flush().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_turnfence"))
+        .args([
+            "check",
+            "--follow",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        cut < 19,
+        "the late frame (line 20) comes after the monitor starts"
+    );
+    file.write_all(&log[3000..]).unwrap();
+    file.flush().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let finding: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(
+        finding["finding"]["invariant"], "no_late_delivery",
+        "{first}"
+    );
+    assert_eq!(finding["finding"]["line"], 20);
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let summary: serde_json::Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    // Every line read before the signal is judged; the reading may not have reached the last.
+    let lines = summary["summary"]["lines"].as_u64().unwrap();
+    assert!((20..=32).contains(&lines), "{rest}");
+    assert_eq!(summary["summary"]["finding_count"], 1, "{rest}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
