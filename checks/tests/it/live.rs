@@ -66,3 +66,39 @@ fn a_log_fed_line_by_line_gives_the_findings_of_the_whole_file() {
     );
     assert!(compared > 250);
 }
+
+/// `lines` fed to a monitor of the reading their first line names, then finished: every report,
+/// and the summary.
+fn fed(lines: &[&str]) -> (Vec<live::Report>, live::Summary) {
+    let reading = trace::reading(lines[0], &Default::default()).unwrap();
+    let mut monitor = live::Monitor::new(&reading).unwrap();
+    let mut reports = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        reports.extend(monitor.feed(line, i as u64));
+    }
+    let (end, summary) = monitor.finish();
+    reports.extend(end);
+    (reports, summary)
+}
+
+#[test]
+fn the_lines_of_a_session_not_judged_are_counted_once_each() {
+    // A Pipecat log whose pipeline stops being judged at its sixth line: each later line makes
+    // several events, and is one line not read.
+    let path = crate::interop_corpus()
+        .into_iter()
+        .find(|p| p.ends_with("pipecat@0.0.84/tool_through_interruption.jsonl"))
+        .unwrap();
+    let text = read(&path);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[5] = "1e400";
+    let (_, summary) = fed(&lines);
+    assert_eq!(summary.input_error_count, 1);
+    assert!(summary.lines_not_read > 0);
+    assert!(
+        summary.lines_not_read <= lines.len() - 6,
+        "{} lines not read of {}",
+        summary.lines_not_read,
+        lines.len() - 6
+    );
+}

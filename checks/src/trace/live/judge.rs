@@ -63,6 +63,7 @@ impl OnReader for Make {
             expired: Expired::default(),
             given_early: 0,
             not_read: 0,
+            last_not_read: 0,
         })
     }
 }
@@ -99,7 +100,9 @@ struct Live<S: Conform, R: Reader<S>> {
     expired: Expired,
     /// Findings given before their session's end.
     given_early: usize,
+    /// Lines at which an event was not read, and the last of them.
     not_read: usize,
+    last_not_read: usize,
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
@@ -236,6 +239,14 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
+    /// An event not read at `line`: the line counted once, however many events it makes.
+    fn count_not_read(&mut self, line: usize) {
+        if line > self.last_not_read {
+            self.last_not_read = line;
+            self.not_read += 1;
+        }
+    }
+
     /// Applies `event`s of a line, each session no longer judged skipped; what they decide.
     fn apply(&mut self, text: &str) -> Vec<Report> {
         let mut reports = Vec::new();
@@ -251,7 +262,7 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             }
             for event in std::mem::take(&mut self.events) {
                 if self.not_judged(&event) {
-                    self.not_read += 1;
+                    self.count_not_read(at);
                     continue;
                 }
                 let session = event_session(&event).map(str::to_owned);
