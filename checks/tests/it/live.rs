@@ -102,3 +102,32 @@ fn the_lines_of_a_session_not_judged_are_counted_once_each() {
         lines.len() - 6
     );
 }
+
+#[test]
+fn a_bad_line_of_a_session_already_not_judged_stops_no_other() {
+    let lines = [
+        r#"{"at":0,"session":"a","input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+        r#"{"at":0,"session":"b","input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+        r#"{"at":1e400,"session":"b","input":"tick"}"#,
+        r#"{"at":1e400,"session":"b","input":"tick"}"#,
+        r#"{"at":2,"session":"a","input":"tick"}"#,
+    ];
+    let (reports, summary) = fed(&lines);
+    let stopped: Vec<(usize, Vec<String>)> = reports
+        .iter()
+        .filter_map(|r| match r {
+            live::Report::InputError { error, sessions } => Some((error.line, sessions.clone())),
+            _ => None,
+        })
+        .collect();
+    let b = vec!["b".to_owned()];
+    assert_eq!(stopped, [(3, b.clone()), (4, b)]);
+    // `b` is said not judged once, and `a` is judged to its end.
+    let not_judged: Vec<&str> = summary
+        .not_judged
+        .iter()
+        .map(|n| n.session.as_str())
+        .collect();
+    assert_eq!(not_judged, ["b"]);
+    assert_eq!(summary.sessions, 2);
+}

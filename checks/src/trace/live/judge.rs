@@ -106,12 +106,13 @@ struct Live<S: Conform, R: Reader<S>> {
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
-    /// The sessions a line that cannot be read may belong to: the open session whose name it
-    /// holds as a string, else every open one.
+    /// The sessions a line that cannot be read may belong to: the one session, open or no longer
+    /// judged after an input error, whose name it holds as a string, else every open one.
     fn owners(&self, text: &str) -> Vec<String> {
         let open = &self.checker.sessions.open;
         let named: Vec<String> = open
             .keys()
+            .chain(self.broken.keys())
             .filter(|s| text.contains(&format!("\"{s}\"")))
             .cloned()
             .collect();
@@ -126,6 +127,10 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
     fn break_sessions(&mut self, error: InputError, owners: Vec<String>) -> Vec<Report> {
         let mut reports = Vec::new();
         for s in &owners {
+            if self.broken.contains_key(s) {
+                // Not judged since an earlier line: said once.
+                continue;
+            }
             if self.checker.sessions.open.remove(s).is_some() {
                 self.checker.verdict.sessions += 1;
                 self.ended.push(s.clone());
