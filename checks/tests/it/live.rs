@@ -434,3 +434,68 @@ fn a_followed_file_is_judged_as_it_grows_and_sigint_ends_it_with_the_summary() {
     assert_eq!(summary["summary"]["finding_count"], 1, "{rest}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `lines` fed to a monitor of the reading their first line names, then finished: every report,
+/// and the summary.
+fn fed(lines: &[&str]) -> (Vec<live::Report>, live::Summary) {
+    let reading = trace::reading(lines[0], &Default::default()).unwrap();
+    let mut monitor = live::Monitor::new(&reading).unwrap();
+    let mut reports = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        reports.extend(monitor.feed(line, i as u64));
+    }
+    let (end, summary) = monitor.finish();
+    reports.extend(end);
+    (reports, summary)
+}
+
+#[test]
+fn the_lines_of_a_session_not_judged_are_counted_once_each() {
+    // A Pipecat log whose pipeline stops being judged at its sixth line: each later line makes
+    // several events, and is one line not read.
+    let path = crate::interop_corpus()
+        .into_iter()
+        .find(|p| p.ends_with("pipecat@0.0.84/tool_through_interruption.jsonl"))
+        .unwrap();
+    let text = read(&path);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[5] = "1e400";
+    let (_, summary) = fed(&lines);
+    assert_eq!(summary.input_error_count, 1);
+    assert!(summary.lines_not_read > 0);
+    assert!(
+        summary.lines_not_read <= lines.len() - 6,
+        "{} lines not read of {}",
+        summary.lines_not_read,
+        lines.len() - 6
+    );
+}
+
+#[test]
+fn a_bad_line_of_a_session_already_not_judged_stops_no_other() {
+    let lines = [
+        r#"{"at":0,"session":"a","input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+        r#"{"at":0,"session":"b","input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+        r#"{"at":1e400,"session":"b","input":"tick"}"#,
+        r#"{"at":1e400,"session":"b","input":"tick"}"#,
+        r#"{"at":2,"session":"a","input":"tick"}"#,
+    ];
+    let (reports, summary) = fed(&lines);
+    let stopped: Vec<(usize, Vec<String>)> = reports
+        .iter()
+        .filter_map(|r| match r {
+            live::Report::InputError { error, sessions } => Some((error.line, sessions.clone())),
+            _ => None,
+        })
+        .collect();
+    let b = vec!["b".to_owned()];
+    assert_eq!(stopped, [(3, b.clone()), (4, b)]);
+    // `b` is said not judged once, and `a` is judged to its end.
+    let not_judged: Vec<&str> = summary
+        .not_judged
+        .iter()
+        .map(|n| n.session.as_str())
+        .collect();
+    assert_eq!(not_judged, ["b"]);
+    assert_eq!(summary.sessions, 2);
+}

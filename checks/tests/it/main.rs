@@ -17,6 +17,7 @@ mod fixtures;
 mod flaws;
 mod fuzz;
 mod gate;
+mod hostile;
 mod interop;
 mod live;
 mod mangled;
@@ -109,13 +110,18 @@ pub fn snapshot_settings() -> insta::Settings {
 
 /// The trace files (`*.jsonl`) in `fixtures/<dir>/`, sorted.
 pub fn fixtures(dir: &str) -> Vec<PathBuf> {
+    fixture_files(dir, "jsonl")
+}
+
+/// The files `*.<ext>` in `fixtures/<dir>/`, sorted.
+pub fn fixture_files(dir: &str, ext: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures")
         .join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
         .collect();
     files.sort();
     files

@@ -70,6 +70,7 @@ impl OnReader for Make {
             given_early: 0,
             settled: Vec::new(),
             not_read: 0,
+            last_not_read: 0,
         })
     }
 }
@@ -111,16 +112,19 @@ struct Live<S: Conform, R: Reader<S>> {
     given_early: usize,
     /// Findings given before their session's end, as its end holds them ([`Judge::settled`]).
     settled: Vec<Finding>,
+    /// Lines at which an event was not read, and the last of them.
     not_read: usize,
+    last_not_read: usize,
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
-    /// The sessions a line that cannot be read may belong to: the open session whose name it
-    /// holds as a string, else every open one.
+    /// The sessions a line that cannot be read may belong to: the one session, open or no longer
+    /// judged after an input error, whose name it holds as a string, else every open one.
     fn owners(&self, text: &str) -> Vec<String> {
         let open = &self.checker.sessions.open;
         let named: Vec<String> = open
             .keys()
+            .chain(self.broken.keys())
             .filter(|s| text.contains(&format!("\"{s}\"")))
             .cloned()
             .collect();
@@ -135,6 +139,10 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
     fn break_sessions(&mut self, error: InputError, owners: Vec<String>) -> Vec<Report> {
         let mut reports = Vec::new();
         for s in &owners {
+            if self.broken.contains_key(s) {
+                // Not judged since an earlier line: said once.
+                continue;
+            }
             if self.checker.sessions.open.remove(s).is_some() {
                 self.checker.verdict.sessions += 1;
                 self.ended.push(s.clone());
@@ -256,6 +264,14 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
+    /// An event not read at `line`: the line counted once, however many events it makes.
+    fn count_not_read(&mut self, line: usize) {
+        if line > self.last_not_read {
+            self.last_not_read = line;
+            self.not_read += 1;
+        }
+    }
+
     /// Applies `event`s of a line, each session no longer judged skipped; what they decide.
     fn apply(&mut self, text: &str) -> Vec<Report> {
         let mut reports = Vec::new();
@@ -271,7 +287,7 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             }
             for event in std::mem::take(&mut self.events) {
                 if self.not_judged(&event) {
-                    self.not_read += 1;
+                    self.count_not_read(at);
                     continue;
                 }
                 let session = event_session(&event).map(str::to_owned);
