@@ -500,12 +500,13 @@ fn a_mangled_log_interleaved_with_another_leaves_the_others_sessions_judged() {
                 // next begins): nothing to hold apart.
                 return Ok(());
             }
-            // A line of `b`'s that names only one of `b`'s sessions the monitor knows (open, or
-            // not judged since an earlier bad line) stops none of `a`'s. The monitor knows a
-            // session once an event of it was judged: in the canonical form, from its first line;
-            // a stack's first lines of a session may make no event (a Realtime `session.created`),
-            // and a bad line naming it then stops every open session.
-            if reading.dialect == Dialect::Canonical {
+            // A line of `b`'s that names only one of `b`'s sessions stops none of `a`'s: in the
+            // canonical form and a Realtime envelope, whose `session` field names it (even a
+            // session whose first lines made no event yet, a Realtime `session.created`).
+            if matches!(
+                reading.dialect,
+                Dialect::Canonical | Dialect::OpenaiRealtime
+            ) {
                 for (line, text, sessions, message) in clearly_of_b(&mixed, &fed) {
                     let text: String = text.chars().take(300).collect();
                     prop_assert!(

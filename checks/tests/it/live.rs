@@ -499,3 +499,40 @@ fn a_bad_line_of_a_session_already_not_judged_stops_no_other() {
     assert_eq!(not_judged, ["b"]);
     assert_eq!(summary.sessions, 2);
 }
+
+#[test]
+fn a_bad_line_of_a_session_not_begun_yet_stops_that_session_alone() {
+    // Two Realtime sessions: `a` under way; `b` opened by its `session.created` (no event of the
+    // turn machine), then a delta of a response nothing began. Its `session` field names `b`.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/hostile/0017_realtime_bad_line_of_a_session_not_yet_judged.bin");
+    #[allow(clippy::disallowed_methods)] // Fixtures are the tests' input.
+    let bytes = std::fs::read(&path).unwrap();
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let first = bytes.split(|b| *b == b'\n').next().unwrap();
+    let reading = trace::reading(std::str::from_utf8(first).unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    let mut reports = Vec::new();
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        reports.extend(m.feed_bytes(line, i as u64));
+    }
+    let (end, summary) = m.finish();
+    reports.extend(end);
+    let stopped: Vec<&Vec<String>> = reports
+        .iter()
+        .filter_map(|r| match r {
+            live::Report::InputError { sessions, .. } => Some(sessions),
+            _ => None,
+        })
+        .collect();
+    assert!(!stopped.is_empty());
+    assert!(
+        stopped.iter().all(|s| *s == &["b".to_owned()]),
+        "{stopped:?}"
+    );
+    assert!(
+        summary.not_judged.iter().all(|n| n.session == "b"),
+        "{summary:?}"
+    );
+    assert_eq!(summary.sessions, 1, "`a` judged to its end");
+}

@@ -118,9 +118,14 @@ struct Live<S: Conform, R: Reader<S>> {
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
-    /// The sessions a line that cannot be read may belong to: the one session, open or no longer
-    /// judged after an input error, whose name it holds as a string, else every open one.
+    /// The sessions a line that cannot be read may belong to: the one its `session` field names
+    /// (open, not judged any more, or not begun: its first lines made no event), else the one
+    /// session, open or no longer judged after an input error, whose name it holds as a string,
+    /// else every open one.
     fn owners(&self, text: &str) -> Vec<String> {
+        if let Some(s) = session_field(text) {
+            return vec![s.to_owned()];
+        }
         let open = &self.checker.sessions.open;
         let named: Vec<String> = open
             .keys()
@@ -317,6 +322,20 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         reports.extend(self.gather());
         reports
     }
+}
+
+/// The name a line's `session` field gives (the canonical form's, a Realtime envelope's, a
+/// LiveKit event's by default), read from its text as it is — whole or torn, valid JSON or not —
+/// where it holds one plainly (no escapes).
+fn session_field(text: &str) -> Option<&str> {
+    let after = &text[text.find("\"session\"")? + "\"session\"".len()..];
+    let value = after
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    let name = &value[..value.find('"')?];
+    (!name.is_empty() && !name.contains('\\')).then_some(name)
 }
 
 /// The session an event is about (none: the meta line).
