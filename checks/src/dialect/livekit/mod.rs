@@ -407,15 +407,13 @@ impl Livekit {
             .kind
             .clone()
             .ok_or_else(|| InputError::at(line, "the event has no `type`"))?;
-        let created = ev
-            .created_at
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| {
-                InputError::at(
-                    line,
-                    "missing `created_at`: the event's time (epoch seconds)",
-                )
-            })?;
+        let created = crate::trace::limits::stated_time(
+            ev.created_at,
+            1000.0,
+            line,
+            "created_at",
+            "the event's time (epoch seconds)",
+        )?;
         let mut out = Vec::new();
         if !self.sessions.contains_key(&session) {
             let options = stated.cloned().unwrap_or_else(|| self.meta.clone());

@@ -121,20 +121,23 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
     /// The sessions a line that cannot be read may belong to: the one its `session` field names
     /// (open, not judged any more, or not begun: its first lines made no event), else the one
     /// session, open or no longer judged after an input error, whose name it holds as a string,
-    /// else every open one.
+    /// else the one session there is, else every open one.
     fn owners(&self, text: &str) -> Vec<String> {
         if let Some(s) = session_field(text) {
             return vec![s.to_owned()];
         }
         let open = &self.checker.sessions.open;
-        let named: Vec<String> = open
-            .keys()
-            .chain(self.broken.keys())
+        let known = || open.keys().chain(self.broken.keys());
+        let named: Vec<String> = known()
             .filter(|s| text.contains(&format!("\"{s}\"")))
             .cloned()
             .collect();
         if named.len() == 1 {
             return named;
+        }
+        // A log of one session (a stack's log without session names): that one.
+        if known().count() == 1 {
+            return known().cloned().collect();
         }
         open.keys().cloned().collect()
     }
