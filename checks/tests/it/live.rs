@@ -536,3 +536,21 @@ fn a_bad_line_of_a_session_not_begun_yet_stops_that_session_alone() {
     );
     assert_eq!(summary.sessions, 1, "`a` judged to its end");
 }
+
+#[test]
+fn a_session_ended_for_its_silence_is_forgotten_by_the_clock_too() {
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"at\":0,\"session\":\"u\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}";
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    m.feed(lines[0], 0);
+    m.feed(lines[1], 0);
+    assert_eq!(m.expire(10, 5).len(), 1, "s ends for its silence");
+    m.feed(lines[2], 20);
+    // Only u is left to end: s is not ended twice, however often the clock is looked at.
+    assert_eq!(m.expire(30, 5).len(), 1);
+    assert!(m.expire(40, 5).is_empty());
+    assert_eq!(m.finish().1.expired, 2);
+}

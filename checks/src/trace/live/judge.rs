@@ -380,8 +380,7 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
     }
 
     fn expire(&mut self, session: &str, idle: u64) -> Vec<Report> {
-        // What the session decided stands; its end is not seen.
-        self.touched.push(session.to_owned());
+        // What the session decided stands (given after its last line); its end is not seen.
         let mut reports = self.gather();
         if let Some(check) = self.checker.sessions.open.remove(session) {
             drop(check);
