@@ -15,19 +15,27 @@
 //! turnfence check OUT.jsonl      # no_late_delivery, at the line of the delta sent after the stop
 //! ```
 //!
+//! The recorder also judges the trace as it writes it: each finding is counted by the callback
+//! the manager installs, and printed on standard error as it is given, from the recorder's
+//! warning event (`warning: no_late_delivery at line 25 …` with the bug, nothing without).
+//!
 //! Time is tokio's, paused: the runtime has one thread and, whenever every task waits, moves its
 //! clock straight to the next timer. A run takes no real time and writes the same bytes every
-//! time; the recorder's clock reads that virtual time.
+//! time; the recorder's clock reads that virtual time, and so does its live judge.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::io::Write;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::runtime::Runtime;
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::time::{sleep, sleep_until, Instant};
+use tracing_subscriber::layer::SubscriberExt;
 use turnfence_checks::recorder::Recorder;
+use turnfence_checks::trace::Finding;
 
 /// The conversation, as the trace names it.
 pub const SESSION: &str = "call-7";
@@ -49,6 +57,10 @@ macro_rules! record {
 #[path = "session.rs"]
 mod session;
 use session::Session;
+
+#[path = "warnings.rs"]
+mod warnings;
+pub use warnings::Warnings;
 
 /// A planted bug.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,21 +91,44 @@ fn main() -> ExitCode {
         }
     };
     let (runtime, start) = runtime();
-    // The one line of setup: every `turnfence` event from here on is a line of OUT.
-    let recorded = Recorder::new(file, virtual_ms(start))
-        .complete(COMPLETE)
-        .install();
-    let Ok(recording) = recorded else {
+    // Every `turnfence` event from here on is a line of OUT, judged as it is written; each
+    // finding is counted, and printed by the warnings layer.
+    let findings = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&findings);
+    let recorder = recorder(file, start, move |_| {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    let recording = recorder.recording();
+    let subscriber = tracing_subscriber::registry()
+        .with(recorder)
+        .with(Warnings::to(std::io::stderr()));
+    if tracing::subscriber::set_global_default(subscriber).is_err() {
         eprintln!("a tracing subscriber is already installed");
         return ExitCode::from(2);
-    };
+    }
     runtime.block_on(converse(bug));
-    println!("{out}: {} lines", recording.lines());
+    // The end of the trace: what only the end decides is judged too.
+    let summary = recording.finish_judging().unwrap_or_default();
+    let found = findings.load(Ordering::SeqCst);
+    let (lines, at_end) = (recording.lines(), summary.finding_count);
+    println!("{out}: {lines} lines; {found} findings as it ran, {at_end} at its end");
     if recording.rejected() > 0 {
         eprintln!("{} events not recorded", recording.rejected());
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// The manager's recorder: its trace written to `writer` on the runtime's virtual time since
+/// `start`, judged as it is written, `on_finding` called with each finding as it is given.
+pub fn recorder(
+    writer: impl Write + Send + 'static,
+    start: Instant,
+    on_finding: impl Fn(&Finding) + Send + Sync + 'static,
+) -> Recorder {
+    Recorder::new(writer, virtual_ms(start))
+        .complete(COMPLETE)
+        .on_finding(on_finding)
 }
 
 /// The runtime — one thread, time paused — and the instant its clock starts at.

@@ -1,7 +1,7 @@
 //! `turnfence check PATH...`: traces judged against a machine — one file as a full report, or
 //! many (files, and every `*.jsonl`, `*.ndjson` and JSON `*.log` beneath a directory, the rest
 //! listed as skipped) on every core, a line each and a summary. Each trace is read as its own
-//! meta line says unless a flag overrides it.
+//! meta line says, else as its first line shows, else as the flags say.
 
 use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ pub struct Ask {
 }
 
 impl Ask {
-    /// The choices that override each trace's meta line.
+    /// The choices for each trace that does not say its own.
     pub fn flags(&self) -> Flags {
         Flags {
             dialect: self.dialect,

@@ -121,11 +121,21 @@ pub fn run(path: &Path, flags: &Flags, live: &Live) -> ExitCode {
     let mut last_expiry = Instant::now();
     let mut first_line: Option<Vec<u8>> = None;
     let mut anew = false;
+    let mut draining: Option<usize> = None;
     let code = loop {
-        if stop.load(Ordering::Relaxed) {
-            break None;
-        }
-        let got = from.recv_timeout(Duration::from_millis(50));
+        // On a signal, the lines already read (waiting then) are judged before the end.
+        let got = if stop.load(Ordering::Relaxed) {
+            let left = draining.get_or_insert_with(|| behind.waiting.load(Ordering::Relaxed));
+            match from.try_recv() {
+                Ok(read) if *left > 0 => {
+                    *left -= 1;
+                    Ok(read)
+                }
+                _ => break None,
+            }
+        } else {
+            from.recv_timeout(Duration::from_millis(50))
+        };
         let now = ms(started.elapsed());
         let mut reports = Vec::new();
         match got {

@@ -30,8 +30,8 @@ pub struct Plan {
     /// Run with a planted flaw switched on (builds with `--features flaws` only).
     #[arg(long)]
     pub flaw: Option<String>,
-    /// The rule choices the machine follows (a turn machine's: `lab`, the default, or
-    /// `openai-realtime`); a flaw runs under its own.
+    /// The rule choices the machine follows (`lab` by default): the turn machine takes any of
+    /// the possible values, the fence machine `lab` only; a flaw runs under its own.
     #[arg(long, value_enum)]
     pub profile: Option<turnfence_checks::trace::Profile>,
     /// Also write the outcome as JUnit XML to this file.

@@ -84,21 +84,25 @@ enum Command {
         #[arg(long)]
         agent: bool,
     },
-    /// Checks JSON Lines traces against their machine, each read as its meta line says. Exit 0:
-    /// every one conforms; 1: violations in any; 2: any unreadable (a malformed line, an unknown
-    /// event or field, time going backwards, a file that cannot be read, …).
+    /// Checks JSON Lines traces against their machine, each read as its meta line says, else as
+    /// its first line shows, else as the flags say. Exit 0: every one conforms; 1: violations in
+    /// any; 2: any unreadable (a malformed line, an unknown event or field, time going
+    /// backwards, a file that cannot be read, …).
     Check {
         /// Traces: files (`-` for standard input) and directories (every `*.jsonl`, `*.ndjson` and JSON `*.log` beneath; other files are listed as skipped).
         #[arg(required = true)]
         paths: Vec<PathBuf>,
-        /// The dialect; by default each trace's meta line `dialect`, else `canonical`.
+        /// The dialect of a trace whose meta line names none and whose first line is no stack's
+        /// (else `canonical`). A trace's own meta line or first line wins, and a flag it
+        /// contradicts is reported not used.
         #[arg(long, value_enum)]
         dialect: Option<Dialect>,
-        /// The machine; by default each trace's meta line `machine`, else `turn`.
+        /// The machine of a trace whose meta line names none (else `turn`; a stack's log is a
+        /// turn trace).
         #[arg(long, value_enum)]
         machine: Option<Machine>,
-        /// The rule choices the system follows; by default each trace's meta line `profile`,
-        /// else `lab`.
+        /// The rule choices of a trace whose meta line names none (else its dialect's own, a
+        /// real stack's, or `lab`); a stack's log is read under its own profile or the lab's.
         #[arg(long, value_enum)]
         profile: Option<turnfence_checks::trace::Profile>,
         /// The field of a line that names its session (a room, a call id), for a log of many

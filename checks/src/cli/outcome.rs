@@ -138,7 +138,8 @@ pub fn text_many(named: &[(&Path, &Outcome)], stale: Option<&[&Entry]>) -> Strin
     out
 }
 
-/// A flag that overrode the trace's meta line, as a clause.
+/// Where the trace's reading departs from what it was told (a dialect recognised, a flag not
+/// used and why), as a clause.
 fn said(reading: &Reading) -> String {
     if reading.overrides.is_empty() {
         String::new()

@@ -22,6 +22,37 @@ pub const MAX_OPEN_SESSIONS: usize = 1 << 16;
 /// up to this many; beyond it, the trace is refused rather than held.
 pub const MAX_PENDING_OUTPUTS: usize = 1 << 16;
 
+/// The latest time a log may state, in ms: 2^53, below which a JSON number (an `f64`) holds every
+/// whole number exactly (some 285 000 years). A stack's time past it is an input error at its
+/// line, not a clock stuck at the end of time that makes every later line go backwards.
+pub const MAX_TIME_MS: f64 = 9_007_199_254_740_992.0;
+
+/// A time a stack's log states under `field` (`what` it is, in units of `unit_ms` ms: a
+/// `t_ms` 1, epoch seconds 1 000): missing, not a number, negative, or past [`MAX_TIME_MS`] is
+/// an input error at `line` saying which.
+pub fn stated_time(
+    value: Option<f64>,
+    unit_ms: f64,
+    line: usize,
+    field: &str,
+    what: &str,
+) -> Result<f64, InputError> {
+    let v = value.ok_or_else(|| InputError::at(line, format!("missing `{field}`: {what}")))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(InputError::at(
+            line,
+            format!("`{field}` is {v}: {what}, a number 0 or more"),
+        ));
+    }
+    if v * unit_ms > MAX_TIME_MS {
+        return Err(InputError::at(
+            line,
+            format!("`{field}` is {v}: {what}, past the latest time a log may state (2^53 ms)"),
+        ));
+    }
+    Ok(v)
+}
+
 /// Keys whose strings are free text rather than ids.
 const FREE_TEXT: [&str; 5] = ["text", "story", "source", "error", "message"];
 
@@ -127,5 +158,35 @@ mod tests {
             "{}",
             e.message
         );
+    }
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::{stated_time, MAX_TIME_MS};
+
+    #[test]
+    fn a_stated_time_is_a_number_from_0_to_the_latest_a_log_may_state() {
+        let t = |v: Option<f64>, unit: f64| stated_time(v, unit, 7, "t_ms", "the clock");
+        assert_eq!(t(Some(0.0), 1.0), Ok(0.0));
+        assert_eq!(t(Some(MAX_TIME_MS), 1.0), Ok(MAX_TIME_MS));
+        assert_eq!(
+            t(Some(MAX_TIME_MS / 1000.0), 1000.0),
+            Ok(MAX_TIME_MS / 1000.0)
+        );
+        let message = |r: Result<f64, super::InputError>| {
+            let e = r.unwrap_err();
+            assert_eq!(e.line, 7);
+            e.message
+        };
+        assert!(message(t(None, 1.0)).starts_with("missing `t_ms`"));
+        for wrong in [-1.0, f64::NAN, f64::INFINITY] {
+            assert!(
+                message(t(Some(wrong), 1.0)).contains("a number 0 or more"),
+                "{wrong}"
+            );
+        }
+        assert!(message(t(Some(MAX_TIME_MS + 2.0), 1.0)).contains("past the latest time"));
+        assert!(message(t(Some(MAX_TIME_MS / 1000.0 + 1.0), 1000.0)).contains("past the latest"));
     }
 }

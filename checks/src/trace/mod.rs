@@ -180,6 +180,22 @@ pub enum FindingKind {
     LeftOpen,
 }
 
+impl FindingKind {
+    /// The kind's name, its JSON form: what a finding that is not an invariant's leads with, and
+    /// the rule a [`NotJudged`] names where it leaves a finding of this kind unjudged.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FindingKind::Invariant => "invariant",
+            FindingKind::UnexpectedOutput => "unexpected_output",
+            FindingKind::ContradictedOutput => "contradicted_output",
+            FindingKind::ContradictedFact => "contradicted_fact",
+            FindingKind::RefusedInput => "refused_input",
+            FindingKind::MissingOutput => "missing_output",
+            FindingKind::LeftOpen => "left_open",
+        }
+    }
+}
+
 /// One thing found wrong, with where and why.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Finding {
@@ -205,16 +221,7 @@ pub struct Finding {
 impl Finding {
     /// The name a report leads with: the invariant's, or the kind of non-conformance.
     pub fn name(&self) -> &'static str {
-        match (self.invariant, self.kind) {
-            (Some(i), _) => i,
-            (None, FindingKind::UnexpectedOutput) => "unexpected_output",
-            (None, FindingKind::ContradictedOutput) => "contradicted_output",
-            (None, FindingKind::ContradictedFact) => "contradicted_fact",
-            (None, FindingKind::RefusedInput) => "refused_input",
-            (None, FindingKind::MissingOutput) => "missing_output",
-            (None, FindingKind::LeftOpen) => "left_open",
-            (None, FindingKind::Invariant) => "invariant",
-        }
+        self.invariant.unwrap_or(self.kind.name())
     }
 }
 
@@ -240,7 +247,7 @@ impl NotJudged {
     /// (`left_open`: where the log stops, not what it shows) is that finding alone. Without
     /// subjects it drops nothing: the dialect judged none of it.
     fn covers(&self, f: &Finding) -> bool {
-        let conformance = self.rule == "left_open";
+        let conformance = self.rule == FindingKind::LeftOpen.name();
         f.session == self.session
             && (f.name() == self.rule || f.kind != FindingKind::Invariant && !conformance)
             && f.ids.iter().any(|i| self.ids.contains(i))
@@ -503,4 +510,26 @@ pub fn check_events_as<S: Conform>(
     }
     let lines = c.verdict.lines;
     c.conclude(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FindingKind;
+
+    /// A kind's name is its JSON form, so a rule left unjudged that names a kind names it as the
+    /// JSON report does.
+    #[test]
+    fn a_finding_kinds_name_is_its_json_form() {
+        for kind in [
+            FindingKind::Invariant,
+            FindingKind::UnexpectedOutput,
+            FindingKind::ContradictedOutput,
+            FindingKind::ContradictedFact,
+            FindingKind::RefusedInput,
+            FindingKind::MissingOutput,
+            FindingKind::LeftOpen,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
+    }
 }

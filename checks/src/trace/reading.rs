@@ -1,5 +1,6 @@
-//! How a trace is read: in the dialect and for the machine its meta line names, unless a flag
-//! says otherwise (and then says so), and the check of a whole trace from a reader.
+//! How a trace is read: in the dialect, for the machine and under the profile its meta line
+//! names, else (the dialect) its first line shows, else a flag says — a flag the trace
+//! contradicts not used, and said — and the check of a whole trace from a reader.
 
 use std::io::BufRead;
 
@@ -173,8 +174,8 @@ fn on_machine<S: Conform + 'static, R: Reader<S> + Send + 'static, T: OnReader>(
     Ok(then.on(reader, fresh))
 }
 
-/// How a trace was read: its dialect, machine and profile, and each flag that overrode its meta
-/// line.
+/// How a trace was read: its dialect, machine and profile, and each place the reading departs
+/// from what it was told.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reading {
     pub dialect: Dialect,
@@ -183,53 +184,52 @@ pub struct Reading {
     /// The field of a line that names its session (`--session-key`, else the meta line's
     /// `session_key`): a room, a call id. Read by the `livekit-agents` dialect.
     pub session_key: Option<String>,
-    /// Where the reading departs from what the meta line names, each said as a sentence: a flag
-    /// that disagreed with it, or a dialect recognised from the first line where none was named.
+    /// Where the reading departs from what it was told, each said as a sentence: a dialect
+    /// recognised from the first line where no meta line names one, or a flag not used because
+    /// the trace says otherwise (and why).
     pub overrides: Vec<String>,
 }
 
-/// Which dialect and machine a trace is read as: a flag, else what the meta line (`first`, the
-/// trace's first line) names, else canonical and turn.
+/// Which dialect, machine and profile a trace is read as, each part from the trace itself where
+/// it says — its meta line (`first`, the trace's first line), else, for the dialect, its first
+/// line recognised as a stack's — else from the flag, else canonical, turn, and the dialect's
+/// own profile (the lab's for canonical and lab). A flag that contradicts what the trace says is
+/// not used, and the reading says so; a real stack's dialect implies its profile.
 pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
-    let meta = serde_json::from_str::<serde_json::Value>(first.trim_start_matches('\u{feff}'))
+    let first = first.trim_start_matches('\u{feff}');
+    let meta = serde_json::from_str::<serde_json::Value>(first)
         .ok()
         .and_then(|v| v.get("meta").cloned());
     let mut overrides = Vec::new();
-    let dialect = chosen(flags.dialect, meta.as_ref(), &mut overrides)?;
-    let machine = chosen(flags.machine, meta.as_ref(), &mut overrides)?;
-    let profile = chosen(flags.profile, meta.as_ref(), &mut overrides)?;
-    let dialect = match dialect {
-        Some(dialect) => dialect,
-        None => match super::recognise::recognise(first.trim_start_matches('\u{feff}')) {
-            Some((dialect, why)) => {
-                overrides.push(format!(
-                    "read as {}: no meta line names a dialect, and {why}",
-                    dialect.name()
-                ));
-                dialect
-            }
-            None => Dialect::Canonical,
-        },
+    let mut own = Own {
+        dialect: named(meta.as_ref())?,
+        machine: named(meta.as_ref())?,
+        profile: named(meta.as_ref())?,
     };
-    // A dialect of a real stack implies its profile. Another stack's rules cannot judge its log
-    // (the lab's may: they are the reference every stack is read against).
-    let implied = match dialect {
-        Dialect::OpenaiRealtime => Some(Profile::OpenaiRealtime),
-        Dialect::LivekitAgents => Some(Profile::LivekitAgents),
-        Dialect::Pipecat => Some(Profile::Pipecat),
-        Dialect::Canonical | Dialect::Lab => None,
-    };
-    let foreign = profile.filter(|p| *p != Profile::Lab && Some(*p) != implied);
-    if let (Some(own), Some(named)) = (implied, foreign) {
-        return Err(InputError::at(
-            0,
-            format!(
-                "the {} dialect is read under its own profile {:?}, not {:?}: leave the profile out",
-                dialect.name(),
-                own.name(),
-                named.name()
-            ),
-        ));
+    if own.dialect.is_none() {
+        if let Some((dialect, why)) = super::recognise::recognise(first) {
+            overrides.push(format!(
+                "read as {}: no meta line names a dialect, and {why}",
+                dialect.name()
+            ));
+            let said = format!("its first line is recognised as {}", dialect.name());
+            own.dialect = Some((dialect, said));
+        }
+    }
+    let notes = &mut overrides;
+    let dialect = settle(&own.dialect, flags.dialect, notes, |d| {
+        own.clash(Some(d), None, None)
+    });
+    let machine = settle(&own.machine, flags.machine, notes, |m| {
+        own.clash(None, Some(m), None)
+    });
+    let profile = settle(&own.profile, flags.profile, notes, |p| {
+        own.clash(None, None, Some(p))
+    });
+    let dialect = dialect.unwrap_or(Dialect::Canonical);
+    let implied = own_profile(dialect);
+    if let Some(why) = clash(Some(dialect), None, profile) {
+        return Err(InputError::at(0, format!("{why}: leave the profile out")));
     }
     let meta_key = meta
         .as_ref()
@@ -253,7 +253,103 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     })
 }
 
-/// What a meta line names and a flag overrides: a dialect, a machine.
+/// The profile a real stack's dialect implies: another stack's rules cannot judge its log (the
+/// lab's may: they are the reference every stack is read against). `None` for canonical and lab.
+fn own_profile(dialect: Dialect) -> Option<Profile> {
+    match dialect {
+        Dialect::OpenaiRealtime => Some(Profile::OpenaiRealtime),
+        Dialect::LivekitAgents => Some(Profile::LivekitAgents),
+        Dialect::Pipecat => Some(Profile::Pipecat),
+        Dialect::Canonical | Dialect::Lab => None,
+    }
+}
+
+/// Why the parts given cannot be read together, if they cannot: a real stack's dialect under
+/// another stack's profile, a dialect other than canonical for the fence machine, the fence
+/// machine under a profile other than the lab's.
+fn clash(
+    dialect: Option<Dialect>,
+    machine: Option<Machine>,
+    profile: Option<Profile>,
+) -> Option<String> {
+    if let (Some(d), Some(p)) = (dialect, profile) {
+        if let Some(own) = own_profile(d).filter(|own| p != Profile::Lab && p != *own) {
+            return Some(format!(
+                "the {} dialect is read under its own profile {:?}, not {:?}",
+                d.name(),
+                own.name(),
+                p.name()
+            ));
+        }
+    }
+    let fence = machine == Some(Machine::Fence);
+    if let Some(d) = dialect.filter(|d| fence && *d != Dialect::Canonical) {
+        return Some(format!("the {} dialect has turn traces only", d.name()));
+    }
+    if let Some(p) = profile.filter(|p| fence && *p != Profile::Lab) {
+        return Some(format!("the fence machine has no profile {:?}", p.name()));
+    }
+    None
+}
+
+/// What a trace says of how it is read, each part with where it says it ("the meta line names
+/// dialect lab").
+struct Own {
+    dialect: Option<(Dialect, String)>,
+    machine: Option<(Machine, String)>,
+    profile: Option<(Profile, String)>,
+}
+
+impl Own {
+    /// Why a flag's part (the one given) cannot stand beside what the trace says of the other
+    /// parts, if it cannot: where the trace says it, and the clash.
+    fn clash(
+        &self,
+        dialect: Option<Dialect>,
+        machine: Option<Machine>,
+        profile: Option<Profile>,
+    ) -> Option<String> {
+        let with_dialect = self
+            .dialect
+            .as_ref()
+            .and_then(|(d, said)| Some((said, clash(Some(*d), machine, profile)?)));
+        let with_machine = self
+            .machine
+            .as_ref()
+            .and_then(|(m, said)| Some((said, clash(dialect, Some(*m), profile)?)));
+        let with_profile = self
+            .profile
+            .as_ref()
+            .and_then(|(p, said)| Some((said, clash(dialect, machine, Some(*p))?)));
+        let (said, why) = with_dialect.or(with_machine).or(with_profile)?;
+        Some(format!("{said}, and {why}"))
+    }
+}
+
+/// One part of the reading: what the trace says, else the flag unless it clashes with what the
+/// trace says of another part. A flag not used is said in `notes`, with why.
+fn settle<T: Choice>(
+    own: &Option<(T, String)>,
+    flag: Option<T>,
+    notes: &mut Vec<String>,
+    clashes: impl Fn(T) -> Option<String>,
+) -> Option<T> {
+    let mut unused = |flag: T, why: &str| {
+        notes.push(format!("--{} {} not used: {why}", T::KEY, flag.name()));
+    };
+    match (own, flag) {
+        (Some((own, said)), Some(flag)) if flag != *own => unused(flag, said),
+        (None, Some(flag)) => match clashes(flag) {
+            Some(why) => unused(flag, &why),
+            None => return Some(flag),
+        },
+        _ => {}
+    }
+    own.as_ref().map(|(own, _)| *own)
+}
+
+/// What a meta line names and a flag says where the trace does not: a dialect, a machine, a
+/// profile.
 trait Choice: Copy + PartialEq + clap::ValueEnum {
     /// Its key in the meta line, and its flag.
     const KEY: &'static str;
@@ -285,16 +381,12 @@ impl Choice for Machine {
     }
 }
 
-/// The flag, else what the meta line names (an unknown name is an input error on line 1); a
-/// flag that disagrees with the meta line is said in `overrides`.
-fn chosen<T: Choice>(
-    flag: Option<T>,
-    meta: Option<&serde_json::Value>,
-    overrides: &mut Vec<String>,
-) -> Result<Option<T>, InputError> {
+/// What the meta line names of a part, with where it says it ("the meta line names dialect
+/// lab"); an unknown name is an input error on line 1.
+fn named<T: Choice>(meta: Option<&serde_json::Value>) -> Result<Option<(T, String)>, InputError> {
     let key = T::KEY;
     let Some(name) = meta.and_then(|m| m.get(key)?.as_str()) else {
-        return Ok(flag);
+        return Ok(None);
     };
     let Some(named) = T::value_variants().iter().find(|v| v.name() == name) else {
         let expected: Vec<String> = T::value_variants()
@@ -309,14 +401,7 @@ fn chosen<T: Choice>(
             ),
         ));
     };
-    if let Some(flag) = flag.filter(|flag| flag != named) {
-        overrides.push(format!(
-            "--{key} {} overrides the meta line's {key} {}",
-            flag.name(),
-            named.name()
-        ));
-    }
-    Ok(Some(flag.unwrap_or(*named)))
+    Ok(Some((*named, format!("the meta line names {key} {name}"))))
 }
 
 /// A trace checked: how it was read (always known when there is a verdict; an error may come
@@ -327,8 +412,10 @@ pub struct Checked {
     pub verdict: Result<Verdict, InputError>,
 }
 
-/// What the command line chose, each overriding the meta line's choice; `None` leaves it to the
-/// meta line (else the default: canonical, turn, lab).
+/// What the command line chose: each part used for a trace that does not say its own (in its
+/// meta line, or, for the dialect, by its first line) and does not contradict what the trace
+/// says; `None` leaves it to the trace, else the default (canonical, turn, the dialect's own
+/// profile or the lab's).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Flags {
     pub dialect: Option<Dialect>,
@@ -363,9 +450,32 @@ pub fn check_input_keeping(mut input: impl BufRead, flags: &Flags, keep: Keep) -
             }
         }
     };
+    let unnamed = read.dialect == Dialect::Canonical && flags.dialect.is_none() && kindless(&first);
     let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
+    let verdict = check_dialect(whole, &read, keep).map_err(|mut e| {
+        if unnamed && e.line == 1 {
+            e.message.push_str(
+                "; read as canonical, as no meta line names its dialect, no stack's shape fits its \
+                 first line and no --dialect was given: add a meta line naming it \
+                 ({\"meta\":{\"dialect\":\"…\"}}) or --dialect",
+            );
+        }
+        e
+    });
     Checked {
-        verdict: check_dialect(whole, &read, keep),
+        verdict,
         reading: Some(read),
     }
+}
+
+/// Whether the first line is a JSON object of no canonical kind (neither a meta line nor an
+/// input, output or session end): a log in a dialect nothing named, that the canonical reader
+/// refuses at its first line.
+fn kindless(first: &str) -> bool {
+    let first = first.trim_start_matches('\u{feff}');
+    matches!(
+        serde_json::from_str::<serde_json::Value>(first),
+        Ok(serde_json::Value::Object(line))
+            if !super::recognise::CANONICAL_KINDS.iter().any(|k| line.contains_key(*k))
+    )
 }

@@ -6,16 +6,17 @@ use serde_json::{Map, Value};
 
 use super::Dialect;
 
+/// The keys that give a canonical line its kind (a line has exactly one): a line with one is no
+/// stack's.
+pub(super) const CANONICAL_KINDS: [&str; 4] = ["meta", "input", "output", "session_end"];
+
 /// The dialect a log's first line shows, and why; `None`: no stack's shape fits it (the
 /// canonical form, or a line the canonical reader will refuse with its reason).
 pub(super) fn recognise(first: &str) -> Option<(Dialect, &'static str)> {
     let Ok(Value::Object(line)) = serde_json::from_str::<Value>(first) else {
         return None;
     };
-    if ["meta", "input", "output", "session_end"]
-        .iter()
-        .any(|k| line.contains_key(*k))
-    {
+    if CANONICAL_KINDS.iter().any(|k| line.contains_key(*k)) {
         return None;
     }
     let text =

@@ -4,7 +4,9 @@
 
 use turnfence_model::turn::TurnMachine;
 
-use super::{Conform, Event, InputError, MakeEvents, ReadLines, Reader, Sessions, Verdict};
+use super::{
+    Conform, Event, FindingKind, InputError, MakeEvents, ReadLines, Reader, Sessions, Verdict,
+};
 
 /// A line of a real stack's log, as its dialect holds it until its events are made: the meta
 /// line, or the line's text (parsed where its events are made, borrowing from it).
@@ -212,7 +214,7 @@ pub fn running_where_the_log_stops(
         .filter(|t| !t.phase.is_terminal())
         .map(|t| Event::NotJudged {
             session: session.to_owned(),
-            rule: "left_open",
+            rule: FindingKind::LeftOpen.name(),
             ids: vec![t.id.to_string()],
             needs: needs(&t.id),
         })

@@ -344,7 +344,8 @@ fn fuzz_writes_junit() {
 }
 
 /// `fuzz --profile` runs the sound turn machine under a profile's rules (and its invariants);
-/// the fence machine has the lab's rules only, and says so.
+/// the fence machine has the lab's rules only, and says so. Its help lists every profile, and
+/// the turn machine runs under each.
 #[test]
 fn fuzz_takes_a_profile() {
     let dir = tempfile::tempdir().unwrap();
@@ -371,6 +372,28 @@ fn fuzz_takes_a_profile() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no profile"), "{stderr}");
+    let help = turnfence(&["fuzz", "--help"], dir.path());
+    let help = String::from_utf8_lossy(&help.stdout);
+    let (_, profile) = help.split_once("--profile").unwrap();
+    let (profile, _) = profile.split_once("--junit").unwrap();
+    assert!(
+        profile.contains("the fence machine `lab` only"),
+        "{profile}"
+    );
+    for p in <turnfence_checks::trace::Profile as clap::ValueEnum>::value_variants() {
+        assert!(profile.contains(p.name()), "{} in {profile}", p.name());
+        let args = [
+            "fuzz",
+            "--machine",
+            "turn",
+            "--profile",
+            p.name(),
+            "--cases",
+            "2",
+        ];
+        let out = turnfence(&args, dir.path());
+        assert_exit(&out, 0, &out.stderr);
+    }
 }
 
 /// A profile without a gate of its own is an input error (exit 2) naming the gates there are,

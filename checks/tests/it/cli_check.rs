@@ -284,22 +284,6 @@ pub(crate) fn junit_cases(xml: &str) -> (Vec<String>, Vec<String>, Vec<String>) 
     (cases, failed, errored)
 }
 
-/// A trace's meta line decides its dialect; a flag that disagrees wins and says so.
-#[test]
-fn check_reads_the_dialect_from_the_meta_line() {
-    let dir = tempfile::tempdir().unwrap();
-    let lab = fixture("0001_lab_baseline_stream.jsonl");
-    let out = turnfence(&["check", lab.to_str().unwrap()], dir.path());
-    assert_exit(&out, 0, &out.stderr);
-    let out = turnfence(
-        &["check", lab.to_str().unwrap(), "--dialect", "canonical"],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr)
-        .contains("--dialect canonical overrides the meta line's dialect lab"));
-}
-
 /// The limits on what a trace can make the checker hold, each its own input error at its line:
 /// a 4 KB turn id, a line over 1 MiB (a 10 MB id is one), more sessions open at once than the
 /// limit, more outputs held unshown in one session than the limit (each turn accepted while the
@@ -417,9 +401,10 @@ fn a_rule_the_log_cannot_judge_is_reported_not_judged_in_every_format() {
 
 /// A log of several LiveKit sessions, each line naming its room: `--session-key room` (or the
 /// meta line's `session_key`) separates them; without it the key is unknown, an input error
-/// that names the flag; a LiveKit log under another stack's profile is an input error too.
+/// that names the flag. Its meta line's dialect beats a `--dialect` and another stack's
+/// `--profile`, each said not used; a session key where the dialect is not LiveKit's is refused.
 #[test]
-fn a_session_key_separates_sessions_and_contradicting_flags_are_refused() {
+fn a_session_key_separates_sessions_and_the_meta_lines_dialect_beats_the_flags() {
     let dir = tempfile::tempdir().unwrap();
     let lines = |room: &str, t: f64| {
         [
@@ -471,11 +456,26 @@ fn a_session_key_separates_sessions_and_contradicting_flags_are_refused() {
         err.contains("line 2: unknown key `room`") && err.contains("--session-key room"),
         "{err}"
     );
-    let foreign = turnfence(&["check", p, "--profile", "openai-realtime"], dir.path());
-    assert_exit(&foreign, 2, &foreign.stderr);
+    let foreign = turnfence(
+        &[
+            "check",
+            p,
+            "--session-key",
+            "room",
+            "--profile",
+            "openai-realtime",
+        ],
+        dir.path(),
+    );
+    assert_exit(&foreign, 0, &foreign.stderr);
     let err = String::from_utf8_lossy(&foreign.stderr);
-    assert!(err.contains("read under its own profile"), "{err}");
-    let keyed_elsewhere = turnfence(
+    assert!(
+        err.contains(
+            "--profile openai-realtime not used: the meta line names dialect livekit-agents"
+        ) && err.contains("read under its own profile \"livekit-agents\""),
+        "{err}"
+    );
+    let canonical_flag = turnfence(
         &[
             "check",
             p,
@@ -486,7 +486,34 @@ fn a_session_key_separates_sessions_and_contradicting_flags_are_refused() {
         ],
         dir.path(),
     );
+    assert_exit(&canonical_flag, 0, &canonical_flag.stderr);
+    let err = String::from_utf8_lossy(&canonical_flag.stderr);
+    assert!(
+        err.contains("--dialect canonical not used: the meta line names dialect livekit-agents"),
+        "{err}"
+    );
+    // A session key is read by the livekit-agents dialect only: a canonical trace refuses it.
+    let canonical = dir.path().join("canonical.jsonl");
+    std::fs::write(
+        &canonical,
+        "{\"at\":0,\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n",
+    )
+    .unwrap();
+    let keyed_elsewhere = turnfence(
+        &[
+            "check",
+            canonical.to_str().unwrap(),
+            "--session-key",
+            "room",
+        ],
+        dir.path(),
+    );
     assert_exit(&keyed_elsewhere, 2, &keyed_elsewhere.stderr);
+    let err = String::from_utf8_lossy(&keyed_elsewhere.stderr);
+    assert!(
+        err.contains("livekit-agents dialect only, not canonical"),
+        "{err}"
+    );
 }
 
 /// A directory's traces are its `*.jsonl`, `*.ndjson` and `*.log` files (a `*.log` that opens

@@ -246,3 +246,48 @@ fn a_pipecat_chunk_begun_at_the_interruption_is_late() {
         trace::render_text(&v, 20)
     );
 }
+
+/// A session report's options are its own events': a session a later line begins is read with
+/// the meta line's. A report whose say is uninterruptible, then another room's events, whose
+/// reply of the same name is interrupted: that room's verdict is the one it has alone.
+#[test]
+fn a_reports_options_stay_with_its_own_events() {
+    let log = |name: &str| {
+        let path = interop_corpus()
+            .into_iter()
+            .find(|p| p.ends_with(format!("livekit-agents@1.6.4/{name}")))
+            .unwrap();
+        read(&path)
+    };
+    let report = log("bug_uninterruptible_say_interrupted.report.jsonl");
+    let events = log("bug_audio_after_interruption.events.jsonl");
+    let (meta, events) = events.split_once('\n').unwrap();
+    let room_a: Vec<String> = events
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["session"] = "a".into();
+            v.to_string()
+        })
+        .collect();
+    let findings = |lines: Vec<&str>| -> Vec<String> {
+        let text = lines.join("\n");
+        let v = trace::check_input(text.as_bytes(), &Default::default())
+            .verdict
+            .unwrap();
+        v.findings
+            .iter()
+            .filter(|f| f.session == "a")
+            .map(|f| format!("{} {:?} {}", f.name(), f.ids, f.at))
+            .collect()
+    };
+    let alone: Vec<&str> = std::iter::once(meta)
+        .chain(room_a.iter().map(String::as_str))
+        .collect();
+    let after_report: Vec<&str> = std::iter::once(meta)
+        .chain(report.lines().skip(1))
+        .chain(room_a.iter().map(String::as_str))
+        .collect();
+    assert_eq!(findings(alone.clone()).len(), 1);
+    assert_eq!(findings(after_report), findings(alone));
+}

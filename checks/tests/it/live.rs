@@ -30,10 +30,12 @@ fn judged() -> Vec<(PathBuf, String, trace::Reading, trace::Verdict)> {
         .collect()
 }
 
-/// A finding's place, name and sentence: what two verdicts are held equal on.
+/// A finding's place, name and sentence, and what it explains: what two verdicts are held equal
+/// on.
 fn key(f: &trace::Finding) -> String {
+    let explains: Vec<String> = f.derived.iter().map(key).collect();
     format!(
-        "{} {} {} {:?} {} {:?} {}",
+        "{} {} {} {:?} {} {:?} {} {explains:?}",
         f.line,
         f.session,
         f.name(),
@@ -281,6 +283,276 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
         ),
         (0, 1, 1)
     );
+}
+
+/// The lines of `log` fed one by one: the names and lines of the findings each gave.
+fn given_by_line(log: &str) -> Vec<Vec<(String, usize)>> {
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    let mut by_line: Vec<Vec<(String, usize)>> = log
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            m.feed(l, i as u64)
+                .into_iter()
+                .filter_map(|r| match r {
+                    live::Report::Finding(f) => Some((f.name().to_owned(), f.line)),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    let end = m.finish().0.into_iter().filter_map(|r| match r {
+        live::Report::Finding(f) => Some((f.name().to_owned(), f.line)),
+        _ => None,
+    });
+    by_line.push(end.collect());
+    by_line
+}
+
+#[test]
+fn a_late_frame_is_given_at_the_line_that_plays_it() {
+    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
+    let by_line = given_by_line(&String::from_utf8(log).unwrap());
+    let late = [("no_late_delivery".to_owned(), 20)];
+    assert_eq!(by_line[19], late, "given as line 20 is read");
+    assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");
+}
+
+#[test]
+fn an_output_the_model_never_gave_is_given_once_its_step_is_closed() {
+    // A frame the model never delivered, at 5 ms: an invariant judged at its step's end could
+    // still explain it, so it is given once its step is closed — here by the next input, at the
+    // same time — not at its own line.
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"at\":5,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t1\",\"generation\":1,\"seq\":1}\n\
+               {\"at\":5,\"session\":\"s\",\"input\":\"tick\"}";
+    let by_line = given_by_line(log);
+    assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");
+    assert_eq!(
+        by_line[3],
+        [("unexpected_output".to_owned(), 3)],
+        "{by_line:?}"
+    );
+}
+
+#[test]
+fn a_line_as_long_as_a_line_may_be_is_read_and_one_byte_more_is_refused() {
+    let reading = trace::reading("{\"meta\":{}}", &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    m.feed("{\"meta\":{}}", 0);
+    let long = "x".repeat(trace::limits::MAX_LINE_BYTES);
+    let message = |reports: Vec<live::Report>| match &reports[..] {
+        [live::Report::InputError { error, .. }, ..] => error.message.clone(),
+        other => panic!("{other:?}"),
+    };
+    let at_limit = message(m.feed(&long, 1));
+    assert!(!at_limit.contains("more than the limit"), "{at_limit}");
+    let past = message(m.feed(&format!("{long}x"), 2));
+    assert!(past.contains("more than the limit"), "{past}");
+    let not_text = message(m.feed_bytes(b"{\"a\":\"\xff\"}", 3));
+    assert!(not_text.contains("UTF-8"), "{not_text}");
+    let (_, summary) = m.finish();
+    assert_eq!(
+        summary
+            .input_errors
+            .iter()
+            .map(|e| e.line)
+            .collect::<Vec<_>>(),
+        [2, 3, 4]
+    );
+}
+
+#[test]
+fn a_session_its_log_ended_is_not_ended_again_for_its_silence() {
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"session\":\"s\",\"session_end\":true}";
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    for l in log.lines() {
+        m.feed(l, 0);
+    }
+    assert_eq!(m.open_sessions(), 0);
+    assert!(m.expire(10_000, 1).is_empty());
+    assert_eq!(m.finish().1.expired, 0);
+}
+
+#[test]
+fn a_followed_file_is_judged_as_it_grows_and_sigint_ends_it_with_the_summary() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("turnfence-follow-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("agent.jsonl");
+    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
+    let cut = log.iter().take(3000).filter(|b| **b == b'\n').count();
+    let mut file = std::fs::File::create(&path).unwrap();
+    // The first part, ending mid-line, is there before the monitor starts.
+    file.write_all(&log[..3000]).unwrap();
+    file.flush().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_turnfence"))
+        .args([
+            "check",
+            "--follow",
+            path.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(
+        cut < 19,
+        "the late frame (line 20) comes after the monitor starts"
+    );
+    file.write_all(&log[3000..]).unwrap();
+    file.flush().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    out.read_line(&mut first).unwrap();
+    let finding: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(
+        finding["finding"]["invariant"], "no_late_delivery",
+        "{first}"
+    );
+    assert_eq!(finding["finding"]["line"], 20);
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{rest}");
+    let summary: serde_json::Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+    // Every line read before the signal is judged; the reading may not have reached the last.
+    let lines = summary["summary"]["lines"].as_u64().unwrap();
+    assert!((20..=32).contains(&lines), "{rest}");
+    assert_eq!(summary["summary"]["finding_count"], 1, "{rest}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `lines` fed to a monitor of the reading their first line names, then finished: every report,
+/// and the summary.
+fn fed(lines: &[&str]) -> (Vec<live::Report>, live::Summary) {
+    let reading = trace::reading(lines[0], &Default::default()).unwrap();
+    let mut monitor = live::Monitor::new(&reading).unwrap();
+    let mut reports = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        reports.extend(monitor.feed(line, i as u64));
+    }
+    let (end, summary) = monitor.finish();
+    reports.extend(end);
+    (reports, summary)
+}
+
+#[test]
+fn the_lines_of_a_session_not_judged_are_counted_once_each() {
+    // A Pipecat log whose pipeline stops being judged at its sixth line: each later line makes
+    // several events, and is one line not read.
+    let path = crate::interop_corpus()
+        .into_iter()
+        .find(|p| p.ends_with("pipecat@0.0.84/tool_through_interruption.jsonl"))
+        .unwrap();
+    let text = read(&path);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[5] = "1e400";
+    let (_, summary) = fed(&lines);
+    assert_eq!(summary.input_error_count, 1);
+    assert!(summary.lines_not_read > 0);
+    assert!(
+        summary.lines_not_read <= lines.len() - 6,
+        "{} lines not read of {}",
+        summary.lines_not_read,
+        lines.len() - 6
+    );
+}
+
+#[test]
+fn a_bad_line_of_a_session_already_not_judged_stops_no_other() {
+    let lines = [
+        r#"{"at":0,"session":"a","input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+        r#"{"at":0,"session":"b","input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+        r#"{"at":1e400,"session":"b","input":"tick"}"#,
+        r#"{"at":1e400,"session":"b","input":"tick"}"#,
+        r#"{"at":2,"session":"a","input":"tick"}"#,
+    ];
+    let (reports, summary) = fed(&lines);
+    let stopped: Vec<(usize, Vec<String>)> = reports
+        .iter()
+        .filter_map(|r| match r {
+            live::Report::InputError { error, sessions } => Some((error.line, sessions.clone())),
+            _ => None,
+        })
+        .collect();
+    let b = vec!["b".to_owned()];
+    assert_eq!(stopped, [(3, b.clone()), (4, b)]);
+    // `b` is said not judged once, and `a` is judged to its end.
+    let not_judged: Vec<&str> = summary
+        .not_judged
+        .iter()
+        .map(|n| n.session.as_str())
+        .collect();
+    assert_eq!(not_judged, ["b"]);
+    assert_eq!(summary.sessions, 2);
+}
+
+#[test]
+fn a_bad_line_of_a_session_not_begun_yet_stops_that_session_alone() {
+    // Two Realtime sessions: `a` under way; `b` opened by its `session.created` (no event of the
+    // turn machine), then a delta of a response nothing began. Its `session` field names `b`.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/hostile/0017_realtime_bad_line_of_a_session_not_yet_judged.bin");
+    #[allow(clippy::disallowed_methods)] // Fixtures are the tests' input.
+    let bytes = std::fs::read(&path).unwrap();
+    let bytes = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
+    let first = bytes.split(|b| *b == b'\n').next().unwrap();
+    let reading = trace::reading(std::str::from_utf8(first).unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    let mut reports = Vec::new();
+    for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        reports.extend(m.feed_bytes(line, i as u64));
+    }
+    let (end, summary) = m.finish();
+    reports.extend(end);
+    let stopped: Vec<&Vec<String>> = reports
+        .iter()
+        .filter_map(|r| match r {
+            live::Report::InputError { sessions, .. } => Some(sessions),
+            _ => None,
+        })
+        .collect();
+    assert!(!stopped.is_empty());
+    assert!(
+        stopped.iter().all(|s| *s == &["b".to_owned()]),
+        "{stopped:?}"
+    );
+    assert!(
+        summary.not_judged.iter().all(|n| n.session == "b"),
+        "{summary:?}"
+    );
+    assert_eq!(summary.sessions, 1, "`a` judged to its end");
+}
+
+#[test]
+fn a_session_ended_for_its_silence_is_forgotten_by_the_clock_too() {
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"at\":0,\"session\":\"u\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}";
+    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    m.feed(lines[0], 0);
+    m.feed(lines[1], 0);
+    assert_eq!(m.expire(10, 5).len(), 1, "s ends for its silence");
+    m.feed(lines[2], 20);
+    // Only u is left to end: s is not ended twice, however often the clock is looked at.
+    assert_eq!(m.expire(30, 5).len(), 1);
+    assert!(m.expire(40, 5).is_empty());
+    assert_eq!(m.finish().1.expired, 2);
 }
 
 /// The live benchmark's log (`benches/live.rs`): as many lines as it says, never more sessions

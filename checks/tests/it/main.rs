@@ -8,6 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod adapter;
 mod cli;
 mod cli_check;
+mod dialect_choice;
 mod evidence;
 mod explore;
 mod fence;
@@ -16,6 +17,7 @@ mod fixtures;
 mod flaws;
 mod fuzz;
 mod gate;
+mod hostile;
 mod interop;
 mod live;
 mod mangled;
@@ -30,6 +32,8 @@ mod report;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
 #[cfg(not(loom))]
 mod recorder;
+#[cfg(not(loom))]
+mod recorder_live;
 mod schema;
 mod shared_parts;
 mod snapshots;
@@ -106,13 +110,18 @@ pub fn snapshot_settings() -> insta::Settings {
 
 /// The trace files (`*.jsonl`) in `fixtures/<dir>/`, sorted.
 pub fn fixtures(dir: &str) -> Vec<PathBuf> {
+    fixture_files(dir, "jsonl")
+}
+
+/// The files `*.<ext>` in `fixtures/<dir>/`, sorted.
+pub fn fixture_files(dir: &str, ext: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures")
         .join(dir);
     let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
         .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
         .collect();
     files.sort();
     files

@@ -1,19 +1,20 @@
 //! The recorder: `tracing` events as canonical lines — the field mapping, the meta line, a
 //! malformed event reported and not written — and the tokio turn manager of its example
 //! (`checks/examples/tokio_turn_manager/`, run in-process here) recorded and held to `check`,
-//! with and without its planted bug.
+//! with and without its planted bug (judged as it is written: `recorder_live.rs`).
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
 use std::process::Command;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
-use turnfence_checks::recorder::{self, ManualClock, Recorder, SharedBuffer};
+use turnfence_checks::recorder::{ManualClock, Recorder, SharedBuffer};
 use turnfence_checks::trace::{self, Machine, Verdict};
 
 #[path = "../../examples/tokio_turn_manager/main.rs"]
 #[allow(dead_code)] // Its `main` is the example's own.
-mod tokio_turn_manager;
+pub(crate) mod tokio_turn_manager;
 
 use tokio_turn_manager::Bug;
 
@@ -23,7 +24,7 @@ fn lines(buffer: &SharedBuffer) -> Vec<String> {
 }
 
 /// A recorded trace as `turnfence check` judges it (reading its meta line).
-fn checked(text: &str) -> Verdict {
+pub(crate) fn checked(text: &str) -> Verdict {
     let checked = trace::check_input(text.as_bytes(), &Default::default());
     checked
         .verdict
@@ -236,26 +237,43 @@ fn a_failing_writer_is_counted_not_panicked_on() {
 #[test]
 fn install_records_every_thread() {
     // The one process-wide default of this test binary; every other test installs for its
-    // thread alone, which takes precedence there.
+    // thread alone, which takes precedence there. It judges: its warning is dispatched from
+    // inside its own `on_event`, after its lock is released, so it neither waits on that lock
+    // nor is recorded.
     let trace = SharedBuffer::new();
     let clock = ManualClock::new();
-    let recording = recorder::install(trace.clone(), clock.clone()).expect("no default yet");
+    let found = Arc::new(Mutex::new(Vec::new()));
+    let calls = Arc::clone(&found);
+    let recording = Recorder::new(trace.clone(), clock.clone())
+        .on_finding(move |f| calls.lock().unwrap().push((f.line, f.name())))
+        .install()
+        .expect("no default yet");
     clock.set(7);
     std::thread::spawn(|| {
         tracing::info!(target: "turnfence", session = "elsewhere", input = "tick");
+        tracing::info!(target: "turnfence", session = "elsewhere", output = "delivered",
+            turn = "t1", generation = 1, seq = 1);
+        // What no invariant explains is known at the session's end.
+        tracing::info!(target: "turnfence", session = "elsewhere", session_end = true);
     })
     .join()
     .unwrap();
     assert_eq!(
         lines(&trace),
-        [r#"{"at":7,"session":"elsewhere","input":"tick"}"#]
+        [
+            r#"{"at":7,"session":"elsewhere","input":"tick"}"#,
+            r#"{"at":7,"session":"elsewhere","output":"delivered","turn":"t1","generation":1,"seq":1}"#,
+            r#"{"at":7,"session":"elsewhere","session_end":true}"#,
+        ]
     );
     assert_eq!(recording.rejected(), 0);
+    assert_eq!(*found.lock().unwrap(), [(2, "unexpected_output")]);
 }
 
-/// The example's conversation recorded in memory, as its `main` records it to a file (the
-/// recorder installed for this thread, which runs the whole single-threaded runtime).
-fn record_example(bug: Option<Bug>) -> String {
+/// The example's conversation recorded in memory, as its `main` records it to a file, without
+/// judging (the recorder installed for this thread, which runs the whole single-threaded
+/// runtime).
+pub(crate) fn record_example(bug: Option<Bug>) -> String {
     let (runtime, start) = tokio_turn_manager::runtime();
     let trace = SharedBuffer::new();
     let scoped = Recorder::new(trace.clone(), tokio_turn_manager::virtual_ms(start))
@@ -279,7 +297,7 @@ fn numbered(text: &str) -> Vec<(usize, Value)> {
 }
 
 /// The lines that deliver a delta of a turn after that turn's client asked it to stop.
-fn deliveries_after_a_stop(text: &str) -> Vec<usize> {
+pub(crate) fn deliveries_after_a_stop(text: &str) -> Vec<usize> {
     let mut stopped = BTreeSet::new();
     let mut late = Vec::new();
     for (line, v) in numbered(text) {

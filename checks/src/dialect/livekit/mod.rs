@@ -252,8 +252,9 @@ pub struct Livekit {
     session_key: Option<String>,
     /// The options and version the meta line states.
     meta: Options,
-    /// The options a session report states (its header read), for its events.
-    report: Option<Options>,
+    /// The options a session report states (its header read), for its events: those split from
+    /// its line (the line's number, and the options).
+    report: Option<(usize, Options)>,
     /// The lines at which each session's user began to speak: where a story of an agent that
     /// went on speaking starts.
     speech_lines: BTreeMap<String, Vec<usize>>,
@@ -322,10 +323,16 @@ impl StackDialect<TurnMachine> for Livekit {
             // A report's header (its events follow, split off: `split`): its options.
             let stated = Options::from_report(&object, &self.meta)
                 .map_err(|e| InputError::at(line, format!("session report: {e}")))?;
-            self.report = Some(stated);
+            self.report = Some((line, stated));
             return Ok(Vec::new());
         }
-        let stated = self.report.clone();
+        // A report's options are its own events'; a session a later line begins takes the meta
+        // line's.
+        let stated = self
+            .report
+            .as_ref()
+            .filter(|(at, _)| *at == line)
+            .map(|(_, o)| o.clone());
         self.event(object, line, sessions, stated.as_ref())
     }
 
@@ -400,15 +407,13 @@ impl Livekit {
             .kind
             .clone()
             .ok_or_else(|| InputError::at(line, "the event has no `type`"))?;
-        let created = ev
-            .created_at
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| {
-                InputError::at(
-                    line,
-                    "missing `created_at`: the event's time (epoch seconds)",
-                )
-            })?;
+        let created = crate::trace::limits::stated_time(
+            ev.created_at,
+            1000.0,
+            line,
+            "created_at",
+            "the event's time (epoch seconds)",
+        )?;
         let mut out = Vec::new();
         if !self.sessions.contains_key(&session) {
             let options = stated.cloned().unwrap_or_else(|| self.meta.clone());

@@ -211,11 +211,14 @@ impl StackDialect<TurnMachine> for Pipecat {
         let name = f.frame.clone().ok_or_else(|| {
             InputError::at(line, "the line has no `frame`: the frame's class name")
         })?;
-        let t = f
-            .t_ms
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .ok_or_else(|| InputError::at(line, "missing `t_ms`: the pipeline clock in ms"))?
-            .round() as Millis;
+        let t = crate::trace::limits::stated_time(
+            f.t_ms,
+            1.0,
+            line,
+            "t_ms",
+            "the pipeline clock in ms",
+        )?
+        .round() as Millis;
         if t < self.clock {
             return Err(InputError::at(
                 line,

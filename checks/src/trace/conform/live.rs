@@ -125,6 +125,11 @@ impl<M: Conform> SessionCheck<M> {
         let ready = known.iter().take_while(|f| f.line < horizon).count();
         let conformance: Vec<Finding> = known[..ready].to_vec();
         walk.conformance += ready;
+        if now.is_empty() && conformance.is_empty() {
+            // Most lines decide nothing: nothing to fold, nothing to give.
+            self.walk = Some(walk);
+            return Vec::new();
+        }
         let mut earlier = walk.given.clone();
         earlier.extend(now);
         let mut out = Vec::new();

@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 use super::super::checker::{Checker, Ended};
 use super::super::conform::{same, Conform};
 use super::super::reading::OnReader;
-use super::super::{Event, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict};
+use super::super::{
+    Event, Finding, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict,
+};
 use super::Report;
 
 /// Sessions ended for their silence remembered, so that a line of one after it is not read as a
@@ -25,6 +27,9 @@ pub(super) trait Judge {
     fn touched(&mut self) -> Vec<String>;
     /// The sessions ended since the last call.
     fn ended_since(&mut self) -> Vec<String>;
+    /// Findings given before their session ended, as its end holds them (with what each
+    /// explains), since the last call.
+    fn settled(&mut self) -> Vec<Finding>;
     fn open(&self) -> usize;
     /// Sessions ended, the peak open at once, lines not read, findings given early.
     fn counts(&self) -> Counts;
@@ -63,7 +68,9 @@ impl OnReader for Make {
             broken: BTreeMap::new(),
             expired: Expired::default(),
             given_early: 0,
+            settled: Vec::new(),
             not_read: 0,
+            last_not_read: 0,
         })
     }
 }
@@ -103,21 +110,34 @@ struct Live<S: Conform, R: Reader<S>> {
     expired: Expired,
     /// Findings given before their session's end.
     given_early: usize,
+    /// Findings given before their session's end, as its end holds them ([`Judge::settled`]).
+    settled: Vec<Finding>,
+    /// Lines at which an event was not read, and the last of them.
     not_read: usize,
+    last_not_read: usize,
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
-    /// The sessions a line that cannot be read may belong to: the open session whose name it
-    /// holds as a string, else every open one.
+    /// The sessions a line that cannot be read may belong to: the one its `session` field names
+    /// (open, not judged any more, or not begun: its first lines made no event), else the one
+    /// session, open or no longer judged after an input error, whose name it holds as a string,
+    /// else the one session there is, else every open one.
     fn owners(&self, text: &str) -> Vec<String> {
+        if let Some(s) = session_field(text) {
+            return vec![s.to_owned()];
+        }
         let open = &self.checker.sessions.open;
-        let named: Vec<String> = open
-            .keys()
+        let known = || open.keys().chain(self.broken.keys());
+        let named: Vec<String> = known()
             .filter(|s| text.contains(&format!("\"{s}\"")))
             .cloned()
             .collect();
         if named.len() == 1 {
             return named;
+        }
+        // A log of one session (a stack's log without session names): that one.
+        if known().count() == 1 {
+            return known().cloned().collect();
         }
         open.keys().cloned().collect()
     }
@@ -127,6 +147,10 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
     fn break_sessions(&mut self, error: InputError, owners: Vec<String>) -> Vec<Report> {
         let mut reports = Vec::new();
         for s in &owners {
+            if self.broken.contains_key(s) {
+                // Not judged since an earlier line: said once.
+                continue;
+            }
             if self.checker.sessions.open.remove(s).is_some() {
                 self.checker.verdict.sessions += 1;
                 self.ended.push(s.clone());
@@ -214,12 +238,16 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             given,
         } = ended;
         self.ended.push(session.clone());
+        let given_before = |f: &Finding| given.iter().any(|g| same(g, f));
+        let (held, new): (Vec<Finding>, Vec<Finding>) =
+            findings.iter().cloned().partition(|f| given_before(f));
         let mut new = Verdict {
-            findings: findings
-                .iter()
-                .filter(|f| !given.iter().any(|g| same(g, f)))
-                .cloned()
-                .collect(),
+            findings: new,
+            ..Verdict::default()
+        };
+        // Those given before, as the end holds them: what each explains gathered since.
+        let mut held = Verdict {
+            findings: held.into_iter().filter(|f| !f.derived.is_empty()).collect(),
             ..Verdict::default()
         };
         let mut gone = Verdict {
@@ -229,8 +257,10 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
                 .collect(),
             ..Verdict::default()
         };
-        self.reader.reword(&mut new);
-        self.reader.reword(&mut gone);
+        for v in [&mut new, &mut held, &mut gone] {
+            self.reader.reword(v);
+        }
+        self.settled.extend(held.findings);
         self.checker
             .verdict
             .not_judged
@@ -242,6 +272,14 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
 }
 
 impl<S: Conform, R: Reader<S>> Live<S, R> {
+    /// An event not read at `line`: the line counted once, however many events it makes.
+    fn count_not_read(&mut self, line: usize) {
+        if line > self.last_not_read {
+            self.last_not_read = line;
+            self.not_read += 1;
+        }
+    }
+
     /// Applies `event`s of a line, each session no longer judged skipped; what they decide.
     fn apply(&mut self, text: &str) -> Vec<Report> {
         let mut reports = Vec::new();
@@ -257,7 +295,7 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             }
             for event in std::mem::take(&mut self.events) {
                 if self.not_judged(&event) {
-                    self.not_read += 1;
+                    self.count_not_read(at);
                     continue;
                 }
                 let session = event_session(&event).map(str::to_owned);
@@ -287,6 +325,20 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         reports.extend(self.gather());
         reports
     }
+}
+
+/// The name a line's `session` field gives (the canonical form's, a Realtime envelope's, a
+/// LiveKit event's by default), read from its text as it is — whole or torn, valid JSON or not —
+/// where it holds one plainly (no escapes).
+fn session_field(text: &str) -> Option<&str> {
+    let after = &text[text.find("\"session\"")? + "\"session\"".len()..];
+    let value = after
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start()
+        .strip_prefix('"')?;
+    let name = &value[..value.find('"')?];
+    (!name.is_empty() && !name.contains('\\')).then_some(name)
 }
 
 /// The session an event is about (none: the meta line).
@@ -328,8 +380,7 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
     }
 
     fn expire(&mut self, session: &str, idle: u64) -> Vec<Report> {
-        // What the session decided stands; its end is not seen.
-        self.touched.push(session.to_owned());
+        // What the session decided stands (given after its last line); its end is not seen.
         let mut reports = self.gather();
         if let Some(check) = self.checker.sessions.open.remove(session) {
             drop(check);
@@ -381,6 +432,10 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
 
     fn ended_since(&mut self) -> Vec<String> {
         std::mem::take(&mut self.ended)
+    }
+
+    fn settled(&mut self) -> Vec<Finding> {
+        std::mem::take(&mut self.settled)
     }
 
     fn open(&self) -> usize {

@@ -8,12 +8,12 @@
 //! is withdrawn, saying so.
 //!
 //! A live monitor never stops on a line. A line it cannot read is an input error for the session
-//! it belongs to (the one open session whose name it holds, else every open session), whose
-//! remaining rules are then not judged: its later lines are counted, not read, until it ends. A
-//! session silent longer than the caller's idle time ([`Monitor::expire`]) is ended without its
-//! end-of-session rules: they are reported not judged, never as findings. Memory follows the
-//! sessions open: a session's state is dropped when it ends, and the findings kept for the
-//! summary are capped ([`KEPT`]).
+//! it belongs to (the one session whose name it holds, open or not judged since an earlier bad
+//! line, else every open session), whose remaining rules are then not judged: its later lines are
+//! counted, not read, until it ends. A session silent longer than the caller's idle time
+//! ([`Monitor::expire`]) is ended without its end-of-session rules: they are reported not judged,
+//! never as findings. Memory follows the sessions open: a session's state is dropped when it
+//! ends, and the findings kept for the summary are capped ([`KEPT`]).
 
 use std::collections::BTreeMap;
 
@@ -225,6 +225,11 @@ impl Monitor {
     fn tally(&mut self, reports: &[Report]) {
         for r in reports {
             self.summary.add(r);
+        }
+        for f in self.judge.settled() {
+            if let Some(kept) = self.summary.findings.iter_mut().find(|g| same(g, &f)) {
+                *kept = f;
+            }
         }
         let counts = self.judge.counts();
         self.summary.sessions = counts.sessions;

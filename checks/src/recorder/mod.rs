@@ -61,22 +61,56 @@
 //! clock, say), or [`MonotonicClock`], milliseconds since it started, for a real system. The
 //! clock is read under the recorder's lock, just before the line is written, so `at` never goes
 //! backwards in the file, whichever thread records.
+//!
+//! # Judging as it writes
+//!
+//! [`Recorder::judge`] (or [`Recorder::on_finding`], which also installs a callback) feeds every
+//! line written, the meta line first, to a live monitor ([`crate::trace::live::Monitor`]), read
+//! as `check` reads the file and timed by the recorder's clock. A finding is told at the line
+//! that decides it: as a `tracing` warning of target [`FINDING_TARGET`] (never recorded: its
+//! target is not [`TARGET`]), and to the callback. [`Recording::finish_judging`] judges what
+//! only the end decides and gives the summary; its findings are `check`'s of the file.
+//!
+//! ```
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use std::sync::Arc;
+//! use turnfence_checks::recorder::{ManualClock, Recorder, SharedBuffer};
+//!
+//! let found = Arc::new(AtomicUsize::new(0));
+//! let counter = Arc::clone(&found);
+//! let scoped = Recorder::new(SharedBuffer::new(), ManualClock::new())
+//!     .on_finding(move |_| {
+//!         counter.fetch_add(1, Ordering::Relaxed);
+//!     })
+//!     .install_scoped();
+//! tracing::info!(target: "turnfence", input = "accept", turn = "t1", generation = 1);
+//! // The turn is never ended: only the end of the trace decides that.
+//! let summary = scoped.recording.finish_judging().expect("it judges");
+//! assert_eq!((summary.finding_count, found.load(Ordering::Relaxed)), (1, 1));
+//! ```
 
 use std::fmt;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use serde_json::{Map, Value};
-use tracing::field::{Field, Visit};
+use serde_json::Map;
 use tracing::subscriber::{DefaultGuard, SetGlobalDefaultError};
-use tracing::{Event, Metadata, Subscriber};
+use tracing::{Dispatch, Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use turnfence_model::fence::{self, FenceMachine};
 use turnfence_model::turn::{self, TurnMachine};
 
 use crate::trace::canonical::read_line;
-use crate::trace::Machine;
+use crate::trace::live::Summary;
+use crate::trace::{Finding, Machine};
+
+mod fields;
+mod judge;
+
+use fields::Fields;
+pub use judge::FINDING_TARGET;
+use judge::{Judging, OnFinding};
 
 /// The target of the events the recorder writes: `tracing::info!(target: "turnfence", …)`.
 pub const TARGET: &str = "turnfence";
@@ -213,6 +247,7 @@ impl Recorder {
             lines: 0,
             rejected: 0,
             rejections: Vec::new(),
+            judging: Judging::default(),
         };
         Recorder {
             state: Arc::new(Mutex::new(state)),
@@ -247,6 +282,33 @@ impl Recorder {
         self
     }
 
+    /// Judges the trace as it is written: every line written, the meta line first, is fed to a
+    /// live monitor ([`crate::trace::live::Monitor`]) read as `check` reads the file, on the
+    /// recorder's clock. Each finding, at the line that decides it, is emitted as a `tracing`
+    /// warning of target [`FINDING_TARGET`] (fields `rule`, `session`, `line`, `at`, `since`,
+    /// `ids`, `withdrawn`; the message is the finding's), to the subscriber the recorder is part
+    /// of. [`Recording::finish_judging`] judges the sessions still open and gives the summary.
+    pub fn judge(self) -> Recorder {
+        lock(&self.state).judging.on = true;
+        self
+    }
+
+    /// Judges as [`Recorder::judge`] does, and calls `on_finding` with each finding as it is
+    /// given (a counter, an alert). It is called with no lock of the recorder held.
+    pub fn on_finding(self, on_finding: impl Fn(&Finding) + Send + Sync + 'static) -> Recorder {
+        let on_finding: OnFinding = Arc::new(on_finding);
+        lock(&self.state).judging.on_finding = Some(on_finding);
+        self.judge()
+    }
+
+    /// Calls `on_withdrawn` with each finding given before its session ended that the session's
+    /// end does not hold (rare: a later line showed an output the walk had judged the model's).
+    pub fn on_withdrawn(self, on_withdrawn: impl Fn(&Finding) + Send + Sync + 'static) -> Recorder {
+        let on_withdrawn: OnFinding = Arc::new(on_withdrawn);
+        lock(&self.state).judging.on_withdrawn = Some(on_withdrawn);
+        self.judge()
+    }
+
     pub fn recording(&self) -> Recording {
         Recording {
             state: Arc::clone(&self.state),
@@ -272,6 +334,12 @@ impl Recorder {
 }
 
 impl<S: Subscriber> Layer<S> for Recorder {
+    /// The subscriber the recorder is part of, kept weakly (it holds the recorder): where its
+    /// warnings go.
+    fn on_register_dispatch(&self, subscriber: &Dispatch) {
+        lock(&self.state).judging.dispatch = Some(subscriber.downgrade());
+    }
+
     /// Installed: the meta line goes first.
     fn on_layer(&mut self, _: &mut S) {
         lock(&self.state).start();
@@ -284,7 +352,12 @@ impl<S: Subscriber> Layer<S> for Recorder {
         }
         let mut fields = Fields::default();
         event.record(&mut fields);
-        lock(&self.state).record(fields, metadata);
+        let told = {
+            let mut state = lock(&self.state);
+            state.record(fields, metadata);
+            state.judging.told()
+        };
+        told.tell();
     }
 }
 
@@ -302,6 +375,28 @@ impl Recording {
     /// Why, for the first 64 rejections: each as reported.
     pub fn rejections(&self) -> Vec<String> {
         lock(&self.state).rejections.clone()
+    }
+
+    /// What live judging ([`Recorder::judge`]) found so far; `None` if the recorder does not
+    /// judge.
+    pub fn judged(&self) -> Option<Summary> {
+        lock(&self.state).judging.summary()
+    }
+
+    /// Ends live judging: the sessions still open are judged as at the end of the file (a turn
+    /// left open, an output a complete log never showed), each finding told as the others were,
+    /// and the summary returned — what `check` of the written trace finds. `None` if the
+    /// recorder does not judge, or judging already ended. Lines recorded later are written, not
+    /// judged.
+    pub fn finish_judging(&self) -> Option<Summary> {
+        let (summary, told) = {
+            let mut state = lock(&self.state);
+            state.start();
+            let summary = state.judging.finish();
+            (summary, state.judging.told())
+        };
+        told.tell();
+        summary
     }
 }
 
@@ -333,6 +428,7 @@ struct State {
     lines: usize,
     rejected: usize,
     rejections: Vec<String>,
+    judging: Judging,
 }
 
 impl State {
@@ -364,7 +460,8 @@ impl State {
         }
         if !meta.is_empty() {
             let line = serde_json::json!({ "meta": meta }).to_string();
-            self.write(&line, "the meta line");
+            let now = self.clock.now_ms();
+            self.write(&line, "the meta line", now);
         }
     }
 
@@ -384,12 +481,13 @@ impl State {
             read.map(|()| text).map_err(|e| e.message)
         });
         match line {
-            Ok(text) => self.write(&text, &origin),
+            Ok(text) => self.write(&text, &origin, at),
             Err(why) => self.reject(&origin, format!("not recorded: {why}")),
         }
     }
 
-    fn write(&mut self, line: &str, origin: &str) {
+    /// Writes a line read at `now`, and judges it if asked to.
+    fn write(&mut self, line: &str, origin: &str, now: u64) {
         let mut bytes = Vec::with_capacity(line.len() + 1);
         bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
@@ -398,7 +496,10 @@ impl State {
             .write_all(&bytes)
             .and_then(|()| self.writer.flush());
         match written {
-            Ok(()) => self.lines += 1,
+            Ok(()) => {
+                self.lines += 1;
+                self.judging.feed(line, now, &mut *self.report);
+            }
             Err(e) => self.reject(origin, format!("not recorded: the writer failed: {e}")),
         }
     }
@@ -423,142 +524,4 @@ fn known_output(machine: Machine, kind: &str) -> bool {
         Machine::Fence => serde_json::from_value::<fence::Output>(probe).err(),
     };
     error.is_none_or(|e| !e.to_string().starts_with("unknown variant"))
-}
-
-/// An event's fields, in order, as JSON values.
-#[derive(Default)]
-struct Fields {
-    pairs: Vec<(String, Value)>,
-    /// The first field that could not be made a value.
-    error: Option<String>,
-}
-
-impl Fields {
-    fn put(&mut self, field: &Field, value: Value) {
-        let name = field.name();
-        if name == "message" {
-            return;
-        }
-        let name = name.strip_suffix("_json").unwrap_or(name);
-        self.pairs.push((name.to_owned(), value));
-    }
-
-    fn put_text(&mut self, field: &Field, text: String) {
-        if !field.name().ends_with("_json") {
-            return self.put(field, Value::String(text));
-        }
-        match serde_json::from_str(&text) {
-            Ok(value) => self.put(field, value),
-            Err(e) => self.fail(field, format!("not JSON text: {e}")),
-        }
-    }
-
-    fn fail(&mut self, field: &Field, why: String) {
-        self.error
-            .get_or_insert_with(|| format!("field `{}`: {why}", field.name()));
-    }
-
-    /// The canonical line: `at`, then `session`, then the line's kind, then the other fields in
-    /// the order the event gave them, dotted names nested.
-    fn line(mut self, at: u64) -> Result<String, String> {
-        if let Some(error) = self.error {
-            return Err(error);
-        }
-        let kind = ["input", "output", "session_end"];
-        if !self
-            .pairs
-            .iter()
-            .any(|(name, _)| kind.contains(&name.as_str()))
-        {
-            return Err("a `turnfence` event needs `input`, `output` or `session_end`".into());
-        }
-        let rank = |name: &str| match name.split('.').next() {
-            Some("session") => 0,
-            Some("input" | "output" | "session_end") => 1,
-            _ => 2,
-        };
-        self.pairs.sort_by_key(|(name, _)| rank(name));
-        let mut object = Map::new();
-        object.insert("at".into(), at.into());
-        for (name, value) in self.pairs {
-            match name.as_str() {
-                "at" => return Err("`at` is the recorder's clock; an event does not set it".into()),
-                "meta" => {
-                    return Err(
-                        "the meta line comes from the recorder's settings, not an event".into(),
-                    )
-                }
-                _ => insert_path(&mut object, &name, value)?,
-            }
-        }
-        Ok(Value::Object(object).to_string())
-    }
-}
-
-/// Puts `value` at a dotted path, making the objects on the way.
-fn insert_path(object: &mut Map<String, Value>, path: &str, value: Value) -> Result<(), String> {
-    let mut parts: Vec<&str> = path.split('.').collect();
-    let last = parts.pop().unwrap_or(path);
-    let mut here = object;
-    for part in parts {
-        let next = here
-            .entry(part)
-            .or_insert_with(|| Value::Object(Map::new()));
-        here = match next {
-            Value::Object(inner) => inner,
-            _ => return Err(format!("field `{path}`: `{part}` already has a value")),
-        };
-    }
-    if here.contains_key(last) {
-        return Err(format!("field `{path}` is given twice"));
-    }
-    here.insert(last.to_owned(), value);
-    Ok(())
-}
-
-impl Visit for Fields {
-    fn record_f64(&mut self, field: &Field, value: f64) {
-        match serde_json::Number::from_f64(value) {
-            Some(n) => self.put(field, Value::Number(n)),
-            None => self.fail(field, format!("{value} is not a JSON number")),
-        }
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.put(field, value.into());
-    }
-
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.put(field, value.into());
-    }
-
-    fn record_i128(&mut self, field: &Field, value: i128) {
-        match i64::try_from(value) {
-            Ok(v) => self.put(field, v.into()),
-            Err(_) => self.fail(field, format!("{value} is out of range")),
-        }
-    }
-
-    fn record_u128(&mut self, field: &Field, value: u128) {
-        match u64::try_from(value) {
-            Ok(v) => self.put(field, v.into()),
-            Err(_) => self.fail(field, format!("{value} is out of range")),
-        }
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.put(field, value.into());
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.put_text(field, value.to_owned());
-    }
-
-    fn record_error(&mut self, field: &Field, value: &(dyn std::error::Error + 'static)) {
-        self.put_text(field, value.to_string());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.put_text(field, format!("{value:?}"));
-    }
 }
