@@ -152,3 +152,15 @@ pub(super) struct EffStep<M: Machine> {
     pub(super) line: usize,
     pub(super) outputs: Vec<EffOutput<M::Output>>,
 }
+
+impl<M: Machine> EffStep<M> {
+    /// The line a violation found at the step's end is at: its first output the trace showed
+    /// otherwise than the machine (what broke the rule), else the step's own.
+    pub(super) fn end_line(&self) -> usize {
+        self.outputs
+            .iter()
+            .find(|o| o.seen == Seen::Deviant)
+            .and_then(|o| o.line)
+            .map_or(self.line, |(l, _)| l)
+    }
+}

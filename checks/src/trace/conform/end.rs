@@ -28,12 +28,7 @@ impl<M: Conform> SessionCheck<M> {
         let mut judged: Vec<Placed<M::Invariant>> = Vec::new();
         let mut last = 0;
         for step in &self.steps {
-            let deviant = step
-                .outputs
-                .iter()
-                .find(|o| o.seen == Seen::Deviant)
-                .and_then(|o| o.line);
-            let step_line = deviant.map_or(step.line, |(l, _)| l);
+            let step_line = step.end_line();
             last = step_line;
             monitor.input(&step.input);
             let found = monitor.take_violations();

@@ -167,13 +167,8 @@ impl<M: Conform> SessionCheck<M> {
             if !closed_before(step, walk.step) {
                 return;
             }
-            let deviant = step
-                .outputs
-                .iter()
-                .find(|o| o.seen == Seen::Deviant)
-                .and_then(|o| o.line);
             walk.monitor.end_step();
-            self.violations(walk, deviant.map_or(step.line, |(l, _)| l), None, None);
+            self.violations(walk, step.end_line(), None, None);
             walk.step += 1;
             walk.entered = false;
             walk.outputs = 0;

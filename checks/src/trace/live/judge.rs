@@ -452,3 +452,27 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::session_field;
+
+    #[test]
+    fn a_lines_session_is_its_session_field_plainly_written_whole_or_torn() {
+        assert_eq!(
+            session_field(r#"{"at":1,"session":"a","input":"#),
+            Some("a")
+        );
+        assert_eq!(session_field(r#"{"session" : "call-7"}"#), Some("call-7"));
+        for none in [
+            r#"{"at":1,"input":"tick"}"#,
+            r#"{"session":""}"#,
+            r#"{"session":"a\"b"}"#,
+            r#"{"session":"a\\b"}"#,
+            r#"{"session":7}"#,
+            r#"{"session":"torn"#,
+        ] {
+            assert_eq!(session_field(none), None, "{none}");
+        }
+    }
+}
