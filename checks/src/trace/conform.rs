@@ -78,6 +78,20 @@ fn same_identity(pattern: &Value, actual: &Value) -> bool {
         })
 }
 
+/// An output the trace showed its own way: its subject and value.
+type Shown = (Option<String>, Value);
+
+/// Whether the trace showed its own version of `output` in `earlier` (the outputs of its kind it
+/// showed before): the same subject and identity. The end drops the machine's unshown one then
+/// (`drop_superseded`), and the live walk waits at it until the trace shows it.
+fn superseded<M: Conform>(earlier: &[Shown], output: &M::Output) -> bool {
+    let value = value_of(output);
+    let subject = M::subject(output);
+    earlier
+        .iter()
+        .any(|(t, d)| t.as_deref() == subject && same_identity(d, &value))
+}
+
 /// The machine's outputs a session's trace has not shown yet, by kind, each as its step and its
 /// place there, oldest first. A session's outputs are of a few kinds: they are a short list
 /// searched in order, not hashed, and their count is kept as they come and go.

@@ -609,3 +609,29 @@ fn an_output_contradicted_after_the_walk_passed_it_is_judged_again_at_its_line()
     );
     assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");
 }
+
+#[test]
+fn a_real_stacks_finding_is_given_at_its_line_past_outputs_its_log_never_shows() {
+    // Logs that record some outputs completely and never show others (the model's persisted
+    // pieces, its delivered frames): the walk passes the unshown ones of a kind the log does not
+    // record completely, and the finding comes at its own line.
+    for (log, name, line) in [
+        (
+            "interop/openai-realtime@0.24.0/bug_two_responses_at_once.jsonl",
+            "single_running_turn",
+            50,
+        ),
+        (
+            "interop/pipecat@1.14.0/bug_llm_keeps_speaking.jsonl",
+            "no_late_delivery",
+            100,
+        ),
+    ] {
+        let by_line = given_by_line(&String::from_utf8(corpus_log(log)).unwrap());
+        assert_eq!(
+            by_line[line - 1],
+            [(name.to_owned(), line)],
+            "{log}: {by_line:?}"
+        );
+    }
+}

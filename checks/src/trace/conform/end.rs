@@ -9,7 +9,9 @@ use serde_json::Value;
 use turnfence_model::{Millis, Monitor, Violation};
 
 use super::findings::attach_derived;
-use super::{compact, same_identity, value_of, Conform, Finding, FindingKind, Seen, SessionCheck};
+use super::{
+    compact, superseded, value_of, Conform, Finding, FindingKind, Seen, SessionCheck, Shown,
+};
 
 impl<M: Conform> SessionCheck<M> {
     /// The session is over (at `end_line`, its `session_end`, or its last line at the end of
@@ -137,7 +139,6 @@ impl<M: Conform> SessionCheck<M> {
     /// earlier (a terminal state claimed too soon, say), did not happen a second time: the system
     /// already did it its way.
     fn drop_superseded(&mut self) {
-        type Shown = (Option<String>, Value);
         let mut shown: HashMap<Discriminant<M::Output>, Vec<Shown>> = HashMap::new();
         for step in &mut self.steps {
             step.outputs.retain(|o| {
@@ -156,11 +157,7 @@ impl<M: Conform> SessionCheck<M> {
                 let Some(earlier) = shown.get(&key) else {
                     return true;
                 };
-                let value = value_of(&o.output);
-                let subject = M::subject(&o.output);
-                !earlier
-                    .iter()
-                    .any(|(t, d)| t.as_deref() == subject && same_identity(d, &value))
+                !superseded::<M>(earlier, &o.output)
             });
         }
     }

@@ -29,11 +29,9 @@ use turnfence_model::{Millis, Monitor};
 
 use super::findings::attach_derived;
 use super::{
-    same_identity, value_of, Conform, EffOutput, EffStep, Finding, FindingKind, Seen, SessionCheck,
+    superseded, value_of, Conform, EffOutput, EffStep, Finding, FindingKind, Seen, SessionCheck,
+    Shown,
 };
-
-/// An output the trace showed its own way: its subject and value.
-type Shown = (Option<String>, Value);
 
 /// How far the walk has gone.
 pub(in crate::trace) struct Walk<M: Conform> {
@@ -43,7 +41,8 @@ pub(in crate::trace) struct Walk<M: Conform> {
     entered: bool,
     outputs: usize,
     /// Invariant findings found at an output the trace has not shown yet (its place: step and
-    /// index), given once it is shown, at its line.
+    /// index; the finding's `since` not yet held to its line), given once it is shown, at its
+    /// line.
     found: Vec<(Finding, Option<(usize, usize)>)>,
     /// What was given, so that a walk started again gives nothing twice.
     pub(in crate::trace) given: Vec<Finding>,
@@ -105,8 +104,7 @@ impl<M: Conform> SessionCheck<M> {
                 Some(o) if o.seen == Seen::Implicit => walk.found.push((f, place)),
                 Some(o) => {
                     if let Some((line, at)) = o.line {
-                        f.since = f.since.filter(|s| *s < line);
-                        (f.line, f.at) = (line, at);
+                        placed(&mut f, line, at);
                     }
                     now.push(f);
                 }
@@ -197,13 +195,10 @@ impl<M: Conform> SessionCheck<M> {
                         let kind = value.get("output").and_then(Value::as_str);
                         complete.iter().any(|c| Some(c.as_str()) == kind)
                     });
-                let superseded = walk.shown.get(&key).is_some_and(|earlier| {
-                    let value = value_of(&o.output);
-                    let subject = M::subject(&o.output);
-                    earlier
-                        .iter()
-                        .any(|(t, d)| t.as_deref() == subject && same_identity(d, &value))
-                });
+                let superseded = walk
+                    .shown
+                    .get(&key)
+                    .is_some_and(|earlier| superseded::<M>(earlier, &o.output));
                 !missing && !superseded
             }
         }
@@ -219,27 +214,33 @@ impl<M: Conform> SessionCheck<M> {
         place: Option<(usize, usize)>,
     ) {
         for v in walk.monitor.take_violations() {
-            let since = v
-                .since
-                .and_then(|s| self.steps.get(s))
-                .map(|s| s.line)
-                .filter(|s| *s < line);
-            let f = Finding {
+            let at = at.unwrap_or(v.at);
+            let mut f = Finding {
                 line,
                 session: self.session.clone(),
-                at: at.unwrap_or(v.at),
+                at,
                 kind: FindingKind::Invariant,
                 invariant: Some(v.name()),
-                since,
+                since: v.since.and_then(|s| self.steps.get(s)).map(|s| s.line),
                 ids: v.ids,
                 message: v.message,
                 derived: Vec::new(),
             };
+            if place.is_none() {
+                placed(&mut f, line, at);
+            }
             if !walk.given.iter().any(|g| same(g, &f)) {
                 walk.found.push((f, place));
             }
         }
     }
+}
+
+/// `f` at `line` and `at`: the line that broke the rule, and its time; the earlier line its story
+/// starts at kept only if it is earlier (as the end places a violation).
+fn placed(f: &mut Finding, line: usize, at: Millis) {
+    f.since = f.since.filter(|s| *s < line);
+    (f.line, f.at) = (line, at);
 }
 
 /// The same finding, whatever has been folded under it since.
