@@ -635,3 +635,23 @@ fn a_real_stacks_finding_is_given_at_its_line_past_outputs_its_log_never_shows()
         );
     }
 }
+
+#[test]
+fn an_output_the_model_never_gave_is_given_once_the_sessions_clock_passes_its_step() {
+    // A frame the model never gave at 25 ms is a step of its own; the next line, at 30 ms, shows a
+    // frame the model did give (no step of its own): time passing closes the first, and the
+    // frame never given is given there.
+    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t\",\"generation\":1,\"mode\":\"text\"}\n\
+               {\"at\":2,\"session\":\"s\",\"input\":\"spawn\",\"turn\":\"t\",\"child\":\"model-stream\",\"kind\":\"model\"}\n\
+               {\"at\":20,\"session\":\"s\",\"input\":\"delta\",\"turn\":\"t\",\"generation\":1,\"seq\":1,\"text\":\"Hi\"}\n\
+               {\"at\":25,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t\",\"generation\":1,\"seq\":2}\n\
+               {\"at\":30,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t\",\"generation\":1,\"seq\":1}";
+    let by_line = given_by_line(log);
+    assert_eq!(
+        by_line[5],
+        [("unexpected_output".to_owned(), 5)],
+        "{by_line:?}"
+    );
+    assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");
+}
