@@ -1,9 +1,9 @@
-//! The live monitor: a log fed line by line — or followed as its file grows in random chunks, or
-//! piped to `check --follow -` — gives the findings `check` gives the whole file.
+//! The live monitor: a log fed line by line, or followed as its file grows in random chunks, gives
+//! the findings `check` gives the whole file, each as soon as its line decides it (`check
+//! --follow` as a user runs it: `live_cli.rs`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -125,122 +125,13 @@ fn a_log_followed_as_its_file_grows_in_random_chunks_gives_the_findings_of_the_w
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-fn turnfence_piped(args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_turnfence"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn corpus_log(path: &str) -> Vec<u8> {
+pub(crate) fn corpus_log(path: &str) -> Vec<u8> {
     read(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../fixtures")
             .join(path),
     )
     .into_bytes()
-}
-
-#[test]
-fn a_pipe_to_check_follow_prints_each_finding_as_a_json_line_then_the_summary() {
-    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
-    let out = turnfence_piped(&["check", "--follow", "-", "--format", "json"], &log);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let finding = &lines[0]["finding"];
-    assert_eq!(finding["invariant"], "no_late_delivery");
-    assert_eq!(finding["line"], 20);
-    assert_eq!(finding["since"], 19);
-    assert_eq!(finding["session"], "livekit");
-    let summary = &lines.last().unwrap()["summary"];
-    assert_eq!(summary["lines"], 32);
-    assert_eq!(summary["finding_count"], 1);
-}
-
-#[test]
-fn fail_fast_exits_1_at_the_first_finding_and_a_conforming_pipe_exits_0() {
-    let bug = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
-    let out = turnfence_piped(&["check", "--follow", "-", "--fail-fast"], &bug);
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.starts_with("no_late_delivery at line 20"), "{text}");
-    let ok = corpus_log("interop/livekit-agents@1.8.9/confirmed_interruption.events.jsonl");
-    let out = turnfence_piped(&["check", "--follow", "-", "--fail-fast"], &ok);
-    assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8(out.stdout)
-        .unwrap()
-        .starts_with("CONFORMS"));
-}
-
-#[test]
-fn a_bad_line_in_a_pipe_is_an_input_error_for_its_session_and_the_rest_goes_on() {
-    // Two sessions of the canonical form; a line of one is garbled mid-log.
-    let accept = |s: &str| {
-        format!("{{\"at\":0,\"session\":\"{s}\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}}\n")
-    };
-    let text = format!(
-        "{{\"meta\":{{\"dialect\":\"canonical\",\"partial\":true}}}}\n{}{}{}{}",
-        accept("a"),
-        accept("b"),
-        "{\"at\":5,\"session\":\"a\",\"input\"\n",
-        "{\"at\":6,\"session\":\"b\",\"output\":\"delivered\",\"turn\":\"t1\",\"generation\":1,\"seq\":9}\n",
-    );
-    let out = turnfence_piped(
-        &["check", "--follow", "-", "--format", "json"],
-        text.as_bytes(),
-    );
-    assert_eq!(out.status.code(), Some(0));
-    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let error = lines
-        .iter()
-        .find(|l| l.get("input_error").is_some())
-        .unwrap();
-    assert_eq!(error["input_error"]["error"]["line"], 4);
-    assert_eq!(error["input_error"]["sessions"], serde_json::json!(["a"]));
-    // Session b goes on: a frame the model never produced is judged at line 5.
-    let b: Vec<&serde_json::Value> = lines
-        .iter()
-        .filter_map(|l| l.get("finding"))
-        .filter(|f| f["session"] == "b")
-        .collect();
-    assert!(b.iter().any(|f| f["line"] == 5), "{lines:?}");
-    let summary = &lines.last().unwrap()["summary"];
-    assert_eq!(summary["input_error_count"], 1);
-    assert_eq!(summary["lines"], 5);
-}
-
-#[test]
-fn flags_that_make_no_sense_with_follow_are_input_errors() {
-    for args in [
-        &["check", "--follow", "-", "--format", "junit"][..],
-        &["check", "--follow", "-", "--format", "markdown"],
-        &["check", "--follow", "-", "--baseline", "b.json"],
-        &["check", "--follow", "a.jsonl", "b.jsonl"],
-        &["check", "-", "--fail-fast"],
-        &["check", "-", "--idle-timeout", "5"],
-        &["check", "--follow", "-", "--idle-timeout", "-1"],
-    ] {
-        let out = turnfence_piped(args, b"");
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-    }
 }
 
 #[test]
@@ -377,62 +268,6 @@ fn a_session_its_log_ended_is_not_ended_again_for_its_silence() {
     assert_eq!(m.open_sessions(), 0);
     assert!(m.expire(10_000, 1).is_empty());
     assert_eq!(m.finish().1.expired, 0);
-}
-
-#[test]
-fn a_followed_file_is_judged_as_it_grows_and_sigint_ends_it_with_the_summary() {
-    use std::io::{BufRead, BufReader};
-    let dir = std::env::temp_dir().join(format!("turnfence-follow-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("agent.jsonl");
-    let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
-    let cut = log.iter().take(3000).filter(|b| **b == b'\n').count();
-    let mut file = std::fs::File::create(&path).unwrap();
-    // The first part, ending mid-line, is there before the monitor starts.
-    file.write_all(&log[..3000]).unwrap();
-    file.flush().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_turnfence"))
-        .args([
-            "check",
-            "--follow",
-            path.to_str().unwrap(),
-            "--format",
-            "json",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    assert!(
-        cut < 19,
-        "the late frame (line 20) comes after the monitor starts"
-    );
-    file.write_all(&log[3000..]).unwrap();
-    file.flush().unwrap();
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    out.read_line(&mut first).unwrap();
-    let finding: serde_json::Value = serde_json::from_str(&first).unwrap();
-    assert_eq!(
-        finding["finding"]["invariant"], "no_late_delivery",
-        "{first}"
-    );
-    assert_eq!(finding["finding"]["line"], 20);
-    let interrupted = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(interrupted.success());
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(0), "{rest}");
-    let summary: serde_json::Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
-    // Every line read before the signal is judged; the reading may not have reached the last.
-    let lines = summary["summary"]["lines"].as_u64().unwrap();
-    assert!((20..=32).contains(&lines), "{rest}");
-    assert_eq!(summary["summary"]["finding_count"], 1, "{rest}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `lines` fed to a monitor of the reading their first line names, then finished: every report,

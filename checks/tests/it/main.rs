@@ -20,6 +20,7 @@ mod gate;
 mod hostile;
 mod interop;
 mod live;
+mod live_cli;
 mod mangled;
 mod model;
 mod model_rules;
