@@ -163,8 +163,13 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
         "{reports:?}"
     );
     assert_eq!(m.open_sessions(), 0);
-    // A later line of it is counted, not read as a new session's.
-    assert!(m.feed(log.lines().nth(2).unwrap(), 2_000).is_empty());
+    // Its later lines are counted, not read as a new session's: every one of them.
+    let later = log.lines().nth(2).unwrap();
+    assert!(m.feed(later, 2_000).is_empty());
+    assert!(m
+        .feed(&later.replace("\"at\":1", "\"at\":2"), 2_001)
+        .is_empty());
+    assert_eq!(m.open_sessions(), 0);
     let (_, summary) = m.finish();
     assert_eq!(
         (
@@ -172,7 +177,7 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
             summary.expired,
             summary.lines_not_read
         ),
-        (0, 1, 1)
+        (0, 1, 2)
     );
 }
 

@@ -212,12 +212,8 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             }
         }
         self.given_early += decided.len();
-        let mut early = Verdict {
-            findings: decided,
-            ..Verdict::default()
-        };
-        self.reader.reword(&mut early);
-        reports.extend(early.findings.into_iter().map(Report::Finding));
+        let early = self.reworded(decided);
+        reports.extend(early.into_iter().map(Report::Finding));
         for ended in self
             .checker
             .ended
@@ -230,6 +226,16 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         reports
     }
 
+    /// `findings` in the stack's words.
+    fn reworded(&self, findings: Vec<Finding>) -> Vec<Finding> {
+        let mut v = Verdict {
+            findings,
+            ..Verdict::default()
+        };
+        self.reader.reword(&mut v);
+        v.findings
+    }
+
     /// A session's end: what its walk had not given, and what it gave that the end does not hold.
     fn reconcile(&mut self, ended: Ended) -> Vec<Report> {
         let Ended {
@@ -238,35 +244,15 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             given,
         } = ended;
         self.ended.push(session.clone());
-        let given_before = |f: &Finding| given.iter().any(|g| same(g, f));
-        let (held, new): (Vec<Finding>, Vec<Finding>) =
-            findings.iter().cloned().partition(|f| given_before(f));
-        let mut new = Verdict {
-            findings: new,
-            ..Verdict::default()
-        };
-        // Those given before, as the end holds them: what each explains gathered since.
-        let mut held = Verdict {
-            findings: held.into_iter().filter(|f| !f.derived.is_empty()).collect(),
-            ..Verdict::default()
-        };
-        let mut gone = Verdict {
-            findings: given
-                .into_iter()
-                .filter(|g| !findings.iter().any(|f| same(g, f)))
-                .collect(),
-            ..Verdict::default()
-        };
-        for v in [&mut new, &mut held, &mut gone] {
-            self.reader.reword(v);
-        }
-        self.settled.extend(held.findings);
+        let (new, held, gone) = at_the_end(findings, given);
+        let (new, held, gone) = (self.reworded(new), self.reworded(held), self.reworded(gone));
+        self.settled.extend(held);
         self.checker
             .verdict
             .not_judged
             .retain(|n| n.session != session);
-        let mut reports: Vec<Report> = gone.findings.into_iter().map(Report::Withdrawn).collect();
-        reports.extend(new.findings.into_iter().map(Report::Finding));
+        let mut reports: Vec<Report> = gone.into_iter().map(Report::Withdrawn).collect();
+        reports.extend(new.into_iter().map(Report::Finding));
         reports
     }
 }
@@ -325,6 +311,25 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         reports.extend(self.gather());
         reports
     }
+}
+
+/// A session's findings at its end beside what its walk `given` before: those not given (to give
+/// now), those given that explain something since (to hold as the end does), and those given
+/// that the end does not hold (withdrawn).
+fn at_the_end(
+    findings: Vec<Finding>,
+    given: Vec<Finding>,
+) -> (Vec<Finding>, Vec<Finding>, Vec<Finding>) {
+    let gone = given
+        .iter()
+        .filter(|g| !findings.iter().any(|f| same(g, f)))
+        .cloned()
+        .collect();
+    let (held, new): (Vec<Finding>, Vec<Finding>) = findings
+        .into_iter()
+        .partition(|f| given.iter().any(|g| same(g, f)));
+    let held = held.into_iter().filter(|f| !f.derived.is_empty()).collect();
+    (new, held, gone)
 }
 
 /// The name a line's `session` field gives (the canonical form's, a Realtime envelope's, a
@@ -455,7 +460,35 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
 
 #[cfg(test)]
 mod tests {
-    use super::session_field;
+    use super::{at_the_end, session_field};
+    use crate::trace::Finding;
+
+    fn finding(line: usize, derived: Vec<Finding>) -> Finding {
+        Finding {
+            derived,
+            ..super::super::tests::finding(line)
+        }
+    }
+
+    #[test]
+    fn at_its_end_a_session_gives_what_was_not_given_holds_what_grew_and_withdraws_the_rest() {
+        let explains = vec![finding(9, Vec::new())];
+        let (new, held, gone) = at_the_end(
+            vec![
+                finding(3, explains.clone()),
+                finding(5, Vec::new()),
+                finding(7, Vec::new()),
+            ],
+            vec![
+                finding(3, Vec::new()),
+                finding(4, Vec::new()),
+                finding(5, Vec::new()),
+            ],
+        );
+        assert_eq!(new, [finding(7, Vec::new())]);
+        assert_eq!(held, [finding(3, explains)]);
+        assert_eq!(gone, [finding(4, Vec::new())]);
+    }
 
     #[test]
     fn a_lines_session_is_its_session_field_plainly_written_whole_or_torn() {

@@ -245,7 +245,7 @@ mod tests {
     use super::*;
     use crate::trace::FindingKind;
 
-    fn finding(line: usize) -> Finding {
+    pub(super) fn finding(line: usize) -> Finding {
         Finding {
             line,
             session: "s".into(),
