@@ -209,7 +209,16 @@ fn given_by_line(log: &str) -> Vec<Vec<(String, usize)>> {
 #[test]
 fn a_late_frame_is_given_at_the_line_that_plays_it() {
     let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
-    let by_line = given_by_line(&String::from_utf8(log).unwrap());
+    let text = String::from_utf8(log).unwrap();
+    let reading = trace::reading(text.lines().next().unwrap(), &Default::default()).unwrap();
+    let mut m = live::Monitor::new(&reading).unwrap();
+    for (i, l) in text.lines().take(20).enumerate() {
+        m.feed(l, i as u64);
+    }
+    // The summary so far, before the log ends, holds it.
+    assert_eq!(m.summary().finding_count, 1);
+    assert_eq!(m.summary().given_early, 1);
+    let by_line = given_by_line(&text);
     let late = [("no_late_delivery".to_owned(), 20)];
     assert_eq!(by_line[19], late, "given as line 20 is read");
     assert_eq!(by_line.iter().flatten().count(), 1, "{by_line:?}");

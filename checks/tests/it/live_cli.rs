@@ -98,6 +98,8 @@ fn a_bad_line_in_a_pipe_is_an_input_error_for_its_session_and_the_rest_goes_on()
     let summary = &lines.last().unwrap()["summary"];
     assert_eq!(summary["input_error_count"], 1);
     assert_eq!(summary["lines"], 5);
+    // Both sessions ended: `a` at its bad line, `b` at the end of the input.
+    assert_eq!(summary["sessions"], 2);
 }
 
 #[test]

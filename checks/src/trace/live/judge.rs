@@ -471,6 +471,24 @@ mod tests {
     }
 
     #[test]
+    fn the_sessions_ended_for_their_silence_are_remembered_up_to_a_bound_the_oldest_forgotten() {
+        let mut expired = super::Expired::default();
+        for i in 0..=super::EXPIRED_KEPT {
+            expired.insert(&format!("s{i}"));
+        }
+        assert_eq!(expired.forgotten, 1);
+        assert_eq!(expired.order.len(), super::EXPIRED_KEPT);
+        assert!(!expired.names.contains("s0"));
+        assert!(expired.names.contains("s1"));
+        expired.insert("s1");
+        assert_eq!(
+            expired.order.len(),
+            super::EXPIRED_KEPT,
+            "a name already held is held once"
+        );
+    }
+
+    #[test]
     fn at_its_end_a_session_gives_what_was_not_given_holds_what_grew_and_withdraws_the_rest() {
         let explains = vec![finding(9, Vec::new())];
         let (new, held, gone) = at_the_end(
