@@ -438,19 +438,23 @@ fn the_interleaved_log_is_what_it_claims() {
     assert_eq!(summary.given_early, odd);
 }
 
+/// A canonical session whose model has delivered seq 1 of generation 1 at 20 ms, unshown.
+const STREAMING: &str = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
+    {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t\",\"generation\":1,\"mode\":\"text\"}\n\
+    {\"at\":2,\"session\":\"s\",\"input\":\"spawn\",\"turn\":\"t\",\"child\":\"model-stream\",\"kind\":\"model\"}\n\
+    {\"at\":20,\"session\":\"s\",\"input\":\"delta\",\"turn\":\"t\",\"generation\":1,\"seq\":1,\"text\":\"Hi\"}\n";
+
 #[test]
 fn an_output_contradicted_after_the_walk_passed_it_is_judged_again_at_its_line() {
     // The model delivered seq 1 of generation 1 at 20 ms (judged then, unshown); at 40 ms the log
     // shows it as generation 0's: the walk starts again over what it judged, and the frame of a
     // generation not the active one is given at the line that shows it, not at the end.
-    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
-               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t\",\"generation\":1,\"mode\":\"text\"}\n\
-               {\"at\":2,\"session\":\"s\",\"input\":\"spawn\",\"turn\":\"t\",\"child\":\"model-stream\",\"kind\":\"model\"}\n\
-               {\"at\":20,\"session\":\"s\",\"input\":\"delta\",\"turn\":\"t\",\"generation\":1,\"seq\":1,\"text\":\"Hi\"}\n\
+    let log = STREAMING.to_owned()
+        + "\
                {\"at\":30,\"session\":\"s\",\"input\":\"stop\",\"turn\":\"t\",\"request_id\":\"r1\"}\n\
                {\"at\":40,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t\",\"generation\":0,\"seq\":1}\n\
                {\"at\":50,\"session\":\"s\",\"input\":\"tick\"}";
-    let by_line = given_by_line(log);
+    let by_line = given_by_line(&log);
     assert_eq!(
         by_line[5],
         [("no_late_delivery".to_owned(), 6)],
@@ -490,13 +494,11 @@ fn an_output_the_model_never_gave_is_given_once_the_sessions_clock_passes_its_st
     // A frame the model never gave at 25 ms is a step of its own; the next line, at 30 ms, shows a
     // frame the model did give (no step of its own): time passing closes the first, and the
     // frame never given is given there.
-    let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
-               {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t\",\"generation\":1,\"mode\":\"text\"}\n\
-               {\"at\":2,\"session\":\"s\",\"input\":\"spawn\",\"turn\":\"t\",\"child\":\"model-stream\",\"kind\":\"model\"}\n\
-               {\"at\":20,\"session\":\"s\",\"input\":\"delta\",\"turn\":\"t\",\"generation\":1,\"seq\":1,\"text\":\"Hi\"}\n\
+    let log = STREAMING.to_owned()
+        + "\
                {\"at\":25,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t\",\"generation\":1,\"seq\":2}\n\
                {\"at\":30,\"session\":\"s\",\"output\":\"delivered\",\"turn\":\"t\",\"generation\":1,\"seq\":1}";
-    let by_line = given_by_line(log);
+    let by_line = given_by_line(&log);
     assert_eq!(
         by_line[5],
         [("unexpected_output".to_owned(), 5)],
