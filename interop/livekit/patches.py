@@ -64,6 +64,7 @@ def drop_tool_results_after_interruption() -> None:
             and arg.function_call_outputs
             and all(o.call_id in dropped for o in arg.function_call_outputs)
         ):
+            fired()
             return None
         return emit(self, event, arg)
 
@@ -73,6 +74,7 @@ def drop_tool_results_after_interruption() -> None:
 
     def patched_added(self: Any, items: Any) -> None:
         if items and all(getattr(i, "call_id", None) in dropped for i in items):
+            fired()
             return None
         return added(self, items)
 
@@ -96,6 +98,8 @@ def false_interruption_timer_never_resumes() -> None:
             ):
                 self._paused_speech = None
                 return
+            if not paused.handle.done():
+                fired()  # unpatched, this pause would be resumed or end otherwise
             self._session.emit(
                 "agent_false_interruption", AgentFalseInterruptionEvent(resumed=False)
             )
@@ -123,6 +127,7 @@ def speech_interrupts_uninterruptible() -> None:
             and not speech.interrupted
             and not speech.allow_interruptions
         ):
+            fired()
             _interrupt(speech, force=True, source="audio_activity")
             return None
         return orig(self, *args, **kwargs)
@@ -151,6 +156,7 @@ def resume_before_clear() -> None:
         audio = self._session.output.audio
         handle = self._paused_speech.handle
         if interrupt and not handle.interrupted and handle.allow_interruptions:
+            fired()
             if audio is not None:
                 clear = audio.clear_buffer
 
@@ -194,6 +200,7 @@ def commit_interrupted_reply_twice() -> None:
             speech_handle._remove_item_added_callback(seen)
         if speech_handle.interrupted:
             for message in committed:
+                fired()
                 again = llm.ChatMessage(
                     role="assistant",
                     content=list(message.content),
@@ -204,3 +211,21 @@ def commit_interrupted_reply_twice() -> None:
                 self._session._conversation_item_added(again)
 
     AgentActivity._pipeline_reply_task_impl = impl  # type: ignore[method-assign]
+
+
+# -- witnesses (generated sessions) ------------------------------------------------------------
+
+_witness: Callable[[], None] | None = None
+
+
+def set_witness(hook: Callable[[], None] | None) -> None:
+    """The generator's hook: called by a patch where its code path first changes what the
+    stack does (the generator notes the log's line count then). None: no one listens (the
+    scripted scenarios)."""
+    global _witness
+    _witness = hook
+
+
+def fired() -> None:
+    if _witness is not None:
+        _witness()
