@@ -11,6 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 PATCHES: dict[str, Callable[[], None]] = {}
+RULES: dict[str, str] = {}
+"""The rule each patch breaks when it fires (the invariant a generated session must show)."""
+
+WITNESS: Callable[[str], None] | None = None
+"""Set by the session generator (``generate.py``): a patch calls ``witness`` at the moment it
+makes the SDK do something the released SDK would not, ``"last"`` when the line that differs is
+the one the SDK is handling (the server event just logged), ``"next"`` when it is the next line
+to be written (a client event about to go out). The harness leaves it unset: the corpus records
+exactly as before."""
+
+
+def witness(where: str) -> None:
+    if WITNESS is not None:
+        WITNESS(where)
 
 
 def patch(fn: Callable[[], None]) -> Callable[[], None]:
@@ -42,6 +56,9 @@ def no_truncate_on_speech_started() -> None:
 
     async def patched_send(self, event):  # type: ignore[no-untyped-def]
         if getattr(self, "_interop_in_speech_started", False) and event.type == "conversation.item.truncate":
+            state = self._audio_state_tracker.get_state(event.item_id, event.content_index or 0)
+            if state is None or event.audio_end_ms < int(state.audio_length_ms):
+                witness("last")  # the speech_started: the item keeps audio nobody heard
             return None
         return await send(self, event)
 
@@ -54,16 +71,28 @@ def truncate_from_wall_clock() -> None:
     """The model ignores the app's RealtimePlaybackTracker and takes the played position from its wall clock since the item's first audio delta arrived (its fallback when no tracker is given), so a barge-in truncates the item to time elapsed, not to audio played: the reply's audio waited in the player's jitter buffer before it played."""  # noqa: E501
     model = _model()
     state = model._get_playback_state
+    send = model._send_raw_message
 
     def patched(self):  # type: ignore[no-untyped-def]
         tracker = self._playback_tracker
+        self._interop_played = tracker.get_state() if tracker is not None else None
         self._playback_tracker = None
         try:
             return state(self)
         finally:
             self._playback_tracker = tracker
 
+    async def patched_send(self, event):  # type: ignore[no-untyped-def]
+        played = getattr(self, "_interop_played", None)
+        if event.type == "conversation.item.truncate" and played is not None:
+            elapsed = played.get("elapsed_ms")
+            same_item = played.get("current_item_id") == event.item_id
+            if not same_item or elapsed is None or int(round(elapsed)) != event.audio_end_ms:
+                witness("next")  # this truncate: the wall clock's position, not the player's
+        return await send(self, event)
+
     model._get_playback_state = patched
+    model._send_raw_message = patched_send
 
 
 @patch
@@ -73,9 +102,24 @@ def forget_audio_at_audio_done() -> None:
     handle = model._handle_ws_event
 
     async def patched(self, event):  # type: ignore[no-untyped-def]
+        kind = event.get("type") if isinstance(event, dict) else None
+        forgotten = getattr(self, "_interop_forgotten", None)
+        if kind == "input_audio_buffer.speech_started" and forgotten is not None:
+            if self._audio_state_tracker.get_last_audio_item() is None and self._playback_tracker is not None:
+                played = self._playback_tracker.get_state()
+                state = self._audio_state_tracker.get_state(*forgotten)
+                if (
+                    played.get("current_item_id") == forgotten[0]
+                    and state is not None
+                    and (played.get("elapsed_ms") or 0) < state.audio_length_ms
+                ):
+                    witness("last")  # the speech that interrupts nothing while the item plays
         await handle(self, event)
-        if isinstance(event, dict) and event.get("type") == "response.output_audio.done":
+        if kind == "response.output_audio.done":
+            self._interop_forgotten = self._audio_state_tracker.get_last_audio_item()
             self._audio_state_tracker._last_audio_item = None
+        elif kind == "response.output_audio.delta":
+            self._interop_forgotten = None
 
     model._handle_ws_event = patched
 
@@ -94,6 +138,8 @@ def out_of_band_create_at_once() -> None:
             response = event.message.get("other_data", {}).get("response") or {}
             if response.get("conversation") == "none":
                 converted = _ConversionHelper.try_convert_raw_message(event)
+                if self._ongoing_response or self._response_control != "free":
+                    witness("next")  # the create the SDK would have held
                 await self._send_raw_message(converted)
                 return None
         return await send_event(self, event)
@@ -109,7 +155,112 @@ def run_incomplete_function_calls() -> None:
 
     async def patched(self, item):  # type: ignore[no-untyped-def]
         if item.type == "function_call" and item.status == "incomplete":
+            witness("last")  # the output_item.done of the call the cancel settled
             item = item.model_copy(update={"status": "completed"})
         return await handle(self, item)
 
     model._handle_output_item = patched
+
+
+@patch
+def truncate_last_received_item() -> None:
+    """On an interruption the model truncates the assistant item it last received audio for, at the position the player reports for the item it is playing: with one item partly played and the next one already queued, the queued item is cut to a position nobody heard and the item being heard is never cut (the shape of openclaw/openclaw#138592, fixed in openclaw/openclaw#138619, and of openai/openai-agents-js#1173's fix openai/openai-agents-js#1608, which truncates the audible item, not the last one)."""  # noqa: E501
+    model = _model()
+    state = model._get_playback_state
+    send = model._send_raw_message
+
+    def patched(self):  # type: ignore[no-untyped-def]
+        played = state(self)
+        last = self._audio_state_tracker.get_last_audio_item()
+        self._interop_swapped = False
+        if played.get("current_item_id") is not None and last is not None:
+            if (played["current_item_id"], played.get("current_item_content_index") or 0) != last:
+                self._interop_swapped = True
+                return {**played, "current_item_id": last[0], "current_item_content_index": last[1]}
+        return played
+
+    async def patched_send(self, event):  # type: ignore[no-untyped-def]
+        if event.type == "conversation.item.truncate" and getattr(self, "_interop_swapped", False):
+            self._interop_swapped = False
+            witness("next")  # this truncate names the queued item, not the one heard
+        return await send(self, event)
+
+    model._get_playback_state = patched
+    model._send_raw_message = patched_send
+
+
+@patch
+def no_cancel_when_server_does_not_interrupt() -> None:
+    """On input_audio_buffer.speech_started the model tells the app to stop and truncates, but never sends response.cancel, even when the session's turn detection has interrupt_response false: it leaves the response to the server, as the handler's comment in openai/openai-agents-python#1999 left truncation to it. 0.24.0 guards this (its speech_started handler cancels when the session's turn detection does not interrupt responses); without the guard the server streams on and its audio reaches the player after the clear."""  # noqa: E501
+    model = _model()
+    handle = model._handle_ws_event
+    cancel = model._cancel_response
+
+    async def patched_handle(self, event):  # type: ignore[no-untyped-def]
+        self._interop_in_speech_started = (
+            isinstance(event, dict) and event.get("type") == "input_audio_buffer.speech_started"
+        )
+        try:
+            return await handle(self, event)
+        finally:
+            self._interop_in_speech_started = False
+
+    async def patched_cancel(self, *, response_id=None):  # type: ignore[no-untyped-def]
+        if getattr(self, "_interop_in_speech_started", False):
+            if self._ongoing_response:
+                witness("last")  # the speech after which the response streams on
+            return None
+        return await cancel(self, response_id=response_id)
+
+    model._handle_ws_event = patched_handle
+    model._cancel_response = patched_cancel
+
+
+@patch
+def run_tool_on_arguments_done() -> None:
+    """The model runs a function call's tool as soon as response.function_call_arguments.done arrives, and again on its response.output_item.done: each call is answered twice (two function_call_output items, two response.create). The SDK runs a tool on the output item only; a client that also acts on the arguments' done runs it twice, the repeated tool calls of openai/openai-realtime-api-beta#31 and the call "ran twice" on two confirmations of NousResearch/hermes-agent#94961."""  # noqa: E501
+    from openai.types.realtime.realtime_conversation_item_function_call import (
+        RealtimeConversationItemFunctionCall,
+    )
+
+    model = _model()
+    handle = model._handle_ws_event
+    send = model._send_raw_message
+
+    async def patched_send(self, event):  # type: ignore[no-untyped-def]
+        if event.type == "conversation.item.create" and getattr(event.item, "type", None) == "function_call_output":
+            answered = self.__dict__.setdefault("_interop_answered", set())
+            if event.item.call_id in answered:
+                witness("next")  # the second answer to one call
+            answered.add(event.item.call_id)
+        return await send(self, event)
+
+    async def patched(self, event):  # type: ignore[no-untyped-def]
+        await handle(self, event)
+        if isinstance(event, dict) and event.get("type") == "response.function_call_arguments.done":
+            item = RealtimeConversationItemFunctionCall(
+                type="function_call",
+                id=event.get("item_id"),
+                call_id=event.get("call_id"),
+                name=event.get("name"),
+                arguments=event.get("arguments"),
+                status="completed",
+            )
+            await self._handle_output_item(item)
+
+    model._handle_ws_event = patched
+    model._send_raw_message = patched_send
+
+
+RULES.update(
+    {
+        "no_truncate_on_speech_started": "truncated_to_heard",
+        "truncate_from_wall_clock": "truncated_to_heard",
+        "forget_audio_at_audio_done": "truncated_to_heard",
+        "out_of_band_create_at_once": "single_running_turn",
+        "run_incomplete_function_calls": "tool_call_settled",
+        "truncate_last_received_item": "truncated_to_heard",
+        "no_cancel_when_server_does_not_interrupt": "no_late_delivery",
+        "run_tool_on_arguments_done": "tool_call_settled",
+    }
+)
