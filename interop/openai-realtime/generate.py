@@ -135,7 +135,7 @@ def write_log(path: Path, session: strategies.Session, name: str, lines: list[di
     if session.patch:
         m["meta"]["patch"] = session.patch
     if note:
-        m["meta"]["note"] = note
+        m["meta"]["story"] += ". " + note
     with open(path, "w") as fh:
         fh.write(json.dumps(m) + "\n")
         for x in lines:
