@@ -21,7 +21,7 @@ mod end;
 mod findings;
 mod live;
 
-pub use contract::{Conform, History, Judged, LineInput};
+pub use contract::{Conform, History, Judged, LineInput, Unlogged};
 use contract::{EffOutput, EffStep, Seen};
 pub(super) use live::same;
 use live::Walk;
@@ -47,6 +47,10 @@ fn value_of(output: &impl Serialize) -> Value {
     serde_json::to_value(output).unwrap_or(Value::Null)
 }
 
+/// How many steps a log may leave out in a row where it shows no line: the depth of the search
+/// for unlogged steps that explain an output or a refusal.
+const UNLOGGED_DEPTH: usize = 2;
+
 /// How far back an unexpected output's explanation is looked for.
 const RECENT_OUTPUTS: usize = 256;
 
@@ -66,6 +70,22 @@ fn matches(pattern: &Value, actual: &Value, wildcards: &[&str]) -> bool {
             .iter()
             .all(|(k, v)| wildcards.contains(&k.as_str()) || a.get(k).is_some_and(|av| v == av)),
         _ => pattern == actual,
+    }
+}
+
+/// Whether the machine's `actual` output is the one `observed` shows (`pattern`: the observed
+/// output as JSON, where it has wildcards).
+fn fits<M: Conform>(
+    observed: &Observed<M::Output>,
+    pattern: Option<&Value>,
+    actual: &M::Output,
+) -> bool {
+    match pattern {
+        None => *actual == observed.output,
+        Some(p) => {
+            M::subject(actual) == M::subject(&observed.output)
+                && matches(p, &value_of(actual), observed.wildcards)
+        }
     }
 }
 
@@ -159,6 +179,8 @@ pub struct SessionCheck<M: Conform> {
     hidden_kept: Option<Vec<String>>,
     /// The walk of a session judged as its lines come ([`SessionCheck::decided`]), if it is.
     walk: Option<Walk<M>>,
+    /// The steps its stack may take without a line, as its dialect declares them.
+    unlogged: &'static [Unlogged<M>],
 }
 
 impl<M: Conform> SessionCheck<M> {
@@ -184,7 +206,60 @@ impl<M: Conform> SessionCheck<M> {
             partial,
             hidden_kept: keep_hidden.then(Vec::new),
             walk: None,
+            unlogged: &[],
         }
+    }
+
+    /// The session's stack may take `steps` without a line of its log.
+    pub fn with_unlogged(mut self, steps: &'static [Unlogged<M>]) -> SessionCheck<M> {
+        self.unlogged = steps;
+        self
+    }
+
+    /// The shortest sequence of unlogged steps (at most [`UNLOGGED_DEPTH`], the first found in
+    /// the order the steps are declared) that the machine takes at `at` and after which `done`
+    /// holds of it and of the outputs the steps gave; `None` if there is none.
+    fn search(&self, at: Millis, done: impl Fn(&M, &[M::Output]) -> bool) -> Option<Vec<M::Input>> {
+        if self.unlogged.is_empty() {
+            return None;
+        }
+        let mut frontier = vec![(self.machine.clone(), Vec::new(), Vec::new())];
+        for _ in 0..UNLOGGED_DEPTH {
+            let mut next = Vec::new();
+            for (machine, path, outputs) in &frontier {
+                for step in self.unlogged {
+                    for inputs in (step.inputs)(machine, at) {
+                        let mut m = machine.clone();
+                        let mut outs: Vec<M::Output> = outputs.clone();
+                        let taken = inputs.iter().all(|input| {
+                            let ok = m.advance_to(M::at(input)).is_ok() && m.handle(input).is_ok();
+                            outs.extend(turnfence_model::drain(&mut m));
+                            ok
+                        });
+                        if !taken {
+                            continue;
+                        }
+                        let mut p: Vec<M::Input> = path.clone();
+                        p.extend(inputs);
+                        if done(&m, &outs) {
+                            return Some(p);
+                        }
+                        next.push((m, p, outs));
+                    }
+                }
+            }
+            frontier = next;
+        }
+        None
+    }
+
+    /// Takes the unlogged steps `path` found at `line`; false if the machine refuses one (it
+    /// cannot: the search took them on a copy).
+    fn take_unlogged(&mut self, path: Vec<M::Input>, line: usize) -> bool {
+        path.into_iter().all(|input| {
+            self.supplied(&input);
+            self.apply(input, line).is_ok()
+        })
     }
 
     /// The session is judged as its lines come: [`SessionCheck::decided`] gives what each decides.
@@ -301,6 +376,16 @@ impl<M: Conform> SessionCheck<M> {
         {
             return;
         }
+        // Steps the stack took without a line, after which the machine takes the input.
+        let accepts = |m: &M, _: &[M::Output]| {
+            let mut m = m.clone();
+            m.advance_to(M::at(&input)).is_ok() && m.handle(&input).is_ok()
+        };
+        if let Some(path) = self.search(M::at(&input), accepts) {
+            if self.take_unlogged(path, line) && self.apply(input.clone(), line).is_ok() {
+                return;
+            }
+        }
         let cause = self.machine.refusal_cause(&self.all_outputs(), &misuse);
         let (kind, invariant, message) = match cause {
             Some((invariant, why)) => (FindingKind::Invariant, Some(invariant.name()), why),
@@ -324,16 +409,9 @@ impl<M: Conform> SessionCheck<M> {
         };
         let steps = &self.steps;
         let pattern = (!observed.wildcards.is_empty()).then(|| value_of(&observed.output));
-        let found = queue.iter().position(|&(s, o)| {
-            let actual = &steps[s].outputs[o].output;
-            match &pattern {
-                None => *actual == observed.output,
-                Some(p) => {
-                    M::subject(actual) == M::subject(&observed.output)
-                        && matches(p, &value_of(actual), observed.wildcards)
-                }
-            }
-        });
+        let found = queue
+            .iter()
+            .position(|&(s, o)| fits::<M>(observed, pattern.as_ref(), &steps[s].outputs[o].output));
         let Some(pos) = found else { return false };
         let Some((s, o)) = self.pending.remove(&key, pos) else {
             return false;
@@ -370,6 +448,18 @@ impl<M: Conform> SessionCheck<M> {
                 break;
             }
             if self.take_match(observed, line) {
+                return;
+            }
+        }
+        // Steps the stack took without a line, after which the machine gives it.
+        let pattern = (!observed.wildcards.is_empty()).then(|| value_of(&observed.output));
+        let gives = |_: &M, outputs: &[M::Output]| {
+            outputs
+                .iter()
+                .any(|o| fits::<M>(observed, pattern.as_ref(), o))
+        };
+        if let Some(path) = self.search(at, gives) {
+            if self.take_unlogged(path, line) && self.take_match(observed, line) {
                 return;
             }
         }
@@ -537,7 +627,149 @@ pub fn compact(value: &Value, wildcards: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Pending;
+    use super::{Observed, Pending, SessionCheck, Unlogged};
+    use turnfence_model::turn::{Input, InputKind, Mode, Output, Profile, Terminal, TurnMachine};
+    use turnfence_model::Millis;
+
+    /// A stack's unlogged step for these tests: the app stops a running interruptible turn.
+    const STOPS: &[Unlogged<TurnMachine>] = &[Unlogged {
+        what: "the app stops the turn",
+        source: "a test",
+        inputs: stops,
+    }];
+
+    fn stops(m: &TurnMachine, at: Millis) -> Vec<Vec<Input>> {
+        m.session()
+            .turns
+            .iter()
+            .filter(|t| t.interruptible && t.phase.is_running())
+            .map(|t| {
+                let request_id = format!("{}-app", t.id);
+                vec![Input::new(
+                    at,
+                    InputKind::Stop {
+                        turn: t.id.clone(),
+                        request_id,
+                    },
+                )]
+            })
+            .collect()
+    }
+
+    /// A speaking turn under `livekit-agents`, interruptible or not, then its end shown
+    /// cancelled with nothing in the log that stopped it: the findings, and the hidden steps
+    /// the search supplied.
+    fn cancelled_without_cause(
+        interruptible: bool,
+        unlogged: &'static [Unlogged<TurnMachine>],
+    ) -> (Vec<String>, Vec<String>) {
+        let machine = TurnMachine::with_profile(Profile::LivekitAgents);
+        let mut s = SessionCheck::new("main", machine, &[], true, true).with_unlogged(unlogged);
+        let kinds = [
+            InputKind::Accept {
+                turn: "t1".into(),
+                generation: 1,
+                mode: Mode::Audio,
+                deadline_ms: None,
+                budget: None,
+                interruptible,
+            },
+            InputKind::Delta {
+                turn: "t1".into(),
+                generation: 1,
+                seq: 1,
+                text: None,
+                frames: 1,
+            },
+        ];
+        for (i, kind) in kinds.into_iter().enumerate() {
+            s.advance(10 * i as Millis, i + 1).unwrap();
+            s.input(Input::new(10 * i as Millis, kind), i + 1);
+        }
+        s.advance(500, 3).unwrap();
+        let cancelled = Output::Terminal {
+            turn: "t1".into(),
+            state: Terminal::Cancelled,
+        };
+        s.output(&Observed::exact(cancelled), 500, 3);
+        let hidden = s.hidden_kept().to_vec();
+        let found = s
+            .finish(None)
+            .iter()
+            .map(|f| format!("{} at {}", f.name(), f.line))
+            .collect();
+        (found, hidden)
+    }
+
+    /// An end the machine gives only after a step the log does not show is explained by that
+    /// step, when the stack declares it and the machine takes it; the step is supplied once.
+    #[test]
+    fn an_output_is_explained_by_a_declared_unlogged_step() {
+        let (found, hidden) = cancelled_without_cause(true, STOPS);
+        assert_eq!(found, Vec::<String>::new());
+        assert_eq!(hidden.len(), 1, "{hidden:?}");
+        assert!(hidden[0].contains(r#""input":"stop""#), "{hidden:?}");
+    }
+
+    /// For this test: a stack that may send a turn's audio without a line.
+    const SENDS: &[Unlogged<TurnMachine>] = &[Unlogged {
+        what: "the stack sends a frame of the turn",
+        source: "a test",
+        inputs: sends,
+    }];
+
+    fn sends(m: &TurnMachine, at: Millis) -> Vec<Vec<Input>> {
+        m.session()
+            .turns
+            .iter()
+            .filter(|t| t.phase.is_running())
+            .map(|t| {
+                let delta = InputKind::Delta {
+                    turn: t.id.clone(),
+                    generation: t.generation,
+                    seq: t.last_delivered_seq + 1,
+                    text: None,
+                    frames: 1,
+                };
+                vec![Input::new(at, delta)]
+            })
+            .collect()
+    }
+
+    /// A frame played with nothing to play: refused as it stands, taken once the declared step
+    /// (the stack sent a frame) is supplied before it; without the step, a finding.
+    #[test]
+    fn a_refused_input_is_explained_by_a_declared_unlogged_step() {
+        for (unlogged, want) in [(SENDS, 0), (&[][..], 1)] {
+            let machine = TurnMachine::with_profile(Profile::LivekitAgents);
+            let mut s = SessionCheck::new("main", machine, &[], true, true).with_unlogged(unlogged);
+            let accept = InputKind::Accept {
+                turn: "t1".into(),
+                generation: 1,
+                mode: Mode::Audio,
+                deadline_ms: None,
+                budget: None,
+                interruptible: true,
+            };
+            s.input(Input::new(0, accept), 1);
+            s.advance(100, 2).unwrap();
+            s.input(Input::new(100, InputKind::FRAME_PLAYED), 2);
+            let hidden = s.hidden_kept().len();
+            let found: Vec<String> = s.finish(None).iter().map(|f| f.name().to_owned()).collect();
+            assert_eq!((found.len(), hidden), (want, 1 - want), "{found:?}");
+        }
+    }
+
+    /// No declared step, or one the machine does not take here (the turn lets nothing
+    /// interrupt it): the output is the finding it was.
+    #[test]
+    fn without_a_step_that_explains_it_the_output_is_a_finding() {
+        for (interruptible, unlogged) in [(true, &[][..]), (false, STOPS)] {
+            let (found, hidden) = cancelled_without_cause(interruptible, unlogged);
+            assert_eq!(found, ["unexpected_output at 3"], "{interruptible}");
+            assert_eq!(hidden, Vec::<String>::new());
+        }
+    }
 
     #[derive(Debug)]
     enum Out {

@@ -45,7 +45,7 @@ use std::io::BufRead;
 use serde::Serialize;
 use turnfence_model::Millis;
 
-use conform::{Conform, Observed, SessionCheck};
+use conform::{Conform, Observed, SessionCheck, Unlogged};
 
 /// The meta line's fields (first line only). Strict: a key not listed here is an input error.
 /// Every key may be left out. The checker reads `complete` and `partial` only: `dialect`,
@@ -338,6 +338,11 @@ pub trait Reader<S: Conform> {
     /// The verdict said in the stack's words (a real stack's dialect: its replies, tool calls
     /// and speech, not turns, children and frames), once every line is read.
     fn reword(&self, _verdict: &mut Verdict) {}
+
+    /// The steps the stack may take without a line of its log (its dialect's declaration).
+    fn unlogged(&self) -> &'static [Unlogged<S>] {
+        &[]
+    }
 }
 
 /// A reader's first half: lines into records. Each pushes what it makes onto `out`.
@@ -379,6 +384,8 @@ pub struct Sessions<S: Conform> {
     fresh: S,
     /// Each session is judged as its lines come ([`SessionCheck::decided`]).
     live: bool,
+    /// The steps each session's stack may take without a line (its dialect's declaration).
+    unlogged: &'static [Unlogged<S>],
 }
 
 impl<S: Conform> Default for Sessions<S> {
@@ -390,6 +397,7 @@ impl<S: Conform> Default for Sessions<S> {
             keep: Keep::Findings,
             fresh: S::default(),
             live: false,
+            unlogged: &[],
         }
     }
 }
@@ -407,7 +415,8 @@ impl<S: Conform> Sessions<S> {
                 &self.complete,
                 self.partial,
                 keep,
-            );
+            )
+            .with_unlogged(self.unlogged);
             if self.live {
                 fresh = fresh.judged_as_it_comes();
             }
@@ -474,7 +483,9 @@ fn check_batched<S: Conform, R: Reader<S>>(
     fresh: S,
     batch: stream::Batching,
 ) -> Result<Verdict, InputError> {
-    let mut verdict = stream::check(input, reader, Checker::new(keep, fresh), batch)?;
+    let mut checker = Checker::new(keep, fresh);
+    checker.sessions.unlogged = reader.unlogged();
+    let mut verdict = stream::check(input, reader, checker, batch)?;
     reader.reword(&mut verdict);
     Ok(verdict)
 }

@@ -5,7 +5,8 @@
 use turnfence_model::turn::TurnMachine;
 
 use super::{
-    Conform, Event, FindingKind, InputError, MakeEvents, ReadLines, Reader, Sessions, Verdict,
+    Conform, Event, FindingKind, InputError, MakeEvents, ReadLines, Reader, Sessions, Unlogged,
+    Verdict,
 };
 
 /// A line of a real stack's log, as its dialect holds it until its events are made: the meta
@@ -93,6 +94,9 @@ impl ReadLines<StackRecord> for StackLines {
 /// work), and the output kinds its logs record completely.
 pub trait StackDialect<S: Conform>: Default {
     const COMPLETE: &'static [&'static str];
+    /// The steps the stack may take without a line of its log, each with its source in the
+    /// stack's code: conformance looks for them before it reports ([`Unlogged`]).
+    const UNLOGGED: &'static [Unlogged<S>] = &[];
 
     /// The meta line (the one given, or the one made for a log without one): what the dialect
     /// reads from it (a stack's version and options).
@@ -158,6 +162,10 @@ impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
 
     fn reword(&self, verdict: &mut Verdict) {
         self.events.0.reword(verdict);
+    }
+
+    fn unlogged(&self) -> &'static [Unlogged<S>] {
+        D::UNLOGGED
     }
 }
 

@@ -30,7 +30,7 @@ use turnfence_model::turn::{
 };
 use turnfence_model::Millis;
 
-use crate::trace::conform::Observed;
+use crate::trace::conform::{Observed, Unlogged};
 use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::{
     running_where_the_log_stops, Event, Finding, InputError, Sessions, StackDialect, StackReader,
@@ -41,6 +41,33 @@ pub use options::Options;
 /// The output kinds a LiveKit log records completely: each tool call's answer
 /// (`function_tools_executed`), and each resume (`agent_false_interruption`).
 pub const COMPLETE: &[&str] = &["tool_answered", "playback_resumed"];
+
+/// The steps a LiveKit session takes that its events do not show.
+pub const UNLOGGED: &[Unlogged<TurnMachine>] = &[Unlogged {
+    what: "the app interrupts the speech in progress (`session.interrupt()`)",
+    source: "livekit-agents voice/agent_session.py `AgentSession.interrupt` -> \
+             agent_activity.py `AgentActivity.interrupt`: no event; a speech that allows no \
+             interruption refuses it unless forced",
+    inputs: app_interrupts,
+}];
+
+/// `session.interrupt()`: the interruptible reply still running is stopped.
+fn app_interrupts(m: &TurnMachine, at: Millis) -> Vec<Vec<turnfence_model::turn::Input>> {
+    m.session()
+        .turns
+        .iter()
+        .filter(|t| t.interruptible && t.phase.is_running())
+        .map(|t| {
+            vec![turnfence_model::turn::Input::new(
+                at,
+                InputKind::Stop {
+                    turn: t.id.clone(),
+                    request_id: format!("{}-interrupt", t.id),
+                },
+            )]
+        })
+        .collect()
+}
 
 /// Event types with no turn semantics: read and skipped.
 pub const SKIPPED: &[&str] = &[
@@ -277,6 +304,7 @@ type Events = Vec<Event<TurnMachine>>;
 
 impl StackDialect<TurnMachine> for Livekit {
     const COMPLETE: &'static [&'static str] = COMPLETE;
+    const UNLOGGED: &'static [Unlogged<TurnMachine>] = UNLOGGED;
 
     fn reword(&self, verdict: &mut Verdict) {
         for f in &mut verdict.findings {

@@ -26,7 +26,7 @@ impl<K: DeserializeOwned> LineInput for Timed<K> {
 /// carry no fields, what an output is about, the hidden steps a log may leave out, and the
 /// refusals that are evidence of a broken invariant. A machine, its inputs, outputs, monitor and
 /// facts can be sent to another thread: a long trace is read on one while it is judged on another.
-pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send {
+pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send + 'static {
     /// A fact a log states beside its events (a count, a remaining time, a position) that the
     /// machine can predict: judged where it is stated. A machine whose logs state none uses
     /// [`std::convert::Infallible`].
@@ -101,6 +101,22 @@ pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send {
     fn left_open(&self, _shown: &[&Self::Output]) -> Vec<(String, String)> {
         Vec::new()
     }
+}
+
+/// A step a stack may take that its log has no line for (the app's own call, a pause before
+/// playout, a session's end), declared by its dialect with where the stack's code takes it.
+/// Before conformance reports an output the machine did not give, or an input it refused, it
+/// looks for a short sequence of such steps, each one the machine allows, after which the
+/// machine gives that output or takes that input (`SessionCheck`'s search: bounded, in the
+/// order the steps are declared). Only what no such sequence explains is a finding.
+pub struct Unlogged<M: Conform> {
+    /// What the stack did, in its words.
+    pub what: &'static str,
+    /// Where the stack's code takes the step (its file and function).
+    pub source: &'static str,
+    /// The step as the machine's inputs, taken at the given time on the machine as it stands:
+    /// one list per way the stack may take it now (none: it cannot).
+    pub inputs: fn(&M, Millis) -> Vec<Vec<M::Input>>,
 }
 
 /// A stated fact that does not hold: the invariant it breaks, if one, the ids, and why.

@@ -57,6 +57,7 @@ impl OnReader for Make {
     ) -> Self::Out {
         let mut checker = Checker::new(Keep::Findings, fresh);
         checker.sessions.live = true;
+        checker.sessions.unlogged = reader.unlogged();
         checker.ended = Some(Vec::new());
         Box::new(Live {
             reader,
