@@ -132,6 +132,7 @@ def out_of_band_create_at_once() -> None:
 
     model = _model()
     send_event = model.send_event
+    handle = model._handle_ws_event
 
     async def patched(self, event):  # type: ignore[no-untyped-def]
         if isinstance(event, RealtimeModelSendRawMessage) and event.message.get("type") == "response.create":
@@ -139,12 +140,33 @@ def out_of_band_create_at_once() -> None:
             if response.get("conversation") == "none":
                 converted = _ConversionHelper.try_convert_raw_message(event)
                 if self._ongoing_response or self._response_control != "free":
-                    witness("next")  # the create the SDK would have held
+                    self.__dict__["_interop_early"] = self.__dict__.get("_interop_early", 0) + 1
                 await self._send_raw_message(converted)
                 return None
         return await send_event(self, event)
 
+    async def patched_handle(self, event):  # type: ignore[no-untyped-def]
+        # the witness: audio of an out-of-band response sent early arriving while a conversation
+        # response still streams (what the held create would never have let happen)
+        kind = event.get("type") if isinstance(event, dict) else None
+        live = self.__dict__.setdefault("_interop_live", {})  # response id -> in conversation
+        if kind == "response.created":
+            r = event.get("response") or {}
+            in_conversation = r.get("conversation_id") is not None
+            if not in_conversation and self.__dict__.get("_interop_early", 0):
+                self._interop_early -= 1
+                self.__dict__.setdefault("_interop_early_ids", set()).add(r.get("id"))
+            live[r.get("id")] = in_conversation
+        elif kind == "response.done":
+            live.pop((event.get("response") or {}).get("id"), None)
+        elif kind == "response.output_audio.delta":
+            rid = event.get("response_id")
+            if rid in self.__dict__.get("_interop_early_ids", set()) and any(live.values()):
+                witness("last")
+        return await handle(self, event)
+
     model.send_event = patched
+    model._handle_ws_event = patched_handle
 
 
 @patch
@@ -218,7 +240,7 @@ def no_cancel_when_server_does_not_interrupt() -> None:
 
 @patch
 def run_tool_on_arguments_done() -> None:
-    """The model runs a function call's tool as soon as response.function_call_arguments.done arrives, and again on its response.output_item.done: each call is answered twice (two function_call_output items, two response.create). The SDK runs a tool on the output item only; a client that also acts on the arguments' done runs it twice, the repeated tool calls of openai/openai-realtime-api-beta#31 and the call "ran twice" on two confirmations of NousResearch/hermes-agent#94961."""  # noqa: E501
+    """The model runs a function call's tool as soon as response.function_call_arguments.done arrives, and again on its response.output_item.done: each call is answered twice (two function_call_output items, two response.create), the session's guard against a second dispatch of one call id removed with it. The SDK runs a tool on the output item only and drops a duplicate dispatch; a client that also acts on the arguments' done runs it twice, the repeated tool calls of openai/openai-realtime-api-beta#31 and the call "ran twice" on two confirmations of NousResearch/hermes-agent#94961."""  # noqa: E501
     from openai.types.realtime.realtime_conversation_item_function_call import (
         RealtimeConversationItemFunctionCall,
     )
@@ -248,8 +270,21 @@ def run_tool_on_arguments_done() -> None:
             )
             await self._handle_output_item(item)
 
+    from agents.realtime.session import RealtimeSession
+
+    handle_call = RealtimeSession._handle_tool_call
+
+    async def patched_call(self, event, *args, **kw):  # type: ignore[no-untyped-def]
+        # the session's duplicate-call guard gone: a second dispatch of one call runs again
+        seen = self.__dict__.setdefault("_interop_dispatched", set())
+        if event.call_id in seen:
+            kw["call_id_reserved"] = True
+        seen.add(event.call_id)
+        return await handle_call(self, event, *args, **kw)
+
     model._handle_ws_event = patched
     model._send_raw_message = patched_send
+    RealtimeSession._handle_tool_call = patched_call
 
 
 RULES.update(

@@ -152,7 +152,7 @@ def actions(draw: st.DrawFn, push_to_talk: bool) -> script.Action:
     if draw(st.sampled_from(WHEN_KINDS)) == "at":
         when: Any = script.At(draw(grid(0, 8000, 40)))
     else:
-        when = script.Heard(draw(st.integers(0, 2)), draw(grid(0, 2400, 40)))
+        when = script.Heard(draw(st.sampled_from([0, 0, 0, 1, 2])), draw(grid(0, 1600, 40)))
     a = script.Action(when, do)
     if do in ("speak", "ptt"):
         a.arg = "a user utterance"
@@ -179,13 +179,26 @@ def sessions(draw: st.DrawFn, patches: list[str] | None = None) -> Session:
     tool_ms = {t: (draw(grid(20, 3000, 40)) , f"{t} result") for t in tools}
     n_replies = draw(st.integers(1, 5))
     rs = [draw(replies(tools)) for _ in range(n_replies)]
-    acts = draw(st.lists(actions(td is None), min_size=1, max_size=6))
+    acts = draw(st.lists(actions(td is None), min_size=0, max_size=6))
+    # most conversations open with the user asking something (typed or spoken), then go on
+    opener = draw(st.sampled_from(["text", "speak", "text", "none"]))
+    if opener != "none":
+        first = script.Action(script.At(draw(grid(0, 1200, 40))), opener, "an opening question")
+        if opener == "speak":
+            first.do = "ptt" if td is None else "speak"
+            first.speech_ms = draw(grid(200, 1200, 40))
+            first.silence_ms = draw(grid(200, 800, 40))
+        acts.insert(0, first)
+    if not acts:
+        acts = [script.Action(script.At(0), "text", "a typed question")]
     # the conversation starts somewhere: a first typed question or utterance unless drawn otherwise
     up = draw(st.sampled_from([0, 0, 10, 25, 50, 90]))
     down = draw(st.sampled_from([0, 0, 10, 25, 50, 90]))
     jitter = draw(st.sampled_from([0, 0, 0, 5, 20]))
     hang = draw(st.one_of(st.none(), st.none(), grid(200, 9000, 20)))
     patch = draw(st.sampled_from(patches)) if patches else None
+    if patch:
+        td, rs, acts, tool_ms = draw(aimed(patch, td, rs, acts, tool_ms))
     return Session(
         turn_detection=td,
         replies=rs,
@@ -199,3 +212,60 @@ def sessions(draw: st.DrawFn, patches: list[str] | None = None) -> Session:
         webrtc_events=draw(st.booleans()),
         patch=patch,
     )
+
+
+BARGE_IN_PATCHES = {
+    "no_truncate_on_speech_started",
+    "truncate_from_wall_clock",
+    "truncate_last_received_item",
+    "no_cancel_when_server_does_not_interrupt",
+    "forget_audio_at_audio_done",
+    "run_incomplete_function_calls",
+}
+
+
+@st.composite
+def aimed(draw: st.DrawFn, patch: str, td: Any, rs: list[script.Reply], acts: list[script.Action],
+          tool_ms: dict[str, tuple[int, str]]) -> tuple[Any, list[script.Reply], list[script.Action], dict[str, Any]]:
+    """A session drawn for a planted patch also holds the moment the patch acts on (a barge-in
+    into a playing reply, an out-of-band request while a reply streams, a function call cut or
+    answered), with the rest of the session drawn as for any other: a patch that never fires
+    tests nothing."""
+    rs = list(rs)
+    acts = [a for a in acts]
+    first = rs[0]
+    say = script.Say("one two three four five six seven eight", draw(grid(800, 2400, 100)))
+    outputs = [say] + [o for o in first.outputs if not isinstance(o, script.Say)][:1]
+    if patch in BARGE_IN_PATCHES or patch in ("run_tool_on_arguments_done", "out_of_band_create_at_once"):
+        if td is None:
+            td = dict(script.VAD_ON)
+        td = dict(td)
+    if patch == "no_cancel_when_server_does_not_interrupt":
+        td["interrupt_response"] = False
+    if patch in ("no_truncate_on_speech_started", "run_incomplete_function_calls", "forget_audio_at_audio_done"):
+        td["interrupt_response"] = draw(st.booleans()) if patch != "run_incomplete_function_calls" else True
+    pace = first.pace_ms
+    if patch == "truncate_last_received_item":
+        outputs = [script.Say("one two three", draw(grid(300, 800, 100))), say]
+        pace = 40
+    if patch == "forget_audio_at_audio_done":
+        pace = 40
+    if patch in ("run_incomplete_function_calls", "run_tool_on_arguments_done"):
+        name = "get_weather"
+        tool_ms = {**tool_ms, name: (draw(grid(20, 1200, 40)), f"{name} result")}
+        outputs = [script.Say("let me check", draw(grid(300, 800, 100))),
+                   script.Call(name, {"city": "Paris"}, chunks=6 if patch == "run_incomplete_function_calls" else draw(st.integers(1, 6)))]
+    rs[0] = script.Reply(outputs, pace, first.first_ms, first.done_tail_ms, first.in_flight, first.short_ms)
+    if patch == "out_of_band_create_at_once" and len(rs) < 2:
+        rs.append(script.Reply([script.Say("a reminder", draw(grid(300, 1200, 100)))], first_ms=draw(grid(20, 300, 20))))
+    start = draw(grid(0, 400, 40))
+    acts.insert(0, script.Action(script.At(start), "text", "a typed question"))
+    if patch in BARGE_IN_PATCHES:
+        lo, hi = (0, 700) if patch in ("truncate_last_received_item", "run_incomplete_function_calls") else (100, say.ms - 100)
+        heard = script.Action(script.Heard(0, draw(grid(lo, max(lo, hi), 20))), "speak", "a barge-in")
+        heard.speech_ms = draw(grid(200, 800, 40))
+        heard.silence_ms = draw(grid(200, 600, 40))
+        acts.insert(1, heard)
+    if patch == "out_of_band_create_at_once":
+        acts.insert(1, script.Action(script.At(start + draw(grid(200, 1400, 40))), "out_of_band", {"topic": "reminder"}))
+    return td, rs, acts, tool_ms
