@@ -54,6 +54,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: E402
 from livekit.agents import Agent, AgentSession, RunContext, ToolError, function_tool  # noqa: E402
 from livekit.agents.voice import agent_activity, agent_session  # noqa: E402
 from livekit.agents.voice.transcription import TranscriptSynchronizer  # noqa: E402
+from livekit.agents.voice.transcription import synchronizer  # noqa: E402
 from strategies import DAction, DReply, Drawn  # noqa: E402
 
 LK_VERSION = harness.LK_VERSION
@@ -78,7 +79,7 @@ DIMENSIONS = (
     "transcript_early", "transcript_late", "transcript_empty", "transcript_final_only",
     "transcript_interim_only", "noise",
     # what the session did
-    "reply_interrupted", "false_interruption_resumed", "false_interruption_not_resumed",
+    "reply_interrupted", "false_interruption_resumed",
     "reply_empty", "aclose_mid_reply", "aclose_while_thinking",
     # tools
     "tools_parallel", "tool_slow", "tool_error", "tool_raises", "tool_reply_after",
@@ -283,6 +284,10 @@ async def run_session(d: Drawn, r: Run) -> None:
         r.notes.append(f"{clock.now():.2f} {what}: agent {state}")
 
     async def at_utterance(u: strategies.DUtterance) -> None:
+        await clock.sleep_until(u.start)
+        act = session._activity
+        if act is not None and getattr(act, "_paused_speech", None) is not None:
+            r.hit.add("speech_in_false_interruption_window")
         await clock.sleep_until(u.start + 0.06)  # the VAD confirms speech after 50 ms
         probe("user speaks", u)
 
@@ -405,7 +410,12 @@ def dimensions_of(d: Drawn, r: Run) -> set[str]:
 class _Saved:
     """Undo a patch: the attributes of the objects patches touch, restored after the session."""
 
-    OWNERS = (agent_activity.AgentActivity, agent_session.AgentSession, agent_activity)
+    OWNERS = (
+        agent_activity.AgentActivity,
+        agent_session.AgentSession,
+        agent_activity,
+        synchronizer._SyncedAudioOutput,
+    )
 
     def __enter__(self) -> _Saved:
         self._saved = [(o, dict(vars(o))) for o in self.OWNERS]
@@ -473,8 +483,8 @@ def write_logs(base: Path, d: Drawn, r: Run, note: str, patch: str | None) -> tu
         m["invariant"] = PATCH_RULES[patch]
         m["line"] = r.witness
         m["patch"] = (patches.PATCHES[patch].__doc__ or "").strip()
-    ev_path = base.with_suffix(".events.jsonl")
-    rep_path = base.with_suffix(".report.jsonl")
+    ev_path = Path(f"{base}.events.jsonl")
+    rep_path = Path(f"{base}.report.jsonl")
     with open(ev_path, "w") as fh:
         fh.write(json.dumps({"meta": m}) + "\n")
         for s in r.lines:
@@ -564,7 +574,7 @@ def main() -> int:
         r = run_one(d, patch)
         base = sdir / f"{n:05d}"
         paths = write_logs(base, d, r, f"generated session {n} (seed {a.seed})", patch)
-        (base.with_suffix(".scenario.txt")).write_text(
+        Path(f"{base}.scenario.txt").write_text(
             d.describe() + (f"\npatch: {patch}\n" if patch else "\n") + "\n".join(r.notes) + "\n")
         for e in r.errors:
             tally.session_errors[stem(e)] += 1
@@ -624,7 +634,7 @@ def main() -> int:
         d, r = last_fail["d"], last_fail["r"]
         base = cdir / f"{LK_VERSION}-seed{a.seed}"
         write_logs(base, d, r, "shrunk counterexample: " + shrunk[:300], last_fail["patch"])
-        base.with_suffix(".scenario.txt").write_text(
+        Path(f"{base}.scenario.txt").write_text(
             d.describe() + "\n" + "\n".join(r.notes) + "\n" + shrunk + "\n")
 
     # -- the summary

@@ -126,6 +126,7 @@ def speech_interrupts_uninterruptible() -> None:
             and speech is not None
             and not speech.interrupted
             and not speech.allow_interruptions
+            and session.agent_state == "speaking"  # over its audio, as #3627 reports
         ):
             fired()
             _interrupt(speech, force=True, source="audio_activity")
@@ -229,3 +230,58 @@ def set_witness(hook: Callable[[], None] | None) -> None:
 def fired() -> None:
     if _witness is not None:
         _witness()
+
+
+# -- patches for generated sessions only (no scripted scenario uses them) -----------------------
+
+EXTRA_RULES: dict[str, str] = {}
+"""The rule each generated-only patch breaks (the scripted ones carry theirs in script.Bug)."""
+
+
+def _emit_twice(event_name: str) -> None:
+    from livekit.agents.voice.agent_session import AgentSession
+
+    emit = AgentSession.emit
+
+    def patched_emit(self: Any, event: Any, arg: Any) -> None:
+        emit(self, event, arg)
+        if event == event_name:
+            fired()
+            emit(self, event, arg)
+
+    AgentSession.emit = patched_emit  # type: ignore[method-assign]
+
+
+@patch
+def tools_executed_twice() -> None:
+    """Every function_tools_executed is emitted twice for one tool step, as livekit/agents#2223 reports of a session whose one tool step was announced several times."""  # noqa: E501
+    _emit_twice("function_tools_executed")
+
+
+@patch
+def false_interruption_decided_twice() -> None:
+    """Every agent_false_interruption is emitted twice for one pause, as two false-interruption timers armed for one pause both fire (livekit/agents#4621: a late end of speech arms a second timer)."""  # noqa: E501
+    _emit_twice("agent_false_interruption")
+
+
+EXTRA_RULES["tools_executed_twice"] = "tool_call_settled"
+EXTRA_RULES["false_interruption_decided_twice"] = "interruption_decided_once"
+
+
+@patch
+def clear_never_reaches_output() -> None:
+    """The transcript synchronizer's audio output drops clear_buffer() instead of passing it to the room's output, so an interrupted reply's queued audio plays to its end, as the room output's clear_buffer that sometimes did nothing (livekit/agents#1695: audio played on for seconds after clear_queue)."""  # noqa: E501
+    from livekit.agents.voice.transcription.synchronizer import _SyncedAudioOutput
+
+    def clear_buffer(self: Any) -> None:
+        sink = self.next_in_chain
+        while sink is not None and not hasattr(sink, "_segments"):
+            sink = getattr(sink, "next_in_chain", None) or getattr(sink, "_sink", None)
+        segments = getattr(sink, "_segments", None) or []
+        if any(s.captured - s.played > 1e-6 and not s.cleared for s in segments):
+            fired()  # audio is queued: unpatched, it would be dropped now
+
+    _SyncedAudioOutput.clear_buffer = clear_buffer  # type: ignore[method-assign]
+
+
+EXTRA_RULES["clear_never_reaches_output"] = "no_late_delivery"
