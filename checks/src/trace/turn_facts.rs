@@ -52,8 +52,6 @@ pub enum ToolCallFact {
     AnsweredUnmade,
     /// Answered a second time.
     AnsweredTwice,
-    /// Made, and never answered before the session closed.
-    Unanswered,
 }
 
 /// What a turn log states about one turn.
@@ -126,7 +124,6 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
             match what {
                 ToolCallFact::AnsweredUnmade => format!("function call {call} was answered, but the model never made it: its response was cancelled before the call's arguments were done"),
                 ToolCallFact::AnsweredTwice => format!("function call {call} was answered a second time"),
-                ToolCallFact::Unanswered => format!("the session closed with function call {call} never answered"),
             },
         )),
         Fact::HeardBeside { turn, other } => {

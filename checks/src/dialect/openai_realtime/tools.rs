@@ -60,12 +60,24 @@ impl Line<'_> {
         Ok(vec![self.call_fact(&c.response.clone(), call, what)])
     }
 
-    /// The session closes: each call made and never answered is stated so.
+    /// The session closes: a call made and never answered may still have been running, and
+    /// the SDK cancels its running tool tasks when the session closes
+    /// (`RealtimeSession._cleanup`), so nothing was left to answer it. The log has no line for a
+    /// tool's end: whether the call was settled is not judged.
     pub(super) fn unanswered(&self, s: &Session) -> Events {
         s.calls
             .iter()
             .filter(|(_, c)| c.made && !c.answered)
-            .map(|(id, c)| self.call_fact(&c.response, id, ToolCallFact::Unanswered))
+            .map(|(id, c)| Event::NotJudged {
+                session: self.session.to_owned(),
+                rule: "tool_call_settled",
+                ids: vec![c.response.clone(), id.clone()],
+                needs: format!(
+                    "function call {id}'s answer or its tool's end: the app closed the session \
+                     with the call unanswered, and its tool may still have been running (the \
+                     SDK cancels running tool tasks when the session closes)"
+                ),
+            })
             .collect()
     }
 
