@@ -5,7 +5,7 @@
 
 use turnfence_checks::trace;
 
-use crate::{interop_corpus, meta, read};
+use crate::{generated_corpus, interop_corpus, meta, open_corpus, read};
 
 /// One corpus log's verdict as a line of the corpus report: its expectation held, with what was
 /// left unjudged.
@@ -64,6 +64,30 @@ fn every_corpus_log_is_judged_as_its_meta_line_expects() {
     crate::snapshot_settings().bind(|| {
         insta::assert_snapshot!("interop_corpus", lines.join("\n"));
     });
+}
+
+/// Every generated session kept for its cause (`fixtures/generated/`): a correct run the checker
+/// once flagged conforms, a stack's real bug is found at its line with its rule.
+#[test]
+fn every_generated_session_kept_is_judged_as_its_meta_line_expects() {
+    for path in generated_corpus() {
+        judged(&path);
+    }
+}
+
+/// Every generated session the checker still judges wrongly (`fixtures/open/`) is still judged
+/// so: the day one is judged as its meta line says, this fails, and the file moves to
+/// `fixtures/generated/`.
+#[test]
+fn every_open_generated_session_is_still_misjudged() {
+    for path in open_corpus() {
+        let right = std::panic::catch_unwind(|| judged(&path)).is_ok();
+        assert!(
+            !right,
+            "{} is judged right now: move it to fixtures/generated/",
+            path.display()
+        );
+    }
 }
 
 /// Both forms of a session, the event stream and the session report, give the same verdict.

@@ -131,17 +131,40 @@ pub fn fixture_files(dir: &str, ext: &str) -> Vec<PathBuf> {
 /// The interop corpus: every log a real stack's own code wrote (`fixtures/interop/STACK@VERSION/`),
 /// sorted.
 pub fn interop_corpus() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/interop");
+    corpus("interop")
+}
+
+/// Generated sessions of the real stacks kept for their cause (`fixtures/generated/STACK@VERSION/`,
+/// each counterexample the generators shrank, once the checker judges it right), sorted.
+pub fn generated_corpus() -> Vec<PathBuf> {
+    corpus("generated")
+}
+
+/// Generated sessions the checker still judges wrongly (`fixtures/open/STACK@VERSION/`): each
+/// meta line says the verdict that is right, and the test holds that the checker does not give it
+/// yet, so a fix moves the file to `fixtures/generated/`.
+pub fn open_corpus() -> Vec<PathBuf> {
+    corpus("open")
+}
+
+/// The logs in every `STACK@VERSION` folder of `fixtures/<dir>/`, sorted.
+fn corpus(dir: &str) -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures")
+        .join(dir);
     let mut files = Vec::new();
-    for dir in std::fs::read_dir(&root).unwrap_or_else(|e| panic!("{}: {e}", root.display())) {
-        let dir = dir.unwrap().path();
-        if dir.is_dir() {
-            let name = dir
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return files;
+    };
+    for entry in entries {
+        let entry = entry.unwrap().path();
+        if entry.is_dir() {
+            let name = entry
                 .strip_prefix(&root)
                 .unwrap()
                 .to_string_lossy()
                 .into_owned();
-            files.extend(fixtures(&format!("interop/{name}")));
+            files.extend(fixtures(&format!("{dir}/{name}")));
         }
     }
     files.sort();

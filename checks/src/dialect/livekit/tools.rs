@@ -9,6 +9,21 @@ impl Line<'_> {
     pub(super) fn close(&self, s: &mut Session) -> Events {
         let mut out = self.release_speech(s);
         out.push(self.input(InputKind::Tick));
+        // LiveKit interrupts every speech still running when the session closes, with force
+        // (`AgentSession._teardown_activity`: `interrupt(force=True)`, no event): a reply whose
+        // interruption committed nothing (nothing of it was heard) ends here.
+        let running = self.machine.map(|m| {
+            m.session()
+                .turns
+                .iter()
+                .filter(|t| t.phase.is_running())
+                .map(|t| t.id.clone())
+                .collect::<Vec<_>>()
+        });
+        for turn in running.unwrap_or_default() {
+            let request_id = format!("{turn}-close");
+            out.push(self.input(InputKind::Stop { turn, request_id }));
+        }
         let open: Vec<(String, String)> = s
             .calls
             .iter()
