@@ -143,6 +143,16 @@ class GenServer(fake_server.RealtimeServer):
         return any(not r.done for r in self.responses) or bool(self.audio_started)
 
 
+class GenPlayer(harness.Player):
+    """The harness's player, with one fix for what only generated sessions reach: after a clear
+    it has no current item, so a second clear before anything plays again names the item queued
+    (or the one the SDK named), not the item the first clear already stopped."""
+
+    def clear(self, item_id: str) -> None:
+        super().clear(item_id)
+        self.current = None
+
+
 class VirtualModel(OpenAIRealtimeWebSocketModel):
     """The SDK's websocket model; its connection is the in-memory one, tapped like the harness's."""
 
@@ -158,6 +168,7 @@ class VirtualModel(OpenAIRealtimeWebSocketModel):
 class GenApp(harness.App):
     def __init__(self, sc: script.Scenario, clock: Any, applog: harness.Log, ws: Any, hangup_ms: int | None) -> None:
         super().__init__(sc, clock, applog)
+        self.player = GenPlayer(applog, self.tracker)
         self.ws = ws
         self.hangup_ms = hangup_ms
         self.server: GenServer | None = None
