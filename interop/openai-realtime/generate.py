@@ -128,12 +128,17 @@ class Planted:
 
 
 def write_log(path: Path, session: strategies.Session, name: str, lines: list[dict[str, Any]],
-              note: str | None = None) -> None:
+              note: str | None = None, witness: int | None = None) -> None:
     sc = session.scenario(name)
     m = harness.meta(sc, None)
     m["meta"]["story"] = "a generated session (interop/openai-realtime/generate.py)"
     if session.patch:
         m["meta"]["patch"] = session.patch
+        m["meta"]["invariant"] = patches.RULES[session.patch]
+        if witness is not None:
+            # the patch fired: its rule is expected at or after its witness line
+            m["meta"]["expect"] = "rejected"
+            m["meta"]["line"] = witness
     if note:
         m["meta"]["story"] += ". " + note
     with open(path, "w") as fh:
@@ -271,7 +276,7 @@ def judge_one(args: tuple[int, strategies.Session, str, str]) -> dict[str, Any]:
     lines, errors, witness, facts = run_one(session, name)
     cpu = time.process_time() - t0
     path = Path(out) / f"{name}.jsonl"
-    write_log(path, session, name, lines)
+    write_log(path, session, name, lines, witness=witness)
     patched = None
     if session.patch:
         patched = oracle.Patched(session.patch, patches.RULES[session.patch], witness)
