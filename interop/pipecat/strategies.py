@@ -253,7 +253,7 @@ def sessions(draw: Any, feat: Features, patches: list[str] | None = None) -> Ses
                 timeout_ms=draw(st.one_of(st.none(), st.integers(300, 6000)))
                 if feat.tool_timeout
                 else None,
-                duration_ms=draw(st.integers(0, 8000)),
+                duration_ms=draw(st.one_of(st.integers(0, 8000), st.integers(2000, 6000))),
                 ends=draw(st.sampled_from(["result", "late", "never", "silent", "progress"])),
             )
         )
@@ -272,7 +272,8 @@ def sessions(draw: Any, feat: Features, patches: list[str] | None = None) -> Ses
                 interim=draw(st.booleans()),
             )
         )
-        t += dur + draw(st.integers(100, 9000))
+        # a short gap often lands while the bot answers, calls a tool or still streams
+        t += dur + draw(st.one_of(st.integers(100, 3000), st.integers(3000, 9000)))
     replies = draw(st.lists(_reply_spec(n_tools, True), min_size=1, max_size=4))
     tool_replies = draw(st.lists(_reply_spec(n_tools, False), min_size=1, max_size=2))
     kinds = ["speak", "interrupt"] + (["speak_uninterruptible"] if feat.uninterruptible_speak else [])
