@@ -189,6 +189,11 @@ def sessions(draw: st.DrawFn, patches: list[str] | None = None) -> Session:
             first.speech_ms = draw(grid(200, 1200, 40))
             first.silence_ms = draw(grid(200, 800, 40))
         acts.insert(0, first)
+        if opener == "speak" and td is not None and draw(st.booleans()):
+            # the app also types in the moment server VAD commits the spoken question: its
+            # response.create may cross the response the server creates for the speech
+            ends = first.when.ms + first.speech_ms + td["silence_duration_ms"]
+            acts.insert(1, script.Action(script.At(ends + draw(grid(0, 160, 40))), "text", "a typed follow-up"))
     if not acts:
         acts = [script.Action(script.At(0), "text", "a typed question")]
     # the conversation starts somewhere: a first typed question or utterance unless drawn otherwise
