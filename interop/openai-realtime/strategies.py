@@ -241,7 +241,7 @@ def aimed(draw: st.DrawFn, patch: str, td: Any, rs: list[script.Reply], acts: li
     first = rs[0]
     say = script.Say("one two three four five six seven eight", draw(grid(800, 2400, 100)))
     outputs = [say] + [o for o in first.outputs if not isinstance(o, script.Say)][:1]
-    if patch in BARGE_IN_PATCHES or patch in ("run_tool_on_arguments_done", "out_of_band_create_at_once"):
+    if patch in BARGE_IN_PATCHES:
         if td is None:
             td = dict(script.VAD_ON)
         td = dict(td)
