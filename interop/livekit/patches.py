@@ -271,9 +271,21 @@ EXTRA_RULES["false_interruption_decided_twice"] = "interruption_decided_once"
 @patch
 def clear_never_reaches_output() -> None:
     """The transcript synchronizer's audio output drops clear_buffer() instead of passing it to the room's output, so an interrupted reply's queued audio plays to its end, as the room output's clear_buffer that sometimes did nothing (livekit/agents#1695: audio played on for seconds after clear_queue)."""  # noqa: E501
+    from livekit.agents.voice.agent_session import AgentSession
     from livekit.agents.voice.transcription.synchronizer import _SyncedAudioOutput
 
+    clear, aclose = _SyncedAudioOutput.clear_buffer, AgentSession.aclose
+    closing: list[bool] = []
+
+    async def patched_aclose(self: Any, *args: Any, **kwargs: Any) -> Any:
+        closing.append(True)  # the clears of the close pass: what plays after it is unlogged
+        return await aclose(self, *args, **kwargs)
+
+    AgentSession.aclose = patched_aclose  # type: ignore[method-assign]
+
     def clear_buffer(self: Any) -> None:
+        if closing:
+            return clear(self)
         sink = self.next_in_chain
         while sink is not None and not hasattr(sink, "_segments"):
             sink = getattr(sink, "next_in_chain", None) or getattr(sink, "_sink", None)
