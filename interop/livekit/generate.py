@@ -588,7 +588,20 @@ def main() -> int:
     cdir = a.out / "counterexamples"
     sdir.mkdir(parents=True, exist_ok=True)
     tally = Tally()
-    patch_names = sorted(PATCH_RULES)
+    # a patch whose code path this version lacks (e.g. _interrupted_tool_output, 1.8 only) is
+    # left out, and said so
+    patch_names, not_applicable = [], {}
+    for name in sorted(PATCH_RULES):
+        with _Saved():
+            try:
+                patches.PATCHES[name]()
+                patch_names.append(name)
+            except (AttributeError, ImportError) as e:
+                not_applicable[name] = f"{type(e).__name__}: {e}"
+    if a.patch and a.patch in not_applicable:
+        print(f"patch {a.patch}: not applicable to livekit-agents {LK_VERSION}: "
+              f"{not_applicable[a.patch]}")
+        return 1
     last_fail: dict[str, Any] = {}
 
     patch_strategy = (
@@ -674,6 +687,8 @@ def main() -> int:
     for k, n in sorted(tally.session_errors.items()):
         print(f"  session error {n:6d}  {k}")
     if a.patch or a.patches:
+        for p, why in not_applicable.items():
+            print(f"  patch {p}: not applicable to {LK_VERSION} ({why})")
         for p in patch_names if a.patches else [a.patch]:
             print(f"  patch {p}: drawn {tally.drawn[p]}, fired {tally.fired[p]}, "
                   f"caught {tally.caught[p]}")
