@@ -229,10 +229,38 @@ def safe(cause: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]+", "_", cause)[:100].strip("_")
 
 
+def replay(path: Path, out: Path, turnfence: str) -> int:
+    """Run one session again: from a ``.txt`` the generator wrote (its ``session:`` line) or a
+    kept fixture (its meta line's ``source``); writes ``out/sessions/00000.jsonl`` and ``.txt``."""
+    text = path.read_text()
+    js = None
+    for ln in text.splitlines():
+        if ln.startswith("session: "):
+            js = ln[len("session: ") :]
+        elif ln.startswith('{"meta"'):
+            src = json.loads(ln)["meta"].get("source", "")
+            if "the session: " in src:
+                js = src.split("the session: ", 1)[1]
+        if js:
+            break
+    if js is None:
+        print(f"generate: {path}: no session in it", file=sys.stderr)
+        return 2
+    s = Session.from_json(js)
+    (out / "sessions").mkdir(parents=True, exist_ok=True)
+    o = run_one(0, s, out, turnfence)
+    o.log.with_suffix(".txt").write_text(
+        s.describe() + f"\n\nverdict: {o.verdict['why']}\n" + f"session: {s.to_json()}\n"
+    )
+    print(f"{o.log}: {o.verdict['why']}")
+    return 0 if o.verdict["ok"] else 1
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--seed", type=int, required=True)
-    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--replay", type=Path, help="run the one session of this .txt or fixture again")
+    ap.add_argument("--seed", type=int, required="--replay" not in sys.argv)
+    ap.add_argument("--count", type=int, required="--replay" not in sys.argv)
     ap.add_argument("--turnfence", required=True)
     ap.add_argument("--out", type=Path, required=True)
     g = ap.add_mutually_exclusive_group()
@@ -247,6 +275,8 @@ def main() -> int:
     args = ap.parse_args()
 
     out: Path = args.out
+    if args.replay:
+        return replay(args.replay, out, args.turnfence)
     (out / "sessions").mkdir(parents=True, exist_ok=True)
     usable = sorted(n for n in PATCHES if version_tuple() >= MIN_VERSION.get(n, ()))
     if args.patch and args.patch not in usable:
