@@ -238,6 +238,8 @@ struct Session {
     positions: HashMap<String, u64>,
     /// The items (or responses) the player began to play.
     begun: BTreeSet<String>,
+    /// The responses whose queued audio a line cleared.
+    cleared: BTreeSet<String>,
     /// The app reported its player's positions: truncations can be held to them.
     player: bool,
     /// Function calls, by call id.
@@ -260,6 +262,7 @@ impl Default for Session {
             creates: Vec::new(),
             positions: HashMap::new(),
             begun: BTreeSet::new(),
+            cleared: BTreeSet::new(),
             player: false,
             calls: BTreeMap::new(),
             held: None,

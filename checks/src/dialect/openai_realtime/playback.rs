@@ -214,8 +214,11 @@ impl Line<'_> {
             self.cut.set(true);
         }
         let stated = self.event.cleared_ms;
-        if stated == Some(0) && left == 0 {
-            // A stop with nothing of it left to drop (its audio all played).
+        let again = !s.cleared.insert(turn.clone());
+        if left == 0 && (stated == Some(0) || stated.is_none() && again) {
+            // A stop with nothing of it left to drop (its audio all played), or the clear
+            // already shown, reported again from the other side (the server's WebRTC
+            // `output_audio_buffer.cleared` after the app's own clear), saying nothing more.
             return Ok(out);
         }
         let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
@@ -281,19 +284,28 @@ impl Line<'_> {
             .ok_or_else(|| self.error_at("conversation.item.truncate needs `audio_end_ms`"))?;
         let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
         // An item no audio delta named: truncated as itself, which no response is.
-        let turn = s.items.get(&item).cloned().unwrap_or(item);
+        let turn = s.items.get(&item).cloned().unwrap_or_else(|| item.clone());
+        // `audio_end_ms` is a place in the item's audio; the model counts what was heard of the
+        // whole response: what the player read of its other items comes first.
+        let before: u64 = s
+            .positions
+            .iter()
+            .filter(|(key, _)| **key != item && s.items.get(*key) == Some(&turn))
+            .map(|(_, played)| *played)
+            .sum();
+        let heard = u32::try_from(u64::from(heard) + before)
+            .map_err(|_| self.error_at("`audio_end_ms` too large"))?;
         if s.out_of_band(&turn) {
             // Not an item of the conversation: nothing the model keeps to truncate.
             return Ok(Vec::new());
         }
         let generation = s.responses.get(&turn).map_or(0, |r| r.generation);
         let mut out = Vec::new();
-        if self.cuts(s, &turn, &out) {
-            // The app's own interruption, its truncation first (the SDK truncates as it tells
-            // the app's player to stop).
-            out.push(self.speech(self.at));
-            self.cut.set(true);
-        }
+        // The app's own interruption, its truncation first (the SDK truncates as it tells the
+        // app's player to stop): held as a speech is, so that the position the player reads as
+        // it stops (its clear's, which the log writes after the truncation) counts as played
+        // before it; the truncation is the stop's first reaction.
+        let cuts = self.cuts(s, &turn, &out);
         if !s.player {
             out.push(Event::NotJudged {
                 session: self.session.to_owned(),
@@ -304,14 +316,33 @@ impl Line<'_> {
                     .to_owned(),
             });
         }
-        out.push(self.observed(
-            Output::Truncated {
-                turn: turn.into(),
-                generation,
-                heard,
-            },
-            &[],
-        ));
+        // The app's own interruption truncating to all the response played, nothing of it left
+        // to play (the SDK truncates the item a response still generating owns to its full
+        // length, `_interrupt_audio_playback`): the truncation drops nothing, and the model,
+        // which truncates what it clears, gives none.
+        let drops_nothing = cuts
+            && self.machine.is_some_and(|m| {
+                let s = m.session();
+                s.playback.frames_of(&turn) == 0 && s.turn(&turn).is_some_and(|t| t.played == heard)
+            });
+        if !drops_nothing {
+            out.push(self.observed(
+                Output::Truncated {
+                    turn: turn.into(),
+                    generation,
+                    heard,
+                },
+                &[],
+            ));
+        }
+        if cuts {
+            s.held = Some((self.at, self.line));
+            let line = self.line;
+            s.reactions.extend(out.drain(..).map(|event| Event::Held {
+                line,
+                event: Box::new(event),
+            }));
+        }
         Ok(out)
     }
 }
