@@ -56,7 +56,7 @@ from strategies import Features, Session, sessions  # noqa: E402
 
 import coverage_dims  # noqa: E402
 
-COVERAGE_MIN = 200
+COVERAGE_MIN = 1000
 """Below this many sessions an unhit dimension is reported but does not fail the run."""
 
 FEATURES = Features.of(version_tuple())

@@ -194,18 +194,26 @@ def _reply(r: ReplySpec) -> str:
 
 
 def _reply_spec(n_tools: int, with_calls: bool) -> st.SearchStrategy[ReplySpec]:
-    calls = (
-        st.lists(st.integers(0, n_tools - 1), max_size=3)
-        if with_calls and n_tools
-        else st.just([])
-    )
-    return st.builds(
+    """A reply that speaks (up to four sentences), or, where the session has tools, one that
+    says a few words at most and then calls: the LLM calls only when its text is done, so a
+    call after a long text would seldom meet the user's next words."""
+    speaks = st.builds(
         ReplySpec,
         sentences=st.lists(st.integers(1, 12), max_size=4),
         word_gap_ms=st.sampled_from([5, 50, 200]),
         ttft_ms=st.integers(50, 1500),
-        calls=calls,
+        calls=st.just([]),
     )
+    if not (with_calls and n_tools):
+        return speaks
+    calls = st.builds(
+        ReplySpec,
+        sentences=st.lists(st.integers(1, 6), max_size=1),
+        word_gap_ms=st.sampled_from([5, 50]),
+        ttft_ms=st.integers(50, 800),
+        calls=st.lists(st.integers(0, n_tools - 1), min_size=1, max_size=3),
+    )
+    return st.one_of(speaks, calls)
 
 
 @st.composite
@@ -254,7 +262,8 @@ def sessions(draw: Any, feat: Features, patches: list[str] | None = None) -> Ses
                 if feat.tool_timeout
                 else None,
                 duration_ms=draw(st.one_of(st.integers(0, 8000), st.integers(2000, 6000))),
-                ends=draw(st.sampled_from(["result", "late", "never", "silent", "progress"])),
+                # a result is the common case: drawn twice as often as each other ending
+                ends=draw(st.sampled_from(["result", "late", "never", "silent", "progress", "result"])),
             )
         )
     # the user's utterances, one after the other
@@ -291,7 +300,9 @@ def sessions(draw: Any, feat: Features, patches: list[str] | None = None) -> Ses
     for a in actions:
         if a.kind == "interrupt":
             a.words = 0
-    ending = draw(st.sampled_from(["drain", "end", "cancel"]))
+    # half the sessions drain (what comes late, a call's result, still comes), the rest end
+    # or are cancelled at a drawn moment
+    ending = draw(st.sampled_from(["drain", "end", "drain", "cancel"]))
     if ending == "drain":
         end_ms = draw(st.integers(0, 15000).map(lambda x: 15000 - x))  # shrinks to a long tail
     else:
