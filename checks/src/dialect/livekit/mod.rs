@@ -44,19 +44,22 @@ pub const COMPLETE: &[&str] = &["tool_answered", "playback_resumed"];
 
 /// The steps a LiveKit session takes that its events do not show.
 pub const UNLOGGED: &[Unlogged<TurnMachine>] = &[Unlogged {
-    what: "the app interrupts the speech in progress (`session.interrupt()`)",
-    source: "livekit-agents voice/agent_session.py `AgentSession.interrupt` -> \
-             agent_activity.py `AgentActivity.interrupt`: no event; a speech that allows no \
-             interruption refuses it unless forced",
+    what: "the app interrupts the speech in progress (`session.interrupt()`), or the session's \
+           close does",
+    source: "livekit-agents voice/agent_session.py `AgentSession.interrupt(force=...)` and \
+             `_aclose_impl` (`activity.interrupt(force=True)`): no event; forced, a speech that \
+             allows no interruption is interrupted too",
     inputs: app_interrupts,
 }];
 
-/// `session.interrupt()`: the interruptible reply still running is stopped.
+/// `session.interrupt()` (forced, as the close forces it): the reply still running is stopped.
+/// Speech cutting a reply that allows no interruption is not this step: the dialect shows that
+/// pause itself, for `uninterruptible_output_survives` to judge.
 fn app_interrupts(m: &TurnMachine, at: Millis) -> Vec<Vec<turnfence_model::turn::Input>> {
     m.session()
         .turns
         .iter()
-        .filter(|t| t.interruptible && t.phase.is_running())
+        .filter(|t| t.phase.is_running())
         .map(|t| {
             vec![turnfence_model::turn::Input::new(
                 at,
