@@ -308,6 +308,29 @@ def sessions(draw: Any, feat: Features, patches: list[str] | None = None) -> Ses
     else:
         end_ms = draw(st.integers(0, 25000))
     patch = draw(st.sampled_from(patches)) if patches else None
+    # One session in eight is a barge-in over a running call: the first reply only calls, the
+    # call takes 3 to 6 s, and the user speaks again while it runs. Drawn evenly, that
+    # interleaving comes a few times in a thousand sessions, and a call's cancellation or its
+    # result after an interruption (and the patches that act there) would seldom be judged.
+    if draw(st.integers(0, 7)) == 7:
+        interruptions = True
+        start_interrupts = [True] * len(start)
+        mute = [m for m in mute if m != "function_call"]
+        function_call_timeout_ms = None
+        tool = ToolSpec(
+            name="tool_0",
+            cancel_on_interruption=draw(st.booleans()),
+            timeout_ms=None,
+            duration_ms=draw(st.integers(3000, 6000)),
+            ends=draw(st.sampled_from(["result", "late", "progress"])),
+        )
+        tools = [tool, *tools[1:]]
+        replies = [ReplySpec(sentences=[], word_gap_ms=5, ttft_ms=draw(st.integers(50, 500)), calls=[0]), *replies[1:]]
+        first = utterances[0]
+        barge = first.start_ms + first.dur_ms + draw(st.integers(1200, 2500))
+        utterances = [first, Utterance(barge, draw(st.integers(300, 1500)), draw(st.integers(1, 8)), 200, False)]
+        ending = "drain"
+        end_ms = max(end_ms, 8000)
     return Session(
         interruptions=interruptions,
         start=start,
