@@ -158,7 +158,10 @@ def output_keeps_interrupted_audio() -> None:
 
     async def patched(self: Any, frame: Any) -> None:
         queue = getattr(self, "_audio_queue", None)
-        pending = queue is not None and not queue.empty()
+        # what the released code drops: interruptible audio waiting in the queue (1.x keeps
+        # uninterruptible frames through an interruption anyway)
+        waiting = list(getattr(queue, "_queue", ())) if queue is not None else []
+        pending = any(hasattr(x, "audio") and getattr(x, "interruptible", True) for x in waiting)
         if not hasattr(queue, "reset"):
             # before 1.x the interruption cancels and recreates the audio task and its queue:
             # keep both, and only say the bot stopped
@@ -180,7 +183,7 @@ def output_keeps_interrupted_audio() -> None:
             from collections import deque
 
             self._audio_runs = deque(runs)
-        if pending or any(not flag for _, flag in runs):
+        if pending or any(flag is False for _, flag in runs):
             fired()
 
     sender.handle_interruptions = patched  # type: ignore[method-assign]
