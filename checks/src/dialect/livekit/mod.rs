@@ -264,6 +264,10 @@ struct Session {
     records_speeches: bool,
     /// A speech was created, or tool results committed, since the last reply ended.
     may_begin: bool,
+    /// Speeches created and not yet begun beyond the one `may_begin` counts: LiveKit plays its
+    /// queued speeches one by one (`AgentActivity._scheduling_task`), so each begins a reply of
+    /// its own when its turn comes.
+    queued: u32,
     /// The last reply, ended.
     last: Option<Reply>,
     /// When the agent first spoke (ms): AEC warm-up runs from there.
@@ -567,6 +571,9 @@ impl Line<'_> {
             "conversation_item_added" => Ok(self.item_added(s)),
             "speech_created" => {
                 s.records_speeches = true;
+                if s.may_begin {
+                    s.queued += 1;
+                }
                 s.may_begin = true;
                 Ok(Vec::new())
             }

@@ -85,7 +85,9 @@ impl Line<'_> {
     /// says: a speech's own is not in the log).
     pub(super) fn begin_reply(&self, s: &mut Session) -> Event<TurnMachine> {
         s.replies += 1;
-        s.may_begin = false;
+        // The next queued speech, if one waits, may begin once this one has ended.
+        s.may_begin = s.queued > 0;
+        s.queued = s.queued.saturating_sub(1);
         let turn = format!("speech_{}", s.replies);
         s.current = Some(Reply {
             id: turn.clone(),

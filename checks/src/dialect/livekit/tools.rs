@@ -106,13 +106,19 @@ impl Line<'_> {
     /// A call starts: a tool child of the reply in progress (or of the last one: a tool may
     /// start after its reply's message).
     pub(super) fn start_call(&self, s: &mut Session, id: &str, name: String) -> Events {
+        let mut out = Vec::new();
+        // A call with no reply in progress, where a speech was created and has not begun: that
+        // queued speech's, whose tools start when it is scheduled, before its audio.
+        if s.current.is_none() && s.continuing.is_none() && s.records_speeches && s.may_begin {
+            out.push(self.begin_reply(s));
+        }
         let turn = s
             .current
             .as_ref()
             .map(|r| r.id.clone())
             .unwrap_or_else(|| format!("speech_{}", s.replies));
         s.calls.insert(id.to_owned(), turn.clone());
-        vec![
+        out.extend([
             self.input(InputKind::Spawn {
                 turn: turn.clone().into(),
                 child: id.to_owned().into(),
@@ -127,7 +133,8 @@ impl Line<'_> {
                 turn: turn.into(),
                 child: id.to_owned().into(),
             }),
-        ]
+        ]);
+        out
     }
 
     /// `function_tools_executed`: the batch's answers, committed to the conversation — a
