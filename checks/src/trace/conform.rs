@@ -73,6 +73,12 @@ fn matches(pattern: &Value, actual: &Value, wildcards: &[&str]) -> bool {
     }
 }
 
+/// The observed output as JSON where it has wildcards (matched field by field), else none
+/// (matched whole).
+fn pattern_of<O: Serialize>(observed: &Observed<O>) -> Option<Value> {
+    (!observed.wildcards.is_empty()).then(|| value_of(&observed.output))
+}
+
 /// Whether the machine's `actual` output is the one `observed` shows (`pattern`: the observed
 /// output as JSON, where it has wildcards).
 fn fits<M: Conform>(
@@ -408,7 +414,7 @@ impl<M: Conform> SessionCheck<M> {
             return false;
         };
         let steps = &self.steps;
-        let pattern = (!observed.wildcards.is_empty()).then(|| value_of(&observed.output));
+        let pattern = pattern_of(observed);
         let found = queue
             .iter()
             .position(|&(s, o)| fits::<M>(observed, pattern.as_ref(), &steps[s].outputs[o].output));
@@ -452,7 +458,7 @@ impl<M: Conform> SessionCheck<M> {
             }
         }
         // Steps the stack took without a line, after which the machine gives it.
-        let pattern = (!observed.wildcards.is_empty()).then(|| value_of(&observed.output));
+        let pattern = pattern_of(observed);
         let gives = |_: &M, outputs: &[M::Output]| {
             outputs
                 .iter()
@@ -691,7 +697,12 @@ mod tests {
             turn: "t1".into(),
             state: Terminal::Cancelled,
         };
-        s.output(&Observed::exact(cancelled), 500, 3);
+        s.output(&Observed::exact(cancelled.clone()), 500, 3);
+        // Explained or not, the trace's end is what the session holds as shown, at its line.
+        let shown = s.steps.iter().flat_map(|st| &st.outputs).any(|o| {
+            o.output == cancelled && o.seen != super::Seen::Implicit && o.line == Some((3, 500))
+        });
+        assert!(shown, "the observed end is held as shown");
         let hidden = s.hidden_kept().to_vec();
         let found = s
             .finish(None)
@@ -737,10 +748,12 @@ mod tests {
     }
 
     /// A frame played with nothing to play: refused as it stands, taken once the declared step
-    /// (the stack sent a frame) is supplied before it; without the step, a finding.
+    /// (the stack sent a frame) is supplied before it, and played then; without the step, or with
+    /// a declared step that does not make the machine take it (a stop), a finding and no step
+    /// supplied.
     #[test]
     fn a_refused_input_is_explained_by_a_declared_unlogged_step() {
-        for (unlogged, want) in [(SENDS, 0), (&[][..], 1)] {
+        for (unlogged, want) in [(SENDS, 0), (&[][..], 1), (STOPS, 1)] {
             let machine = TurnMachine::with_profile(Profile::LivekitAgents);
             let mut s = SessionCheck::new("main", machine, &[], true, true).with_unlogged(unlogged);
             let accept = InputKind::Accept {
@@ -754,6 +767,9 @@ mod tests {
             s.input(Input::new(0, accept), 1);
             s.advance(100, 2).unwrap();
             s.input(Input::new(100, InputKind::FRAME_PLAYED), 2);
+            // Taken, the frame the step sent was played: nothing is left to play.
+            let left = s.machine().session().playback.frames_of("t1");
+            assert_eq!(left, 0, "{unlogged:?}", unlogged = unlogged.len());
             let hidden = s.hidden_kept().len();
             let found: Vec<String> = s.finish(None).iter().map(|f| f.name().to_owned()).collect();
             assert_eq!((found.len(), hidden), (want, 1 - want), "{found:?}");
