@@ -11,7 +11,7 @@ use turnfence_model::turn::{
 };
 use turnfence_model::Plant;
 
-use super::{Coverage, Explore};
+use super::{Coverage, Explore, Footprint};
 
 /// How far the turn explorer goes.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -447,6 +447,51 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
 
     fn coverage() -> Coverage {
         coverage()
+    }
+
+    fn footprint(&self, input: &Input, _: &TurnBounds) -> Footprint {
+        footprint(self, input)
+    }
+}
+
+/// What an input reads and writes of a turn state: each turn is a part of its own (bit `1 + i`
+/// for the turn at place `i`), everything else — the session's clock, generations, store,
+/// playback, client, pause, and what the alphabet reads of them — is one part (bit 0). An input
+/// that names a turn touches that turn alone when it cannot end it, end a child of another, move
+/// the clock or change what is stored or played: a spawn, a commit sent; a checkpoint that keeps
+/// work (its turn running, its child not asked to cancel); a child's end, its result or a
+/// commit's (its turn running, the model not done, so the turn does not settle); any report
+/// about a turn that has ended (it is ignored, or refused, and said so). Every other input is
+/// taken to touch everything.
+fn footprint(m: &TurnMachine<impl Plant<Flaw>>, input: &Input) -> Footprint {
+    let s = m.session();
+    if input.at != s.now {
+        return Footprint::ALL;
+    }
+    let Some(place) = input
+        .turn()
+        .and_then(|t| s.turns.iter().position(|x| x.id == t))
+    else {
+        return Footprint::ALL;
+    };
+    let t = &s.turns[place];
+    let settles = t.phase.is_running() && !t.model_done;
+    let local = match &input.kind {
+        InputKind::Spawn { .. } | InputKind::CommitSent { .. } => true,
+        InputKind::Checkpoint { child, .. } => {
+            t.phase.is_terminal()
+                || t.phase.is_running() && t.child(child).is_some_and(|c| !c.cancel_requested)
+        }
+        InputKind::ChildCompleted { .. }
+        | InputKind::ChildFailed { .. }
+        | InputKind::CommitAcked { .. }
+        | InputKind::CommitFailed { .. } => t.phase.is_terminal() || settles,
+        InputKind::Stop { .. } => t.phase.is_terminal(),
+        _ => false,
+    };
+    match u32::try_from(place + 1) {
+        Ok(bit) if local && bit < u64::BITS => Footprint::new(0, 1 << bit),
+        _ => Footprint::ALL,
     }
 }
 

@@ -35,6 +35,7 @@ mod report;
 mod recorder;
 #[cfg(not(loom))]
 mod recorder_live;
+mod reduction;
 mod schema;
 mod shared_parts;
 mod snapshots;
