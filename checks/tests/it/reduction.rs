@@ -98,16 +98,18 @@ fn commute_everywhere<M: Explore>(name: &str, bounds: &M::Bounds) -> (usize, usi
 }
 
 /// Small bounds with independent inputs in both machines, for the debug run: two turns with a
-/// child each, no delta; one request beside the queue's inputs and an owner message.
-fn small() -> (TurnBounds, FenceBounds) {
-    let turn = TurnBounds {
-        turns: 2,
-        children_per_turn: 1,
+/// child each, and one turn with two children, no delta; one request beside the queue's inputs
+/// and an owner message.
+fn small() -> ([TurnBounds; 2], FenceBounds) {
+    let b = |turns, children_per_turn| TurnBounds {
+        turns,
+        children_per_turn,
         deltas_per_turn: 0,
         deadline_ms: 100,
         client: false,
         profile: None,
     };
+    let turn = [b(2, 1), b(1, 2)];
     let fence = FenceBounds {
         requests: 1,
         owner_messages: 1,
@@ -121,11 +123,15 @@ fn small() -> (TurnBounds, FenceBounds) {
 #[test]
 fn independent_inputs_commute_at_every_state_of_small_bounds() {
     let (turn, fence) = small();
-    let (t, _) = commute_everywhere::<TurnMachine>("turn/small", &turn);
+    let (t, _) = commute_everywhere::<TurnMachine>("turn/two turns", &turn[0]);
+    let (c, _) = commute_everywhere::<TurnMachine>("turn/two children", &turn[1]);
     let (f, _) = commute_everywhere::<FenceMachine>("fence/small", &fence);
-    // Inputs of two turns, and a request beside the queue's inputs, are called independent:
-    // the test holds a claim, not none.
-    assert!(t > 0 && f > 0, "independent pairs: turn {t}, fence {f}");
+    // Inputs of two turns, of two children, and a request beside the queue's inputs, are called
+    // independent: the test holds a claim, not none.
+    assert!(
+        t > 0 && c > 0 && f > 0,
+        "independent pairs: turns {t}, children {c}, fence {f}"
+    );
 }
 
 #[test]
@@ -151,8 +157,9 @@ fn deep_explore_independent_inputs_commute_at_every_state_of_the_ci_bounds() {
 }
 
 /// Explored with sleep sets and without: the same states, invariants reached and verdict; fewer
-/// transitions taken (never more). The counts as a line of `out`.
-fn same_verdict<M: Explore>(name: &str, bounds: &M::Bounds, out: &mut String) {
+/// transitions taken (never more). The counts as a line of `out`; returns the transitions left
+/// asleep.
+fn same_verdict<M: Explore>(name: &str, bounds: &M::Bounds, out: &mut String) -> usize {
     let full = explore::exhaustive::<M>(&M::default, bounds);
     let reduced = explore::reduced::<M>(&M::default, bounds);
     assert!(reduced.reduced && !full.reduced, "{name}");
@@ -179,24 +186,20 @@ fn same_verdict<M: Explore>(name: &str, bounds: &M::Bounds, out: &mut String) {
         100.0 * (full.transitions - reduced.transitions) as f64 / full.transitions as f64
     )
     .unwrap();
+    full.transitions - reduced.transitions
 }
 
 #[test]
 fn reduced_exploration_reaches_what_the_full_one_does_in_fewer_transitions() {
     let (turn, fence) = small();
     let mut out = String::new();
-    same_verdict::<TurnMachine>("turn/small", &turn, &mut out);
-    same_verdict::<FenceMachine>("fence/small", &fence, &mut out);
-    // Both left some transitions asleep (the same states, fewer transitions: fewer steps).
-    let full = |b: &TurnBounds| explore::exhaustive::<TurnMachine>(&TurnMachine::new, b);
-    let reduced = |b: &TurnBounds| explore::reduced::<TurnMachine>(&TurnMachine::new, b);
-    assert!(
-        reduced(&turn).transitions < full(&turn).transitions,
-        "{out}"
-    );
-    let full = explore::exhaustive::<FenceMachine>(&FenceMachine::new, &fence);
-    let reduced = explore::reduced::<FenceMachine>(&FenceMachine::new, &fence);
-    assert!(reduced.transitions < full.transitions, "{out}");
+    let asleep = [
+        same_verdict::<TurnMachine>("turn/two turns", &turn[0], &mut out),
+        same_verdict::<TurnMachine>("turn/two children", &turn[1], &mut out),
+        same_verdict::<FenceMachine>("fence/small", &fence, &mut out),
+    ];
+    // Each left some transitions asleep (the same states, fewer transitions: fewer steps).
+    assert!(asleep.iter().all(|&n| n > 0), "{out}");
 }
 
 #[test]
@@ -250,15 +253,10 @@ where
                 continue;
             };
             assert_eq!(broken.invariant, invariant, "{flaw:?}");
-            let (mut m, mut mon) = explore::start(&|| make().bounded(b));
-            let mut last = Vec::new();
-            for input in &path {
-                let (steps, ok) = take(&mut m, input);
-                assert!(ok, "{flaw:?}: {input:?} refused on replay");
-                last = steps.iter().flat_map(|s| mon.observe(s)).collect();
-            }
+            let start = explore::start(&|| make().bounded(b));
+            let what = format!("{flaw:?}");
             assert!(
-                last.iter().any(|v| v.invariant == invariant),
+                crate::replays_to(start, &path, invariant, &what),
                 "{flaw:?}: the reduced path does not break {} at its last input",
                 invariant.name()
             );
