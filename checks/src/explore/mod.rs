@@ -497,17 +497,17 @@ fn expand<M: Explore>(
     let (machine, monitor) = &*node.state;
     let inputs = machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
-    // With sleep sets: each input's footprint here, and the inputs taken so far (their places).
+    // With sleep sets: each input's footprint here, and which inputs may sleep in a successor
+    // (by place): the ones asleep here, and the ones taken so far.
     let reduce = known.asleep.is_some();
-    let prints: Vec<Footprint> = if reduce {
+    let (prints, mut may_sleep): (Vec<Footprint>, Vec<bool>) = if reduce {
         inputs
             .iter()
-            .map(|i| machine.footprint(i, bounds))
-            .collect()
+            .map(|i| (machine.footprint(i, bounds), node.asleep.contains(i)))
+            .unzip()
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
-    let mut taken: Vec<usize> = Vec::new();
     // An input that leads back to this state takes nothing new from it, whatever slept on the
     // way: a path through a loop reaches what the path without it reaches.
     let here = reduce.then(|| key(machine, monitor));
@@ -528,7 +528,8 @@ fn expand<M: Explore>(
     let mut observed = true;
     for (ordinal, input) in (0..).zip(&inputs) {
         let place = ordinal as usize;
-        if reduce && !awake(node, input) {
+        // (An input is taken once: before it is, it may sleep only if asleep here.)
+        if reduce && (may_sleep[place] || !woke(node, input)) {
             continue;
         }
         let (m, mon) = match scratch {
@@ -551,13 +552,11 @@ fn expand<M: Explore>(
         }
         observed = true;
         let asleep: Box<[M::Input]> = if reduce {
-            let asleep = (0..inputs.len()).filter(|&j| {
-                j != place
-                    && (taken.contains(&j) || node.asleep.contains(&inputs[j]))
-                    && prints[j].independent(prints[place])
-            });
-            let asleep = asleep.map(|j| inputs[j].clone()).collect();
-            taken.push(place);
+            let asleep = (0..inputs.len())
+                .filter(|&j| may_sleep[j] && prints[j].independent(prints[place]))
+                .map(|j| inputs[j].clone())
+                .collect();
+            may_sleep[place] = true;
             asleep
         } else {
             Box::new([])
@@ -612,10 +611,10 @@ fn expand<M: Explore>(
     out
 }
 
-/// Whether `input` is to be taken from `node`: not asleep there, and among the ones that woke if
-/// the node is a state met again.
-fn awake<M: Machine>(node: &Node<M>, input: &M::Input) -> bool {
-    !node.asleep.contains(input) && node.only.as_ref().is_none_or(|only| only.contains(input))
+/// Whether `input` is among the ones that woke, if `node` is a state met again (any input, if
+/// not).
+fn woke<M: Machine>(node: &Node<M>, input: &M::Input) -> bool {
+    node.only.as_ref().is_none_or(|only| only.contains(input))
 }
 
 /// Whether a successor with key `k` and the inputs `asleep` in it adds nothing: its state was
