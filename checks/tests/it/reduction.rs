@@ -62,38 +62,43 @@ fn then<M: Explore>(
 /// independent and all the pairs taken.
 fn commute_everywhere<M: Explore>(name: &str, bounds: &M::Bounds) -> (usize, usize) {
     let (mut independent, mut pairs) = (0, 0);
-    for (machine, monitor) in plain_walk::all_states::<M>(bounds, |_, _, _, _| {}) {
-        let inputs = machine.alphabet(bounds);
-        let prints: Vec<_> = inputs
-            .iter()
-            .map(|i| machine.footprint(i, bounds))
-            .collect();
-        let next: Vec<_> = inputs
-            .iter()
-            .map(|i| after(&machine, &monitor, i))
-            .collect();
-        for (x, a) in next.iter().enumerate() {
-            let Some(a) = a else { continue };
-            for (y, b) in next.iter().enumerate().skip(x + 1) {
-                let Some(b) = b else { continue };
-                pairs += 1;
-                if !prints[x].independent(prints[y]) {
-                    continue;
-                }
-                independent += 1;
-                let (ia, ib) = (&inputs[x], &inputs[y]);
-                let ab = then(a, ib, bounds);
-                let ba = then(b, ia, bounds);
-                assert!(
-                    ab.is_some() && ab == ba,
-                    "{name}: {ia:?} and {ib:?} are called independent but do not commute \
+    // Each state as the walk is done with it: only the states still to expand are held.
+    plain_walk::walk::<M>(
+        bounds,
+        |_, _, _, _, _| {},
+        |(machine, monitor)| {
+            let inputs = machine.alphabet(bounds);
+            let prints: Vec<_> = inputs
+                .iter()
+                .map(|i| machine.footprint(i, bounds))
+                .collect();
+            let next: Vec<_> = inputs
+                .iter()
+                .map(|i| after(&machine, &monitor, i))
+                .collect();
+            for (x, a) in next.iter().enumerate() {
+                let Some(a) = a else { continue };
+                for (y, b) in next.iter().enumerate().skip(x + 1) {
+                    let Some(b) = b else { continue };
+                    pairs += 1;
+                    if !prints[x].independent(prints[y]) {
+                        continue;
+                    }
+                    independent += 1;
+                    let (ia, ib) = (&inputs[x], &inputs[y]);
+                    let ab = then(a, ib, bounds);
+                    let ba = then(b, ia, bounds);
+                    assert!(
+                        ab.is_some() && ab == ba,
+                        "{name}: {ia:?} and {ib:?} are called independent but do not commute \
                      (a then b: {:?}, b then a: {:?}) at {machine:?}",
-                    ab.map(|(v, _)| v),
-                    ba.map(|(v, _)| v),
-                );
+                        ab.map(|(v, _)| v),
+                        ba.map(|(v, _)| v),
+                    );
+                }
             }
-        }
-    }
+        },
+    );
     (independent, pairs)
 }
 
