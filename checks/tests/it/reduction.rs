@@ -8,8 +8,8 @@ use std::fmt::Write;
 
 use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds, Explore};
 use turnfence_checks::fuzz::take;
-use turnfence_model::fence::{self, FenceMachine};
-use turnfence_model::turn::{self, TurnMachine};
+use turnfence_model::fence::FenceMachine;
+use turnfence_model::turn::TurnMachine;
 use turnfence_model::{Flaw as _, Invariant as _, Monitor as _, Plantable};
 
 use crate::plain_walk;
@@ -226,11 +226,11 @@ fn deep_explore_reduced_at_the_ci_bounds_keeps_states_and_verdict() {
         .bind(|| insta::assert_snapshot!("deep_explore_reduced_counts", counts));
 }
 
-/// Every planted flaw of a machine (made by `plant`), hunted up to `depth` inputs within each
-/// CI bound set and the hunting bounds, with sleep sets and without: found in the same bound
-/// sets either way (at least one), and each path found reduced replays from a fresh planted
-/// machine to the flaw's invariant at its last input. One line per flaw: where it was found, and
-/// the paths' lengths with and without.
+/// Every planted flaw of a machine (made by `plant`), hunted up to `depth` inputs within the CI
+/// bound sets and then the hunting bounds, with sleep sets and without, until a set holds it:
+/// found or not alike in each set hunted, found in one, and the path found reduced replays from
+/// a fresh planted machine to the flaw's invariant at its last input. One line per flaw: where it
+/// was found, and the paths' lengths with and without.
 fn flaws_found<P, F>(plant: impl Fn(F) -> P, depth: usize) -> String
 where
     P: Explore,
@@ -266,6 +266,7 @@ where
                 invariant.name()
             );
             found.push(format!("{name} {}/{}", path.len(), p.len()));
+            break;
         }
         assert!(!found.is_empty(), "{flaw:?}: never found within {depth}");
         writeln!(out, "{flaw:?}: {}", found.join(", ")).unwrap();
@@ -276,15 +277,12 @@ where
 #[test]
 fn explore_reduced_still_finds_every_planted_fence_flaw() {
     // As deep as every fence flaw's shortest counterexample (`snapshots/shrunk_lengths.snap`).
-    let found = flaws_found(FenceMachine::with_flaw, 5);
-    assert!(found.lines().count() == fence::Flaw::ALL.len(), "{found}");
+    println!("{}", flaws_found(FenceMachine::with_flaw, 5));
 }
 
 #[test]
 #[ignore = "deep: run in release by ci/explore.sh"]
 fn deep_explore_reduced_still_finds_every_planted_turn_flaw() {
     // As deep as every turn flaw's shortest counterexample (`snapshots/shrunk_lengths.snap`).
-    let found = flaws_found(TurnMachine::with_flaw, 6);
-    println!("{found}");
-    assert!(found.lines().count() == turn::Flaw::ALL.len(), "{found}");
+    println!("{}", flaws_found(TurnMachine::with_flaw, 6));
 }
