@@ -10,7 +10,7 @@ use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds, Expl
 use turnfence_checks::fuzz::take;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
-use turnfence_model::{Flaw as _, Invariant as _, Monitor as _, Plantable};
+use turnfence_model::{Invariant as _, Monitor as _, Plantable};
 
 use crate::plain_walk;
 
