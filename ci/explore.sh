@@ -3,11 +3,17 @@
 # counts pinned in snapshots/deep_explore_counts.snap; at the deeper bounds (three turns, three
 # queued requests: snapshots/deep_explore_deeper_counts.snap); and of the fence bounds again with
 # symmetry reduction (snapshots/deep_explore_symmetry_counts.snap); and every turn CI set walked
-# again, each step held to leave the parts it did not change shared (tests/it/shared_parts.rs).
+# again, each step held to leave the parts it did not change shared (tests/it/shared_parts.rs);
+# and with sleep sets (tests/it/reduction.rs): every CI set walked with every pair of inputs its
+# footprints call independent taken in both orders, explored reduced beside unreduced (the same
+# states and verdict, the reduced counts in snapshots/deep_explore_reduced_counts.snap), and every
+# planted turn flaw hunted reduced.
 # Cost: a release build of the tests (about 2 minutes on 2 cores) and under a minute of
 # exploration and walking on both cores (59 s on this project's machine on 2026-12-04, the
 # shared parts' walk about 13 s of it alone; 3.6 GB at the peak; the deeper fence set,
-# `queue-three`, takes the longest).
+# `queue-three`, takes the longest). The sleep-set tests cost more than all that: on 2026-12-06,
+# with other jobs on both cores (load 10-13, not a quiet figure), the tests took 572 s in all,
+# the commuting walk of every CI set the longest of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 refs=$(mktemp)
