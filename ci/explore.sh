@@ -12,7 +12,8 @@
 # exploration and walking on both cores (59 s on this project's machine on 2026-12-04, the
 # shared parts' walk about 13 s of it alone; 3.6 GB at the peak; the deeper fence set,
 # `queue-three`, takes the longest). The sleep-set tests cost more than all that: on 2026-12-06,
-# with other jobs on both cores (load 10-13, not a quiet figure), the tests took 572 s in all,
+# with other jobs on both cores (load 10-13, then falling to 2; not a quiet figure), the tests
+# took 572 s and 490 s in all in two runs,
 # the commuting walk of every CI set the longest of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
