@@ -15,13 +15,13 @@ use super::{on_machine, write_junit, Driven, Named, Task};
 
 /// Explores machine `M` (with the flaw planted, if one is named) within each bound set (the
 /// given ones, else the CI's and, if `deep`, the deeper ones after them), up to `depth` inputs;
-/// with `symmetry`, up to a renaming of its interchangeable names.
+/// with `symmetry`, up to a renaming of its interchangeable names; with `reduce`, with sleep sets.
 pub fn run<M: Named>(
     depth: usize,
     flaw: Option<&str>,
     custom: Option<&str>,
     deep: bool,
-    symmetry: bool,
+    (symmetry, reduce): (bool, bool),
     junit_path: Option<&Path>,
 ) -> ExitCode {
     let walks = bound_sets::<M>(custom, deep, symmetry).and_then(|_| {
@@ -34,6 +34,7 @@ pub fn run<M: Named>(
                 custom,
                 deep,
                 symmetry,
+                reduce,
                 junit_path,
             },
         )
@@ -84,6 +85,7 @@ struct Walks<'a> {
     custom: Option<&'a str>,
     deep: bool,
     symmetry: bool,
+    reduce: bool,
     junit_path: Option<&'a Path>,
 }
 
@@ -101,7 +103,13 @@ impl Task for Walks<'_> {
                 "bounds {name}: {}",
                 serde_json::to_string(&bounds).unwrap_or_default()
             );
-            let (c, failure) = walk::<M>(make, &bounds, self.depth, self.flaw, &mut union);
+            let (c, failure) = walk::<M>(
+                make,
+                &bounds,
+                (self.depth, self.reduce),
+                self.flaw,
+                &mut union,
+            );
             if c != ExitCode::SUCCESS {
                 code = c;
             }
@@ -179,7 +187,7 @@ impl Union {
 fn walk<M: Driven>(
     make: &dyn Fn() -> M,
     bounds: &M::Bounds,
-    depth: usize,
+    (depth, reduce): (usize, bool),
     flaw: Option<&str>,
     union: &mut Union,
 ) -> (ExitCode, Option<junit::Failure>) {
@@ -196,7 +204,7 @@ fn walk<M: Driven>(
             let _ = std::io::stderr().flush();
         }
     };
-    let found = explore::explore::<M>(make, bounds, depth, None, &mut progress);
+    let found = explore::explore_with::<M>(make, bounds, depth, None, reduce, &mut progress);
     if tty {
         eprintln!();
     }
@@ -225,6 +233,14 @@ fn walk<M: Driven>(
         found.reached.len(),
         found.coverage.len(),
     );
+    if found.reduced {
+        println!(
+            "reduced (sleep sets): {} transitions taken, the others left asleep; the states and \
+             the verdict are the full run's, a counterexample need not be a shortest: rerun \
+             without --reduce for that",
+            found.transitions
+        );
+    }
     union.states += found.states;
     union.broken |= found.counterexample.is_some();
     union.truncated |= found.truncated;

@@ -180,6 +180,12 @@ enum Command {
         /// reduction: the fence machine's tokens and request ids), one state per class.
         #[arg(long)]
         symmetry: bool,
+        /// Partial-order reduction (sleep sets): an input is not taken where an independent one
+        /// taken first reaches the same successor. The same states and verdict, fewer
+        /// transitions; a counterexample is then one found, not a shortest (rerun without
+        /// `--reduce` for that). Off by default; not with `--symmetry`.
+        #[arg(long, conflicts_with = "symmetry")]
+        reduce: bool,
         /// Also write the outcome as JUnit XML to this file (a test case per bound set, and one
         /// for the coverage of their union).
         #[arg(long)]
@@ -273,6 +279,7 @@ pub fn run(cli: Cli) -> ExitCode {
             bounds,
             deep,
             symmetry,
+            reduce,
             junit,
         } => by_machine!(
             machine,
@@ -281,7 +288,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 flaw.as_deref(),
                 bounds.as_deref(),
                 deep,
-                symmetry,
+                (symmetry, reduce),
                 junit.as_deref()
             )
         ),

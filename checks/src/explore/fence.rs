@@ -13,7 +13,7 @@ use turnfence_model::fence::{
 use turnfence_model::prelude::*;
 use turnfence_model::Plant;
 
-use super::{Coverage, Explore};
+use super::{Coverage, Explore, Footprint};
 
 /// How far the fence explorer goes.
 #[derive(Clone, Debug, Serialize, serde::Deserialize)]
@@ -251,6 +251,10 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
         super::symmetry::canonical_fingerprint(self, monitor)
     }
 
+    fn footprint(&self, input: &fence::Input, _: &FenceBounds) -> Footprint {
+        footprint(self.state(), input)
+    }
+
     fn covered(
         &self,
         input: &fence::Input,
@@ -308,6 +312,38 @@ impl<P: Plant<Flaw>> Explore for FenceMachine<P> {
                 _ => {}
             }
         }
+    }
+}
+
+/// The parts of a fence state an input may read or write (bits of a [`Footprint`]).
+const TABLE: u64 = 1;
+const QUEUE: u64 = 1 << 1;
+const MAILBOX: u64 = 1 << 2;
+const WORKER_PART: u64 = 1 << 3;
+const TASKS: u64 = 1 << 4;
+
+/// What an input reads and writes of a fence state, by its parts (the table, the queue, the
+/// mailbox, the workers, the tasks; the monitor's memory and the alphabet's reads of each go with
+/// it). A request touches the workers (every request reads how many were sent, for its req and
+/// token) and, from a pooled worker, the queue it joins and the mailbox it looks in; from the
+/// direct one, the table. A dropped event touches the queue; an owner message the table; a task's
+/// end its task and the table; an enqueue reads the table and writes the tasks. Every other input
+/// (a supervisor's step, a restore, time moving) is taken to touch everything.
+fn footprint(s: &FenceState, input: &fence::Input) -> Footprint {
+    if input.at != s.now {
+        return Footprint::ALL;
+    }
+    match &input.kind {
+        fence::InputKind::Request { worker, .. } => match s.workers.get(worker).map(|w| w.path) {
+            Some(Path::Pooled) => Footprint::new(0, WORKER_PART | QUEUE | MAILBOX),
+            Some(Path::Direct) => Footprint::new(0, WORKER_PART | TABLE),
+            None => Footprint::ALL,
+        },
+        fence::InputKind::DropEvent => Footprint::new(0, QUEUE),
+        fence::InputKind::OwnerMessage { .. } => Footprint::new(0, TABLE),
+        fence::InputKind::TaskDone { .. } => Footprint::new(0, TASKS | TABLE),
+        fence::InputKind::Enqueue { .. } => Footprint::new(TABLE, TASKS),
+        _ => Footprint::ALL,
     }
 }
 

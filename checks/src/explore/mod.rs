@@ -4,13 +4,18 @@
 //! counterexample (breadth-first order). Coverage records which (phase, input) pairs and reply
 //! kinds the bounds reach, so a bound that hides a behaviour fails the build. With symmetry
 //! (a bound set's opt-in) a state is known by its class under a renaming of interchangeable
-//! names (`symmetry`), and only one state of each class is expanded.
+//! names (`symmetry`), and only one state of each class is expanded. With sleep sets (a run's
+//! opt-in: `reduce`) an input is not taken where an independent one taken first reaches the same
+//! successor (`sleep`): fewer transitions, the same states and verdict.
 
 pub mod fence;
+pub mod sleep;
 pub mod symmetry;
 pub mod turn;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+pub use sleep::Footprint;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::hash::{BuildHasher, Hasher};
 
 use rayon::prelude::*;
@@ -87,6 +92,14 @@ pub trait Explore:
     fn canonical_fingerprint(&self, monitor: &Self::Monitor) -> u64 {
         fingerprint(self, monitor)
     }
+
+    /// What `input` reads and writes of this state, its monitor's memory and what the alphabet
+    /// offers, as parts of the machine's own naming (`sleep`): two inputs whose footprints do not
+    /// meet must commute here (tested at every state of the CI bound sets). By default every
+    /// part: no two inputs independent, nothing left out.
+    fn footprint(&self, _input: &Self::Input, _bounds: &Self::Bounds) -> Footprint {
+        Footprint::ALL
+    }
 }
 
 /// The machine after its [`Explore::prelude`], and a monitor that saw it: where exploration starts.
@@ -132,6 +145,9 @@ pub struct Explored<I, V> {
     pub counterexample: Option<(Vec<I>, Violation<V>)>,
     /// When truncated: a path to a state left unexpanded at the depth bound (what keeps growing).
     pub deepest: Vec<I>,
+    /// Sleep sets left inputs out (`sleep`): `transitions` counts the ones taken, and the
+    /// counterexample, if any, need not be a shortest one.
+    pub reduced: bool,
 }
 
 /// An explorer state: a machine and its monitor, in one allocation.
@@ -143,6 +159,10 @@ struct Node<M: Machine> {
     state: Stored<M>,
     index: usize,
     depth: usize,
+    /// The inputs asleep here (not to be taken), with sleep sets on; none without.
+    asleep: Box<[M::Input]>,
+    /// A state met again with fewer inputs asleep: only these (the ones that woke) are taken.
+    only: Option<Box<[M::Input]>>,
 }
 
 /// What an exploration of machine `M` found.
@@ -158,12 +178,27 @@ pub fn explore<M: Explore>(
     target: Option<M::Invariant>,
     progress: &mut dyn FnMut(usize, usize, usize),
 ) -> ExploredBy<M> {
+    explore_with(make, bounds, max_depth, target, false, progress)
+}
+
+/// [`explore`], with sleep sets if `reduce` (and the bounds ask for no symmetry, which they do
+/// not combine with: a class's states name their inputs differently): the same states and
+/// verdict, fewer transitions taken; a counterexample is then one found, not a shortest.
+pub fn explore_with<M: Explore>(
+    make: &dyn Fn() -> M,
+    bounds: &M::Bounds,
+    max_depth: usize,
+    target: Option<M::Invariant>,
+    reduce: bool,
+    progress: &mut dyn FnMut(usize, usize, usize),
+) -> ExploredBy<M> {
     let (start, monitor) = start(&|| make().bounded(bounds));
     // What the prelude reached is reached (a successor reports only what its step adds).
     let reached = monitor.reached().clone();
     // Under symmetry a state is known by its class; the frontier and the paths keep the states
     // and inputs as they were, so a counterexample replays as recorded.
     let symmetric = M::symmetry(bounds);
+    let reduce = reduce && !symmetric;
     let key = |m: &M, mon: &M::Monitor| {
         if symmetric {
             m.canonical_fingerprint(mon)
@@ -177,6 +212,9 @@ pub fn explore<M: Explore>(
     // parent's alphabet (a path is replayed from the start when one is wanted: sixteen bytes a
     // state, where the input itself is ten times that).
     let mut parents: Vec<(usize, u32)> = vec![(0, 0)];
+    // With sleep sets: the states expanded (or to be) with inputs asleep, by key: their place
+    // among the visited states and those inputs (a state not here had none asleep).
+    let mut asleep: Asleep<M::Input> = HashMap::default();
     let origin = start.clone();
     // The states still to expand, in breadth-first order, in chunks of at most EXPANDED_AT_ONCE
     // states of one depth: a chunk is expanded at once, and a new state is moved once, into the
@@ -186,6 +224,8 @@ pub fn explore<M: Explore>(
         state: Box::new((start, monitor)),
         index: 0,
         depth: 0,
+        asleep: Box::new([]),
+        only: None,
     }]);
     let mut result = Explored {
         states: 1,
@@ -196,6 +236,7 @@ pub fn explore<M: Explore>(
         reached,
         counterexample: None,
         deepest: Vec::new(),
+        reduced: reduce,
     };
     // Level by level: the states of one depth are expanded on every core (rayon), a chunk of
     // them at a time (a chunk never spans two depths), and their successors then taken in order
@@ -220,6 +261,7 @@ pub fn explore<M: Explore>(
         }
         let known = Known {
             seen: &seen,
+            asleep: reduce.then_some(&asleep),
             coverage: &result.coverage,
             reached: &result.reached,
         };
@@ -254,18 +296,37 @@ pub fn explore<M: Explore>(
                 let Some(&(_, key)) = s.next.as_ref() else {
                     continue;
                 };
-                if !seen.insert(key) {
-                    continue;
-                }
+                let new = seen.insert(key);
                 let Some((state, _)) = s.next.take() else {
                     continue;
                 };
-                parents.push((index, s.ordinal));
-                result.states += 1;
-                let node = Node {
-                    state,
-                    index: parents.len() - 1,
-                    depth: depth + 1,
+                let node = if new {
+                    parents.push((index, s.ordinal));
+                    result.states += 1;
+                    let index = parents.len() - 1;
+                    if !s.asleep.is_empty() {
+                        asleep.insert(key, (index, s.asleep.clone()));
+                    }
+                    Node {
+                        state,
+                        index,
+                        depth: depth + 1,
+                        asleep: std::mem::take(&mut s.asleep),
+                        only: None,
+                    }
+                } else {
+                    // Met again (only with sleep sets is a state seen before kept): what slept
+                    // on its first paths but not on this one is taken now.
+                    let Some(again) = met_again(&mut asleep, key, &s.asleep) else {
+                        continue;
+                    };
+                    Node {
+                        state,
+                        index: again.index,
+                        depth: depth + 1,
+                        asleep: again.asleep,
+                        only: Some(again.woke),
+                    }
                 };
                 match frontier.back_mut() {
                     Some(back) if back.len() < EXPANDED_AT_ONCE && back[0].depth == depth + 1 => {
@@ -294,12 +355,52 @@ pub fn explore<M: Explore>(
 /// alternating runs, 0.76 s against 0.87 s; 512 was no faster).
 const EXPANDED_AT_ONCE: usize = 1_024;
 
-/// What the successors of one chunk are judged against while they are made: the states seen,
-/// the coverage points and the invariants reached before the chunk (read only, on every core).
-struct Known<'a, V> {
+/// What slept in the states expanded with inputs asleep, by key: each state's place among the
+/// visited states and those inputs.
+type Asleep<I> = HashMap<u64, (usize, Box<[I]>), foldhash::fast::FixedState>;
+
+/// A state met again that must be expanded again: its place among the visited states, the inputs
+/// asleep on every path it was met by (asleep still, and kept for the next meeting) and the ones
+/// that woke (to be taken now).
+struct Again<I> {
+    index: usize,
+    asleep: Box<[I]>,
+    woke: Box<[I]>,
+}
+
+/// A state met again with the inputs `now` asleep, if it must be expanded again; `None` if every
+/// input awake now was taken from it already.
+fn met_again<I: Clone + PartialEq>(
+    asleep: &mut Asleep<I>,
+    key: u64,
+    now: &[I],
+) -> Option<Again<I>> {
+    let (index, before) = asleep.get_mut(&key)?;
+    if sleep::covered(before, now) {
+        return None;
+    }
+    let (woke, still) = sleep::woken(before, now);
+    let index = *index;
+    if still.is_empty() {
+        asleep.remove(&key);
+    } else {
+        before.clone_from(&still);
+    }
+    Some(Again {
+        index,
+        asleep: still,
+        woke,
+    })
+}
+
+/// What the successors of one chunk are judged against while they are made: the states seen
+/// (and with sleep sets, what they slept), the coverage points and the invariants reached before
+/// the chunk (read only, on every core).
+struct Known<'a, M: Machine> {
     seen: &'a HashSet<u64, foldhash::fast::FixedState>,
+    asleep: Option<&'a Asleep<M::Input>>,
     coverage: &'a BTreeSet<String>,
-    reached: &'a BTreeSet<V>,
+    reached: &'a BTreeSet<M::Invariant>,
 }
 
 /// One input taken from a state: where it leads, unless that state was seen before the chunk
@@ -314,8 +415,11 @@ struct Known<'a, V> {
 struct Successor<M: Machine> {
     /// The input's place in the alphabet of the state it was taken from.
     ordinal: u32,
-    /// The state it leads to with its monitor, and its key, unless seen before the chunk.
+    /// The state it leads to with its monitor, and its key, unless seen before the chunk (with
+    /// sleep sets: unless seen before with no more asleep than `asleep`).
     next: Option<(Stored<M>, u64)>,
+    /// With sleep sets: the inputs asleep in the state it leads to.
+    asleep: Box<[M::Input]>,
     /// The coverage points and the invariants it reached that were not known before the chunk.
     covered: Vec<String>,
     reached: Vec<M::Invariant>,
@@ -332,9 +436,10 @@ struct Scratch<M: Machine> {
     /// States this core has expanded, done with: a new state is copied into one of them in
     /// place (its parts shared), so its box takes no fresh memory.
     spare: Vec<Stored<M>>,
-    /// The keys of the new states this core has kept in this chunk: one met again (two inputs
-    /// that commute lead to it) is not kept twice.
-    kept: HashSet<u64, foldhash::fast::FixedState>,
+    /// The keys of the new states this core has kept in this chunk, with the inputs asleep in
+    /// each: one met again (two inputs that commute lead to it) is not kept twice, unless with
+    /// sleep sets it is met with an input awake that slept in the one kept.
+    kept: HashMap<u64, Box<[M::Input]>, foldhash::fast::FixedState>,
     steps: Vec<turnfence_model::StepOf<M>>,
     outputs: Vec<M::Output>,
     /// A coverage point joined from its pieces, to look up before it is kept.
@@ -346,7 +451,7 @@ impl<M: Machine> Default for Scratch<M> {
         Scratch {
             state: None,
             spare: Vec::new(),
-            kept: HashSet::default(),
+            kept: HashMap::default(),
             steps: Vec::new(),
             outputs: Vec::new(),
             point: String::new(),
@@ -386,12 +491,26 @@ fn expand<M: Explore>(
     node: &Node<M>,
     bounds: &M::Bounds,
     key: &(impl Fn(&M, &M::Monitor) -> u64 + Sync),
-    known: &Known<M::Invariant>,
+    known: &Known<M>,
     scratch: &mut Scratch<M>,
 ) -> Vec<Successor<M>> {
     let (machine, monitor) = &*node.state;
     let inputs = machine.alphabet(bounds);
     let mut out = Vec::with_capacity(inputs.len());
+    // With sleep sets: each input's footprint here, and which inputs may sleep in a successor
+    // (by place): the ones asleep here, and the ones taken so far.
+    let reduce = known.asleep.is_some();
+    let (prints, mut may_sleep): (Vec<Footprint>, Vec<bool>) = if reduce {
+        inputs
+            .iter()
+            .map(|i| (machine.footprint(i, bounds), node.asleep.contains(i)))
+            .unzip()
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    // An input that leads back to this state takes nothing new from it, whatever slept on the
+    // way: a path through a loop reaches what the path without it reaches.
+    let here = reduce.then(|| key(machine, monitor));
     // Each input is taken from the scratch copy restored to the state: its parts share the
     // state's, and a step copies the ones it changes into the values the scratch had before, so
     // a successor seen before costs no allocation.
@@ -407,7 +526,12 @@ fn expand<M: Explore>(
     // Whether the scratch's monitor may differ from this state's: it observed a step since it
     // was restored, or was never restored to this state (a refused input leaves it as it was).
     let mut observed = true;
-    for (ordinal, input) in (0..).zip(inputs) {
+    for (ordinal, input) in (0..).zip(&inputs) {
+        let place = ordinal as usize;
+        // (An input is taken once: before it is, it may sleep only if asleep here.)
+        if reduce && (may_sleep[place] || !woke(node, input)) {
+            continue;
+        }
         let (m, mon) = match scratch {
             Some((m, mon)) => {
                 m.restore_from(machine);
@@ -423,10 +547,20 @@ fn expand<M: Explore>(
         };
         observed = false;
         steps.clear();
-        if turnfence_model::step(m, &input, steps).is_err() {
+        if turnfence_model::step(m, input, steps).is_err() {
             continue;
         }
         observed = true;
+        let asleep: Box<[M::Input]> = if reduce {
+            let asleep = (0..inputs.len())
+                .filter(|&j| may_sleep[j] && prints[j].independent(prints[place]))
+                .map(|j| inputs[j].clone())
+                .collect();
+            may_sleep[place] = true;
+            asleep
+        } else {
+            Box::new([])
+        };
         let mut broken = Vec::new();
         for step in steps.iter() {
             broken.extend(mon.observe(step));
@@ -434,7 +568,7 @@ fn expand<M: Explore>(
         outputs.clear();
         outputs.extend(steps.drain(..).flat_map(|s| s.outputs));
         let mut covered = Vec::new();
-        machine.covered(&input, outputs, &mut |pieces| {
+        machine.covered(input, outputs, &mut |pieces| {
             point.clear();
             pieces.iter().for_each(|p| point.push_str(p));
             if !known.coverage.contains(point.as_str()) && !covered.contains(point) {
@@ -460,7 +594,7 @@ fn expand<M: Explore>(
         let k = key(m, mon);
         // A state this core kept already in this chunk comes first in the order the successors
         // are taken in, so the one taken is always one kept.
-        let next = if known.seen.contains(&k) || !kept.insert(k) {
+        let next = if here == Some(k) || known_before(known, kept, k, &asleep) {
             None
         } else {
             Some((Scratch::stored(spare, (&*m, &*mon)), k))
@@ -468,6 +602,7 @@ fn expand<M: Explore>(
         out.push(Successor {
             ordinal,
             next,
+            asleep,
             covered,
             reached,
             broken,
@@ -476,10 +611,48 @@ fn expand<M: Explore>(
     out
 }
 
+/// Whether `input` is among the ones that woke, if `node` is a state met again (any input, if
+/// not).
+fn woke<M: Machine>(node: &Node<M>, input: &M::Input) -> bool {
+    node.only.as_ref().is_none_or(|only| only.contains(input))
+}
+
+/// Whether a successor with key `k` and the inputs `asleep` in it adds nothing: its state was
+/// seen before the chunk, or kept already by this core in it (the one kept then comes first in
+/// the order the successors are taken in, so the one taken is always one kept), and — with sleep
+/// sets — with no input asleep then that is awake now. Otherwise it is kept (noted as kept, if
+/// new).
+fn known_before<M: Machine>(
+    known: &Known<M>,
+    kept: &mut HashMap<u64, Box<[M::Input]>, foldhash::fast::FixedState>,
+    k: u64,
+    asleep: &[M::Input],
+) -> bool {
+    let Some(slept) = known.asleep else {
+        return known.seen.contains(&k) || kept.insert(k, Box::new([])).is_some();
+    };
+    if known.seen.contains(&k) {
+        let before = slept.get(&k).map_or(&[][..], |(_, before)| before);
+        return sleep::covered(before, asleep);
+    }
+    match kept.get(&k) {
+        Some(before) => sleep::covered(before, asleep),
+        None => {
+            kept.insert(k, asleep.into());
+            false
+        }
+    }
+}
+
 /// Explores every state within the bounds, with no depth bound and no progress: what tests,
 /// benchmarks and CI's exhaustive runs want.
 pub fn exhaustive<M: Explore>(make: &dyn Fn() -> M, bounds: &M::Bounds) -> ExploredBy<M> {
     explore(make, bounds, usize::MAX, None, &mut |_, _, _| {})
+}
+
+/// [`exhaustive`] with sleep sets: the same states and verdict, fewer transitions taken.
+pub fn reduced<M: Explore>(make: &dyn Fn() -> M, bounds: &M::Bounds) -> ExploredBy<M> {
+    explore_with(make, bounds, usize::MAX, None, true, &mut |_, _, _| {})
 }
 
 /// The inputs from the start to a visited state: its ancestors' places in their parents'

@@ -288,6 +288,48 @@ fn explore_with_symmetry_reduces_the_fence_and_refuses_the_turn() {
     );
 }
 
+/// `explore --reduce` explores with sleep sets: the same distinct states and verdict as without,
+/// fewer transitions, and the run says it was reduced and how to rerun without; beside
+/// `--symmetry` it is refused.
+#[test]
+fn explore_reduced_says_so_and_keeps_the_states() {
+    let dir = tempfile::tempdir().unwrap();
+    let bounds = r#"{"requests":1,"owner_messages":1,"queue":true,"malformed":false}"#;
+    let run = |reduce: bool| {
+        let mut args = vec!["explore", "--machine", "fence", "--bounds", bounds];
+        if reduce {
+            args.push("--reduce");
+        }
+        let out = turnfence(&args, dir.path());
+        assert_eq!(out.status.code(), Some(0));
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(text.contains("rerun without --reduce"), reduce, "{text}");
+        let line = text.lines().nth(1).unwrap().to_owned();
+        let (verdict, rest) = line.split_once(" (fence machine): ").unwrap();
+        let count = |unit: &str| {
+            let (before, _) = rest.split_once(unit).unwrap();
+            before.rsplit(' ').next().unwrap().parse::<usize>().unwrap()
+        };
+        (
+            verdict.to_owned(),
+            count(" distinct states"),
+            count(" transitions"),
+        )
+    };
+    let ((verdict, states, transitions), (rverdict, rstates, rtransitions)) =
+        (run(false), run(true));
+    assert_eq!((rverdict, rstates), (verdict, states));
+    assert!(
+        rtransitions < transitions,
+        "{rtransitions} of {transitions}"
+    );
+    let out = turnfence(
+        &["explore", "--machine", "fence", "--reduce", "--symmetry"],
+        dir.path(),
+    );
+    assert_exit(&out, 2, &out.stderr);
+}
+
 /// `explore --deep` explores the CI bound sets and then the deeper ones, in that order (cut at
 /// depth 2 here: the deeper fence set alone takes a minute in a debug build); `--deep` beside
 /// `--bounds` is refused.

@@ -35,6 +35,7 @@ mod report;
 mod recorder;
 #[cfg(not(loom))]
 mod recorder_live;
+mod reduction;
 mod schema;
 mod shared_parts;
 mod snapshots;
@@ -236,4 +237,22 @@ pub fn unreached<V: turnfence_model::Invariant>(reached: &BTreeSet<V>) -> Vec<&'
         .filter(|i| !reached.contains(*i))
         .map(|i| i.name())
         .collect()
+}
+
+/// Whether `path`, replayed from `start` (a machine and its monitor), breaks `invariant` at its
+/// last input; every input must be taken (`what` names the run if one is refused).
+pub fn replays_to<M: turnfence_model::Machine>(
+    (mut machine, mut monitor): (M, M::Monitor),
+    path: &[M::Input],
+    invariant: M::Invariant,
+    what: &str,
+) -> bool {
+    use turnfence_model::Monitor as _;
+    let mut last = Vec::new();
+    for input in path {
+        let (steps, ok) = turnfence_checks::fuzz::take(&mut machine, input);
+        assert!(ok, "{what}: {input:?} refused on replay");
+        last = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    }
+    last.iter().any(|v| v.invariant == invariant)
 }

@@ -292,15 +292,9 @@ fn explore_with_symmetry_still_finds_every_planted_fence_flaw() {
             let Some((path, broken)) = on else { continue };
             found += 1;
             assert_eq!(broken.invariant, invariant, "{flaw:?}");
-            let (mut m, mut mon) = explore::start(&make);
-            let mut last = Vec::new();
-            for input in &path {
-                let (steps, ok) = take(&mut m, input);
-                assert!(ok, "{flaw:?}: {input:?} refused on replay");
-                last = steps.iter().flat_map(|s| mon.observe(s)).collect();
-            }
+            let what = format!("{flaw:?}");
             assert!(
-                last.iter().any(|v| v.invariant == invariant),
+                crate::replays_to(explore::start(&make), &path, invariant, &what),
                 "{flaw:?} in {name}: the path does not replay to {}",
                 invariant.name()
             );
