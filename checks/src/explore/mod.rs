@@ -8,15 +8,22 @@
 //! opt-in: `reduce`) an input is not taken where an independent one taken first reaches the same
 //! successor (`sleep`): fewer transitions, the same states and verdict.
 
+mod coverage;
+mod explored;
 pub mod fence;
+mod fingerprint;
 pub mod sleep;
 pub mod symmetry;
 pub mod turn;
+mod turn_footprint;
 
+pub use coverage::Coverage;
+pub use explored::Explored;
+pub use fingerprint::{fingerprint, hasher};
 pub use sleep::Footprint;
+use sleep::{known_before, met_again, Asleep, Known};
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasher, Hasher};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use rayon::prelude::*;
 use serde::de::DeserializeOwned;
@@ -112,42 +119,6 @@ pub fn start<M: Explore>(make: &dyn Fn() -> M) -> (M, M::Monitor) {
         }
     }
     (machine, monitor)
-}
-
-/// A fingerprint of a machine's state and its monitor's memory: one explorer state.
-pub fn fingerprint<M: Machine>(machine: &M, monitor: &M::Monitor) -> u64 {
-    let mut h = hasher();
-    machine.fingerprint(&mut h);
-    monitor.fingerprint(&mut h);
-    h.finish()
-}
-
-/// Hashes into a `u64` with a fixed seed (the same on every run and machine): foldhash's
-/// quality hasher, several times faster than SipHash on a state's many small fields.
-pub fn hasher() -> foldhash::quality::FoldHasher<'static> {
-    foldhash::quality::FixedState::with_seed(FINGERPRINT_SEED).build_hasher()
-}
-
-/// The fingerprints' seed: any constant will do; it only has to be the same everywhere.
-const FINGERPRINT_SEED: u64 = 0x7475_726e_6665_6e63;
-
-/// What an exploration found.
-#[derive(Clone, Debug)]
-pub struct Explored<I, V> {
-    pub states: usize,
-    pub transitions: usize,
-    pub depth: usize,
-    /// The exploration stopped at the depth bound with states left to expand.
-    pub truncated: bool,
-    pub coverage: BTreeSet<String>,
-    pub reached: BTreeSet<V>,
-    /// The first violation, with the inputs that lead to it (a shortest such path).
-    pub counterexample: Option<(Vec<I>, Violation<V>)>,
-    /// When truncated: a path to a state left unexpanded at the depth bound (what keeps growing).
-    pub deepest: Vec<I>,
-    /// Sleep sets left inputs out (`sleep`): `transitions` counts the ones taken, and the
-    /// counterexample, if any, need not be a shortest one.
-    pub reduced: bool,
 }
 
 /// An explorer state: a machine and its monitor, in one allocation.
@@ -354,54 +325,6 @@ pub fn explore_with<M: Explore>(
 /// peaked at 186 MB against 4 096's 223 MB on both cores, and took less time (best of four
 /// alternating runs, 0.76 s against 0.87 s; 512 was no faster).
 const EXPANDED_AT_ONCE: usize = 1_024;
-
-/// What slept in the states expanded with inputs asleep, by key: each state's place among the
-/// visited states and those inputs.
-type Asleep<I> = HashMap<u64, (usize, Box<[I]>), foldhash::fast::FixedState>;
-
-/// A state met again that must be expanded again: its place among the visited states, the inputs
-/// asleep on every path it was met by (asleep still, and kept for the next meeting) and the ones
-/// that woke (to be taken now).
-struct Again<I> {
-    index: usize,
-    asleep: Box<[I]>,
-    woke: Box<[I]>,
-}
-
-/// A state met again with the inputs `now` asleep, if it must be expanded again; `None` if every
-/// input awake now was taken from it already.
-fn met_again<I: Clone + PartialEq>(
-    asleep: &mut Asleep<I>,
-    key: u64,
-    now: &[I],
-) -> Option<Again<I>> {
-    let (index, before) = asleep.get_mut(&key)?;
-    if sleep::covered(before, now) {
-        return None;
-    }
-    let (woke, still) = sleep::woken(before, now);
-    let index = *index;
-    if still.is_empty() {
-        asleep.remove(&key);
-    } else {
-        before.clone_from(&still);
-    }
-    Some(Again {
-        index,
-        asleep: still,
-        woke,
-    })
-}
-
-/// What the successors of one chunk are judged against while they are made: the states seen
-/// (and with sleep sets, what they slept), the coverage points and the invariants reached before
-/// the chunk (read only, on every core).
-struct Known<'a, M: Machine> {
-    seen: &'a HashSet<u64, foldhash::fast::FixedState>,
-    asleep: Option<&'a Asleep<M::Input>>,
-    coverage: &'a BTreeSet<String>,
-    reached: &'a BTreeSet<M::Invariant>,
-}
 
 /// One input taken from a state: where it leads, unless that state was seen before the chunk
 /// (then only what the transition covered, reached and broke is kept: most successors are such
@@ -617,33 +540,6 @@ fn woke<M: Machine>(node: &Node<M>, input: &M::Input) -> bool {
     node.only.as_ref().is_none_or(|only| only.contains(input))
 }
 
-/// Whether a successor with key `k` and the inputs `asleep` in it adds nothing: its state was
-/// seen before the chunk, or kept already by this core in it (the one kept then comes first in
-/// the order the successors are taken in, so the one taken is always one kept), and — with sleep
-/// sets — with no input asleep then that is awake now. Otherwise it is kept (noted as kept, if
-/// new).
-fn known_before<M: Machine>(
-    known: &Known<M>,
-    kept: &mut HashMap<u64, Box<[M::Input]>, foldhash::fast::FixedState>,
-    k: u64,
-    asleep: &[M::Input],
-) -> bool {
-    let Some(slept) = known.asleep else {
-        return known.seen.contains(&k) || kept.insert(k, Box::new([])).is_some();
-    };
-    if known.seen.contains(&k) {
-        let before = slept.get(&k).map_or(&[][..], |(_, before)| before);
-        return sleep::covered(before, asleep);
-    }
-    match kept.get(&k) {
-        Some(before) => sleep::covered(before, asleep),
-        None => {
-            kept.insert(k, asleep.into());
-            false
-        }
-    }
-}
-
 /// Explores every state within the bounds, with no depth bound and no progress: what tests,
 /// benchmarks and CI's exhaustive runs want.
 pub fn exhaustive<M: Explore>(make: &dyn Fn() -> M, bounds: &M::Bounds) -> ExploredBy<M> {
@@ -684,30 +580,4 @@ fn path_to<M: Explore>(
         path.push(input);
     }
     path
-}
-
-/// Coverage points that must be reached, and the ones documented as impossible, with reasons.
-pub struct Coverage {
-    pub required: Vec<String>,
-    pub impossible: BTreeMap<String, &'static str>,
-}
-
-impl Coverage {
-    /// The required points an exploration did not reach and that are not on the impossible
-    /// list; and the impossible ones it did reach (the list is wrong).
-    pub fn gaps(&self, reached: &BTreeSet<String>) -> (Vec<String>, Vec<String>) {
-        let missing = self
-            .required
-            .iter()
-            .filter(|p| !reached.contains(*p) && !self.impossible.contains_key(*p))
-            .cloned()
-            .collect();
-        let wrong = self
-            .impossible
-            .keys()
-            .filter(|p| reached.contains(*p))
-            .cloned()
-            .collect();
-        (missing, wrong)
-    }
 }

@@ -21,6 +21,10 @@
 //! whatever the order of the search (Godefroid, *Partial-Order Methods for the Verification of
 //! Concurrent Systems*, LNCS 1032, §5.3).
 
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use turnfence_model::Machine;
+
 /// What an input reads and writes of a state, as sets of its parts (one bit a part; what the
 /// parts are is the machine's: [`super::Explore::footprint`]). Writing a part reads it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,6 +65,81 @@ pub fn covered<I: PartialEq>(old: &[I], new: &[I]) -> bool {
 pub fn woken<I: PartialEq + Clone>(old: &[I], new: &[I]) -> (Box<[I]>, Box<[I]>) {
     let (still, woken): (Vec<I>, Vec<I>) = old.iter().cloned().partition(|i| new.contains(i));
     (woken.into(), still.into())
+}
+
+/// What slept in the states expanded with inputs asleep, by key: each state's place among the
+/// visited states and those inputs.
+pub(super) type Asleep<I> = HashMap<u64, (usize, Box<[I]>), foldhash::fast::FixedState>;
+
+/// A state met again that must be expanded again: its place among the visited states, the inputs
+/// asleep on every path it was met by (asleep still, and kept for the next meeting) and the ones
+/// that woke (to be taken now).
+pub(super) struct Again<I> {
+    pub(super) index: usize,
+    pub(super) asleep: Box<[I]>,
+    pub(super) woke: Box<[I]>,
+}
+
+/// A state met again with the inputs `now` asleep, if it must be expanded again; `None` if every
+/// input awake now was taken from it already.
+pub(super) fn met_again<I: Clone + PartialEq>(
+    asleep: &mut Asleep<I>,
+    key: u64,
+    now: &[I],
+) -> Option<Again<I>> {
+    let (index, before) = asleep.get_mut(&key)?;
+    if covered(before, now) {
+        return None;
+    }
+    let (woke, still) = woken(before, now);
+    let index = *index;
+    if still.is_empty() {
+        asleep.remove(&key);
+    } else {
+        before.clone_from(&still);
+    }
+    Some(Again {
+        index,
+        asleep: still,
+        woke,
+    })
+}
+
+/// What the successors of one chunk are judged against while they are made: the states seen
+/// (and with sleep sets, what they slept), the coverage points and the invariants reached before
+/// the chunk (read only, on every core).
+pub(super) struct Known<'a, M: Machine> {
+    pub(super) seen: &'a HashSet<u64, foldhash::fast::FixedState>,
+    pub(super) asleep: Option<&'a Asleep<M::Input>>,
+    pub(super) coverage: &'a BTreeSet<String>,
+    pub(super) reached: &'a BTreeSet<M::Invariant>,
+}
+
+/// Whether a successor with key `k` and the inputs `asleep` in it adds nothing: its state was
+/// seen before the chunk, or kept already by this core in it (the one kept then comes first in
+/// the order the successors are taken in, so the one taken is always one kept), and — with sleep
+/// sets — with no input asleep then that is awake now. Otherwise it is kept (noted as kept, if
+/// new).
+pub(super) fn known_before<M: Machine>(
+    known: &Known<M>,
+    kept: &mut HashMap<u64, Box<[M::Input]>, foldhash::fast::FixedState>,
+    k: u64,
+    asleep: &[M::Input],
+) -> bool {
+    let Some(slept) = known.asleep else {
+        return known.seen.contains(&k) || kept.insert(k, Box::new([])).is_some();
+    };
+    if known.seen.contains(&k) {
+        let before = slept.get(&k).map_or(&[][..], |(_, before)| before);
+        return covered(before, asleep);
+    }
+    match kept.get(&k) {
+        Some(before) => covered(before, asleep),
+        None => {
+            kept.insert(k, asleep.into());
+            false
+        }
+    }
 }
 
 #[cfg(test)]

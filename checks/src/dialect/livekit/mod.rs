@@ -19,6 +19,7 @@ mod options;
 mod replies;
 mod speech;
 mod tools;
+mod unlogged;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,40 +38,11 @@ use crate::trace::{
     Verdict,
 };
 pub use options::Options;
+pub use unlogged::UNLOGGED;
 
 /// The output kinds a LiveKit log records completely: each tool call's answer
 /// (`function_tools_executed`), and each resume (`agent_false_interruption`).
 pub const COMPLETE: &[&str] = &["tool_answered", "playback_resumed"];
-
-/// The steps a LiveKit session takes that its events do not show.
-pub const UNLOGGED: &[Unlogged<TurnMachine>] = &[Unlogged {
-    what: "the app interrupts the speech in progress (`session.interrupt()`), or the session's \
-           close does",
-    source: "livekit-agents voice/agent_session.py `AgentSession.interrupt(force=...)` and \
-             `_aclose_impl` (`activity.interrupt(force=True)`): no event; forced, a speech that \
-             allows no interruption is interrupted too",
-    inputs: app_interrupts,
-}];
-
-/// `session.interrupt()` (forced, as the close forces it): the reply still running is stopped.
-/// Speech cutting a reply that allows no interruption is not this step: the dialect shows that
-/// pause itself, for `uninterruptible_output_survives` to judge.
-fn app_interrupts(m: &TurnMachine, at: Millis) -> Vec<Vec<turnfence_model::turn::Input>> {
-    m.session()
-        .turns
-        .iter()
-        .filter(|t| t.phase.is_running())
-        .map(|t| {
-            vec![turnfence_model::turn::Input::new(
-                at,
-                InputKind::Stop {
-                    turn: t.id.clone(),
-                    request_id: format!("{}-interrupt", t.id),
-                },
-            )]
-        })
-        .collect()
-}
 
 /// Event types with no turn semantics: read and skipped.
 pub const SKIPPED: &[&str] = &[
