@@ -222,29 +222,11 @@ async def run(sc: script.Scenario) -> tuple[list[dict[str, Any]], dict[str, Any]
     clock = fakes.Clock()
     built = build(sc, clock, errors)
     observer = TurnfenceObserver()
+    worker = make_worker(built["pipeline"], observer, sc.interruptions)
     if V1:
-        from pipecat.pipeline.worker import PipelineParams, PipelineWorker
         from pipecat.workers.runner import WorkerRunner
-
-        worker = PipelineWorker(
-            built["pipeline"],
-            params=PipelineParams(),
-            observers=[observer],
-            cancel_on_idle_timeout=False,
-            enable_rtvi=False,
-            enable_turn_tracking=False,
-        )
     else:
         from pipecat.pipeline.runner import PipelineRunner
-        from pipecat.pipeline.task import PipelineParams, PipelineTask  # type: ignore[no-redef]
-
-        worker = PipelineTask(
-            built["pipeline"],
-            params=PipelineParams(allow_interruptions=sc.interruptions),
-            observers=[observer],
-            cancel_on_idle_timeout=False,
-            enable_turn_tracking=False,
-        )
 
     @worker.event_handler("on_pipeline_started")
     async def _started(worker: Any, frame: Any) -> None:
@@ -278,6 +260,32 @@ async def run(sc: script.Scenario) -> tuple[list[dict[str, Any]], dict[str, Any]
         t.cancel()
     log.info("llm keys: %s", built["llm"].keys)
     return observer.lines, built["options"], errors
+
+
+def make_worker(pipeline: Any, observer: Any, interruptions: bool) -> Any:
+    """The pipeline's worker as the version makes one (a `PipelineWorker` from 1.0, else a
+    `PipelineTask`, which takes `allow_interruptions`), observed, never cancelled for idling, with
+    RTVI and turn tracking off: the harness's and the generator's alike."""
+    if V1:
+        from pipecat.pipeline.worker import PipelineParams, PipelineWorker
+
+        return PipelineWorker(
+            pipeline,
+            params=PipelineParams(),
+            observers=[observer],
+            cancel_on_idle_timeout=False,
+            enable_rtvi=False,
+            enable_turn_tracking=False,
+        )
+    from pipecat.pipeline.task import PipelineParams, PipelineTask  # type: ignore[no-redef]
+
+    return PipelineTask(
+        pipeline,
+        params=PipelineParams(allow_interruptions=interruptions),
+        observers=[observer],
+        cancel_on_idle_timeout=False,
+        enable_turn_tracking=False,
+    )
 
 
 def the_bug(sc: script.Scenario) -> script.Bug | None:

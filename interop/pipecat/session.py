@@ -274,31 +274,13 @@ async def run(s: Session, observer: TurnfenceObserver) -> tuple[dict[str, Any], 
     notes: list[str] = []
     clock = fakes.Clock()
     built = build(s, clock, errors)
+    worker = harness.make_worker(built["pipeline"], observer, s.interruptions)
     if V1:
-        from pipecat.pipeline.worker import PipelineParams, PipelineWorker
-        from pipecat.workers.runner import WorkerRunner
-
-        worker = PipelineWorker(
-            built["pipeline"],
-            params=PipelineParams(),
-            observers=[observer],
-            cancel_on_idle_timeout=False,
-            enable_rtvi=False,
-            enable_turn_tracking=False,
-        )
         from pipecat.frames.frames import InterruptionFrame as AppInterruption
+        from pipecat.workers.runner import WorkerRunner
     else:
         from pipecat.frames.frames import StartInterruptionFrame as AppInterruption  # type: ignore
         from pipecat.pipeline.runner import PipelineRunner
-        from pipecat.pipeline.task import PipelineParams, PipelineTask  # type: ignore[no-redef]
-
-        worker = PipelineTask(
-            built["pipeline"],
-            params=PipelineParams(allow_interruptions=s.interruptions),
-            observers=[observer],
-            cancel_on_idle_timeout=False,
-            enable_turn_tracking=False,
-        )
 
     @worker.event_handler("on_pipeline_started")
     async def _started(worker: Any, frame: Any) -> None:
