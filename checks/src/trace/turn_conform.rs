@@ -80,7 +80,7 @@ impl Conform for TurnMachine {
     }
 
     /// Hidden inputs that would make the model produce an observed output the log shows without
-    /// its cause. The complete list is in ARCHITECTURE.md.
+    /// its cause. The complete list is in docs/DESIGN.md.
     fn explain_output(&self, output: &Output, at: Millis) -> Vec<Input> {
         hidden_before(self.session(), output)
             .into_iter()

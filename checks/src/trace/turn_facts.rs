@@ -1,7 +1,7 @@
 //! What a turn log states beside its events, and how each statement is judged: a count, a
 //! remaining time, a position the model predicts. A dialect emits a [`Fact`] for each detail the
 //! model can predict; [`judge`] holds it to the model at the line that states it. What a log may
-//! state that the model cannot predict is listed, with the reason, in ARCHITECTURE.md
+//! state that the model cannot predict is listed, with the reason, in docs/DESIGN.md
 //! ("Stated facts").
 
 use turnfence_model::turn::state::{ChildState, Phase, Session, Turn};

@@ -1,6 +1,6 @@
 //! The model reads before it writes: a step borrows a part of the state mutably (which copies it
 //! if shared, and forgets its hash) only where it changes it, so every part a step leaves as it
-//! was stays shared with the state the step was taken from (ARCHITECTURE, "Cheap states").
+//! was stays shared with the state the step was taken from (docs/DESIGN.md, "Cheap states").
 
 use rayon::prelude::*;
 use turnfence_checks::explore::Explore;

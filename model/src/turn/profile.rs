@@ -1,7 +1,7 @@
 //! Profiles: the handful of rule choices on which real voice stacks differ from the lab's. A
 //! profile is chosen when the machine is made ([`TurnMachine::with_profile`]) and named in a
 //! trace's meta line; it is not a second machine — the same machine, the same monitor, with the
-//! choices below read where they apply. ARCHITECTURE.md ("Profiles") gives each choice its source.
+//! choices below read where they apply. docs/DESIGN.md ("Profiles") gives each choice its source.
 //!
 //! [`TurnMachine::with_profile`]: super::TurnMachine::with_profile
 

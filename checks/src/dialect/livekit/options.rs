@@ -1,6 +1,6 @@
 //! A LiveKit session's options, in LiveKit's names and units (seconds): what a session report
 //! states (`options`, `sdk_version`), else what the meta line states (`options`, `version`), else
-//! LiveKit's defaults. ARCHITECTURE.md ("The livekit-agents dialect") gives each default's source.
+//! LiveKit's defaults. docs/DESIGN.md ("The livekit-agents dialect") gives each default's source.
 
 use serde_json::{Map, Value};
 use turnfence_model::turn::Interruption;

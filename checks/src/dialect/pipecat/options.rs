@@ -1,6 +1,6 @@
 //! A Pipecat pipeline's options, as the meta line states them (`options`, in Pipecat's names and
 //! units: seconds), and its version (`version`): what the rules need that the frames do not say.
-//! ARCHITECTURE.md ("The pipecat dialect") gives each default's source.
+//! docs/DESIGN.md ("The pipecat dialect") gives each default's source.
 
 use std::collections::BTreeMap;
 
