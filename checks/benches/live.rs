@@ -29,8 +29,9 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use turnfence_checks::dialect;
 use turnfence_checks::gate::synthetic::Interleaved;
-use turnfence_checks::trace::{self, live};
+use turnfence_checks::trace::live;
 
 use common::{peak_rss_kib, status_field};
 
@@ -108,7 +109,8 @@ fn read_lines(input: impl Read, judge: bool) -> Seen {
         }
         let line = buf.trim_end_matches('\n');
         let monitor = monitor.get_or_insert_with(|| {
-            let reading = trace::reading(line, &trace::Flags::default()).expect("a canonical log");
+            let reading =
+                dialect::reading(line, &dialect::Flags::default()).expect("a canonical log");
             live::Monitor::new(&reading).expect("a canonical log")
         });
         let now_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -302,7 +304,7 @@ fn memory(lines: usize) {
     #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
     let start = Instant::now();
     let first = log.next().expect("a meta line");
-    let reading = trace::reading(&first, &trace::Flags::default()).expect("a canonical log");
+    let reading = dialect::reading(&first, &dialect::Flags::default()).expect("a canonical log");
     let mut monitor = live::Monitor::new(&reading).expect("a canonical log");
     let mut fed = 0usize;
     let mut tenth_kib = 0;

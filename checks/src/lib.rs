@@ -19,7 +19,7 @@
 //! {"at":9,"output":"terminal","turn":"t1","state":"cancelled"}
 //! {"at":12,"output":"delivered","turn":"t1","generation":1,"seq":2}
 //! "#;
-//! let checked = turnfence_checks::trace::check_input(trace.as_bytes(), &Default::default());
+//! let checked = turnfence_checks::dialect::check_input(trace.as_bytes(), &Default::default());
 //! let verdict = checked.verdict.expect("a readable trace");
 //! // A delivery after the stop: no_late_delivery, at line 8.
 //! let late = verdict.findings.iter().find(|f| f.invariant == Some("no_late_delivery"));

@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
+use turnfence_checks::dialect::{self, Flags};
 use turnfence_checks::report::baseline::{self, Baseline, Entry, Matcher};
-use turnfence_checks::trace::{self, Dialect, Flags, InputError, Machine, Profile};
+use turnfence_checks::trace::{Dialect, InputError, Machine, Profile};
 
 use super::outcome::{
     json_many, json_one, junit_cases, junit_report, markdown_report, text_many, text_one, Outcome,
@@ -237,12 +238,12 @@ const READ_BUFFER: usize = 1 << 20;
 #[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
 fn judge(path: &Path, ask: &Ask, kept: Option<&[u8]>) -> Outcome {
     let checked = if let (true, Some(bytes)) = (is_stdin(path), kept) {
-        trace::check_input(bytes, &ask.flags())
+        dialect::check_input(bytes, &ask.flags())
     } else if is_stdin(path) {
-        trace::check_input(std::io::stdin().lock(), &ask.flags())
+        dialect::check_input(std::io::stdin().lock(), &ask.flags())
     } else {
         match std::fs::File::open(path) {
-            Ok(f) => trace::check_input(BufReader::with_capacity(READ_BUFFER, f), &ask.flags()),
+            Ok(f) => dialect::check_input(BufReader::with_capacity(READ_BUFFER, f), &ask.flags()),
             // Not a line of a trace: the file itself could not be opened.
             Err(e) => {
                 let message = format!("cannot read {}: {e}", path.display());

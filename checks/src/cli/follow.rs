@@ -18,9 +18,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
+use turnfence_checks::dialect::{self, Flags};
 use turnfence_checks::follow::{Change, Follow};
 use turnfence_checks::trace::live::{Monitor, Report, Summary};
-use turnfence_checks::trace::{self, finding_text, not_judged_line, Flags};
+use turnfence_checks::trace::{self, finding_text, not_judged_line};
 
 use super::check::Ask;
 use super::Format;
@@ -221,7 +222,7 @@ pub fn run(path: &Path, flags: &Flags, live: &Live) -> ExitCode {
 /// The monitor of a log whose first line is `bytes`.
 fn first(bytes: &[u8], flags: &Flags) -> Result<Monitor, trace::InputError> {
     let text = String::from_utf8_lossy(bytes);
-    let read = trace::reading(text.trim_start_matches('\u{feff}'), flags)?;
+    let read = dialect::reading(text.trim_start_matches('\u{feff}'), flags)?;
     for why in &read.overrides {
         eprintln!("turnfence check: {why}");
     }

@@ -32,7 +32,7 @@ pub struct Plan {
     pub flaw: Option<String>,
     /// The rule choices the machine follows (`lab` by default): the turn machine takes any of
     /// the possible values, the fence machine `lab` only; a flaw runs under its own.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = super::profile_arg())]
     pub profile: Option<turnfence_checks::trace::Profile>,
     /// Also write the outcome as JUnit XML to this file.
     #[arg(long)]

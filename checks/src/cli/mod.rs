@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use turnfence_checks::dialect::{self, DIALECTS};
 use turnfence_checks::explore::Explore;
 use turnfence_checks::fuzz::Fuzz;
 use turnfence_checks::gate as suite_gate;
@@ -72,7 +73,7 @@ enum Command {
         #[arg(long, default_value = "all", value_parser = scenario_name)]
         scenario: String,
         /// The rule choices of the machine the scenarios run on, and so which gate runs.
-        #[arg(long, value_enum, default_value = "lab")]
+        #[arg(long, default_value = "lab", value_parser = profile_arg())]
         profile: turnfence_checks::trace::Profile,
         /// Directory for the evidence files.
         #[arg(long, default_value = "lab-output")]
@@ -95,7 +96,7 @@ enum Command {
         /// The dialect of a trace whose meta line names none and whose first line is no stack's
         /// (else `canonical`). A trace's own meta line or first line wins, and a flag it
         /// contradicts is reported not used.
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = dialect_arg())]
         dialect: Option<Dialect>,
         /// The machine of a trace whose meta line names none (else `turn`; a stack's log is a
         /// turn trace).
@@ -103,7 +104,7 @@ enum Command {
         machine: Option<Machine>,
         /// The rule choices of a trace whose meta line names none (else its dialect's own, a
         /// real stack's, or `lab`); a stack's log is read under its own profile or the lab's.
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = profile_arg())]
         profile: Option<turnfence_checks::trace::Profile>,
         /// The field of a line that names its session (a room, a call id), for a log of many
         /// sessions; by default the meta line's `session_key`, else `session`
@@ -237,7 +238,7 @@ pub fn run(cli: Cli) -> ExitCode {
             output,
             clean,
             agent,
-        } => gate::run(&scenario, profile.model(), output, clean, agent),
+        } => gate::run(&scenario, profile, output, clean, agent),
         Command::Check {
             paths,
             dialect,
@@ -308,7 +309,7 @@ pub fn on_machine<M: Named, T: Task>(
     match flaw {
         None => {
             let p = profile.unwrap_or_default();
-            let fresh = M::for_profile(p.model())
+            let fresh = M::for_profile(p)
                 .ok_or_else(|| format!("the {} machine has no profile {:?}", M::NAME, p.name()))?;
             Ok(task.on::<M>(&move || fresh.clone()))
         }
@@ -372,4 +373,21 @@ pub fn write_junit(
     if let Err(e) = turnfence_checks::gate::write_atomic(path, &xml) {
         eprintln!("turnfence: cannot write {}: {e}", path.display());
     }
+}
+
+/// `--dialect`: a dialect of the registry, by name, each with what it reads.
+fn dialect_arg() -> impl clap::builder::TypedValueParser<Value = Dialect> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    let names = DIALECTS
+        .iter()
+        .map(|d| PossibleValue::new(d.name()).help(d.about()));
+    PossibleValuesParser::new(names)
+        .map(|name| dialect::by_name(&name).expect("a possible value is a dialect's name"))
+}
+
+/// `--profile`: one of the model's profiles, by name.
+pub(crate) fn profile_arg() -> impl clap::builder::TypedValueParser<Value = Profile> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Profile::ALL.iter().map(|p| p.name()))
+        .map(|name| Profile::from_name(&name).expect("a possible value is a profile's name"))
 }

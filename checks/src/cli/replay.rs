@@ -43,8 +43,8 @@ fn replay_as<M: Named>(v: Value) -> Result<bool, String> {
     let profile = match v.get("profile").and_then(Value::as_str) {
         None => None,
         Some(name) => Some(
-            <turnfence_checks::trace::Profile as clap::ValueEnum>::from_str(name, false)
-                .map_err(|_| format!("the report names an unknown profile {name:?}"))?,
+            turnfence_checks::trace::Profile::from_name(name)
+                .ok_or_else(|| format!("the report names an unknown profile {name:?}"))?,
         ),
     };
     match on_machine::<M, _>(flaw.as_deref(), profile, Rerun(&v)) {
@@ -52,7 +52,7 @@ fn replay_as<M: Named>(v: Value) -> Result<bool, String> {
         // Without the flaw switch the recorded run is still judged, by the rules it ran under;
         // only the re-run is skipped.
         Err(e) => {
-            let rules = profile.unwrap_or_default().model();
+            let rules = profile.unwrap_or_default();
             let monitor = M::for_profile(rules)
                 .map(|m| m.monitor())
                 .ok_or_else(|| format!("the {} machine has no profile {rules:?}", M::NAME))?;

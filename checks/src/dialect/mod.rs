@@ -1,13 +1,49 @@
-//! The readers of every stack's log, one folder each: the lab's events (`lab`, beside the
-//! vocabulary the gate writes them in), OpenAI Realtime apps' wire and player logs
-//! (`openai_realtime`), LiveKit Agents' session events (`livekit`) and Pipecat pipelines' frames
-//! as the observer writes them (`pipecat`). A real stack's dialect is one trait,
-//! [`StackDialect`](crate::trace::StackDialect): what one line of its log is to the machine,
-//! read by the reader every stack shares ([`StackReader`](crate::trace::StackReader)); the lab's
-//! implements the checker's [`Reader`](crate::trace::Reader) itself (it holds a scenario's lines
-//! back). Adding a stack is a folder here, that trait, and its name in `trace::Dialect`.
+//! Every dialect `check` reads, one folder each, and the registry: the one table of them
+//! ([`DIALECTS`]) that the CLI, `check` and the live monitor take from. A dialect is a
+//! [`DialectEntry`](crate::trace::DialectEntry) — how its log is recognised, read and said —
+//! and, for a real stack, a [`StackDialect`](crate::trace::StackDialect): what one line of its
+//! log is to the machine, read by the reader every stack shares
+//! ([`StackReader`](crate::trace::StackReader)), with the steps its stack takes without a line.
+//! The lab's reader implements the checker's [`Reader`](crate::trace::Reader) itself (it holds
+//! a scenario's lines back). Adding a stack is its folder and its line in [`DIALECTS`].
+//!
+//! `choose` decides how a trace is read: its dialect, machine and profile.
 
+mod canonical;
+mod choose;
 pub mod lab;
 pub mod livekit;
 pub mod openai_realtime;
 pub mod pipecat;
+
+pub use choose::{check_input, check_input_keeping, reading, Checked, Flags};
+
+use serde_json::Value;
+
+use crate::trace::{Dialect, DialectEntry};
+
+/// Every dialect, in the order a first line is recognised and an error lists them. The first is
+/// the canonical form: a trace whose dialect nothing names or shows.
+pub static DIALECTS: &[&dyn DialectEntry] = &[
+    &canonical::Entry,
+    &lab::entry::Entry,
+    &openai_realtime::entry::Entry,
+    &livekit::entry::Entry,
+    &pipecat::entry::Entry,
+];
+
+/// The canonical form.
+pub const CANONICAL: Dialect = Dialect(&canonical::Entry);
+
+/// The dialect of this name, if there is one.
+pub fn by_name(name: &str) -> Option<Dialect> {
+    DIALECTS
+        .iter()
+        .find(|d| d.name() == name)
+        .map(|d| Dialect(*d))
+}
+
+/// The text at `pointer` in a line, if it is text.
+fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}

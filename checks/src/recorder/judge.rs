@@ -21,8 +21,9 @@ use tracing::{Event, Level, Metadata};
 use tracing_core::callsite::{Callsite, DefaultCallsite};
 use tracing_core::{identify_callsite, Kind};
 
+use crate::dialect::{reading, Flags};
 use crate::trace::live::{Monitor, Report, Summary};
-use crate::trace::{reading, Finding, Flags};
+use crate::trace::Finding;
 
 /// The target of the warnings the recorder emits for what it finds: not [`super::TARGET`], so a
 /// finding is never recorded as a line of the trace.

@@ -130,7 +130,7 @@ mod tests {
         let f = finding(Some(2), 5);
         let wanted: BTreeSet<usize> = wanted(&f, 3).collect();
         assert_eq!(wanted, BTreeSet::from([2, 4, 5]));
-        let lines = read_lines(text.as_bytes(), &wanted, Dialect::Canonical, None).unwrap();
+        let lines = read_lines(text.as_bytes(), &wanted, crate::dialect::CANONICAL, None).unwrap();
         let s = story(&f, &lines, 3);
         assert_eq!(s.elided, Some((3, 3)));
         let shown: Vec<(usize, &str)> = s
@@ -145,7 +145,7 @@ mod tests {
             &read_lines(
                 text.as_bytes(),
                 &(2..=5).collect(),
-                Dialect::Canonical,
+                crate::dialect::CANONICAL,
                 None,
             )
             .unwrap(),

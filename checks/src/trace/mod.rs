@@ -12,11 +12,10 @@ pub(crate) mod borrowed;
 pub mod canonical;
 mod checker;
 pub mod conform;
+mod dialects;
 pub mod fence_conform;
 pub mod limits;
 pub mod live;
-mod reading;
-mod recognise;
 mod render;
 mod stack;
 pub mod stack_options;
@@ -26,15 +25,15 @@ pub mod turn_conform;
 pub mod turn_facts;
 mod wording;
 
-pub use reading::{
-    check_dialect, check_input, check_input_keeping, reading, Checked, Flags, Machine, Profile,
-    Reading,
+pub use dialects::{
+    check_dialect, judging, turn_only, Dialect, DialectEntry, Judging, Machine, Party, Reading,
 };
 pub use render::{finding_text, not_judged_line, render_text, MAX_TEXT_FINDINGS};
 pub use stack::{
     parse_stack_line, running_where_the_log_stops, StackDialect, StackEvents, StackLines,
     StackReader, StackRecord,
 };
+pub use turnfence_model::turn::Profile;
 
 use checker::Checker;
 
@@ -288,36 +287,6 @@ impl Verdict {
         let mut counts: Vec<(&'static str, usize)> = counts.into_iter().collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         counts
-    }
-}
-
-/// The trace dialects `check` reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Dialect {
-    /// turnfence's own form (JSON Schema in `schema/`).
-    Canonical,
-    /// The lab's `events.jsonl` vocabulary.
-    Lab,
-    /// OpenAI Realtime API client and server events, with the app's playback events.
-    #[value(name = "openai-realtime")]
-    OpenaiRealtime,
-    /// LiveKit Agents session events.
-    #[value(name = "livekit-agents")]
-    LivekitAgents,
-    /// Pipecat pipeline frames, as its observer (`interop/pipecat/turnfence_observer.py`) writes
-    /// them.
-    Pipecat,
-}
-
-impl Dialect {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dialect::Canonical => "canonical",
-            Dialect::Lab => "lab",
-            Dialect::OpenaiRealtime => "openai-realtime",
-            Dialect::LivekitAgents => "livekit-agents",
-            Dialect::Pipecat => "pipecat",
-        }
     }
 }
 

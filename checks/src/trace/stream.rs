@@ -31,7 +31,7 @@ pub(super) const BATCH_BYTES: usize = 256 << 10;
 /// How much is read before it is judged: `lines` lines, or `bytes` bytes of them, whichever comes
 /// first.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Batching {
+pub struct Batching {
     pub lines: usize,
     pub bytes: usize,
 }

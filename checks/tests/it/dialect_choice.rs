@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use turnfence_checks::trace::{self, Dialect, Flags, Machine, Profile};
+use turnfence_checks::dialect::{self, Flags};
+use turnfence_checks::trace::{Machine, Profile};
 
 use crate::cli::{assert_exit, turnfence};
 use crate::read;
@@ -297,39 +298,39 @@ fn a_directory_uses_the_flag_only_for_the_log_that_says_nothing() {
 fn parts_that_contradict_within_the_log_or_within_the_flags_are_refused() {
     let unrecognised = r#"{"ts":1,"kind":"hello"}"#;
     let flags = Flags {
-        dialect: Some(Dialect::LivekitAgents),
+        dialect: Some(dialect::by_name("livekit-agents").unwrap()),
         profile: Some(Profile::OpenaiRealtime),
         ..Flags::default()
     };
-    let err = trace::reading(unrecognised, &flags).unwrap_err();
+    let err = dialect::reading(unrecognised, &flags).unwrap_err();
     assert!(
         err.message.contains("read under its own profile") && err.message.contains("leave the"),
         "{err}"
     );
     let meta = r#"{"meta":{"dialect":"pipecat","profile":"livekit-agents"}}"#;
-    let err = trace::reading(meta, &Flags::default()).unwrap_err();
+    let err = dialect::reading(meta, &Flags::default()).unwrap_err();
     assert!(err.message.contains("read under its own profile"), "{err}");
     let flags = Flags {
-        dialect: Some(Dialect::Lab),
+        dialect: Some(dialect::by_name("lab").unwrap()),
         machine: Some(Machine::Fence),
         ..Flags::default()
     };
-    let checked = trace::check_input(format!("{unrecognised}\n").as_bytes(), &flags);
+    let checked = dialect::check_input(format!("{unrecognised}\n").as_bytes(), &flags);
     let err = checked.verdict.unwrap_err();
     assert!(err.message.contains("turn traces only"), "{err}");
     // A meta line naming the fence machine reads canonical: a stack's `--dialect` is not used.
     let fence = r#"{"meta":{"machine":"fence"}}"#;
-    let read = trace::reading(
+    let read = dialect::reading(
         fence,
         &Flags {
-            dialect: Some(Dialect::Pipecat),
+            dialect: Some(dialect::by_name("pipecat").unwrap()),
             ..Flags::default()
         },
     )
     .unwrap();
     assert_eq!(
         (read.dialect, read.machine),
-        (Dialect::Canonical, Machine::Fence)
+        (dialect::by_name("canonical").unwrap(), Machine::Fence)
     );
     assert_eq!(
         read.overrides,
@@ -337,7 +338,7 @@ fn parts_that_contradict_within_the_log_or_within_the_flags_are_refused() {
           has turn traces only"]
     );
     // The fence machine has the lab's profile only: another `--profile` is not used, the lab's is.
-    let read = trace::reading(
+    let read = dialect::reading(
         fence,
         &Flags {
             profile: Some(Profile::Pipecat),
@@ -357,5 +358,5 @@ fn parts_that_contradict_within_the_log_or_within_the_flags_are_refused() {
         profile: Some(Profile::Lab),
         ..Flags::default()
     };
-    assert!(trace::reading(fence, &lab).unwrap().overrides.is_empty());
+    assert!(dialect::reading(fence, &lab).unwrap().overrides.is_empty());
 }

@@ -6,6 +6,7 @@ use std::path::Path;
 
 use crate::{fixtures, meta, read};
 
+use turnfence_checks::dialect;
 use turnfence_checks::gate;
 use turnfence_checks::trace;
 use turnfence_model::prelude::*;
@@ -18,7 +19,7 @@ fn check(path: &Path) -> String {
     let meta = meta(&text);
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     // Read as its own meta line says (dialect and machine), as `turnfence check` reads it.
-    let result = trace::check_input(text.as_bytes(), &Default::default()).verdict;
+    let result = dialect::check_input(text.as_bytes(), &Default::default()).verdict;
     match (meta["expect"].as_str(), result) {
         (Some("accepted"), Ok(v)) => {
             assert!(

@@ -267,7 +267,7 @@ fn realtime_trace_names_its_profile_and_conforms() {
         trace.starts_with(r#"{"meta":{"profile":"openai-realtime"}}"#),
         "{trace}"
     );
-    let verdict = turnfence_checks::trace::check_input(trace.as_bytes(), &Default::default())
+    let verdict = turnfence_checks::dialect::check_input(trace.as_bytes(), &Default::default())
         .verdict
         .expect("the trace reads");
     assert!(verdict.conforms(), "{verdict:?}");

@@ -17,6 +17,7 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
+use turnfence_checks::dialect;
 use turnfence_checks::trace::{self, limits, live, Dialect};
 
 use crate::mangled::{self, Edit};
@@ -174,7 +175,7 @@ fn feed(lines: &[&[u8]], fallback: &trace::Reading) -> Fed {
         .first()
         .map(|l| String::from_utf8_lossy(l))
         .unwrap_or_default();
-    let mut monitor = trace::reading(&first, &Default::default())
+    let mut monitor = dialect::reading(&first, &Default::default())
         .ok()
         .and_then(|r| live::Monitor::new(&r).ok())
         .unwrap_or_else(|| live::Monitor::new(fallback).expect("a monitor of the log's reading"));
@@ -234,7 +235,7 @@ fn logs() -> Vec<(String, Vec<u8>, trace::Reading)> {
         .filter_map(|p| {
             let text = read(&p);
             let first = text.lines().next().unwrap_or_default();
-            let reading = trace::reading(first, &Default::default()).ok()?;
+            let reading = dialect::reading(first, &Default::default()).ok()?;
             Some((name_of(&p), text.into_bytes(), reading))
         })
         .collect()
@@ -267,13 +268,7 @@ where
 fn a_hostile_stream_is_reports_and_input_errors_at_its_lines_never_a_stop() {
     let logs = logs();
     let dialects: Vec<Dialect> = logs.iter().map(|(_, _, r)| r.dialect).collect();
-    for d in [
-        Dialect::Canonical,
-        Dialect::Lab,
-        Dialect::OpenaiRealtime,
-        Dialect::LivekitAgents,
-        Dialect::Pipecat,
-    ] {
+    for d in dialect::DIALECTS.iter().map(|e| Dialect(*e)) {
         assert!(dialects.contains(&d), "no log of {d:?}");
     }
     let strategy = (0..logs.len(), proptest::collection::vec(hostile(), 1..4));
@@ -295,10 +290,10 @@ fn session_key<'a>(
     reading: &'a trace::Reading,
     line: &serde_json::Map<String, Value>,
 ) -> Option<&'a str> {
-    match reading.dialect {
-        Dialect::Canonical => Some("session"),
-        Dialect::OpenaiRealtime if line.contains_key("event") => Some("session"),
-        Dialect::LivekitAgents => Some(reading.session_key.as_deref().unwrap_or("session")),
+    match reading.dialect.name() {
+        "canonical" => Some("session"),
+        "openai-realtime" if line.contains_key("event") => Some("session"),
+        "livekit-agents" => Some(reading.session_key.as_deref().unwrap_or("session")),
         _ => None,
     }
 }
@@ -503,10 +498,7 @@ fn a_mangled_log_interleaved_with_another_leaves_the_others_sessions_judged() {
             // A line of `b`'s that names only one of `b`'s sessions stops none of `a`'s: in the
             // canonical form and a Realtime envelope, whose `session` field names it (even a
             // session whose first lines made no event yet, a Realtime `session.created`).
-            if matches!(
-                reading.dialect,
-                Dialect::Canonical | Dialect::OpenaiRealtime
-            ) {
+            if matches!(reading.dialect.name(), "canonical" | "openai-realtime") {
                 for (line, text, sessions, message) in clearly_of_b(&mixed, &fed) {
                     let text: String = text.chars().take(300).collect();
                     prop_assert!(
@@ -551,7 +543,7 @@ fn a_mangled_log_interleaved_with_another_leaves_the_others_sessions_judged() {
 
 #[test]
 fn every_kept_hostile_input_is_a_verdict_or_input_errors_at_its_lines() {
-    let canonical = trace::reading("", &Default::default()).expect("the default reading");
+    let canonical = dialect::reading("", &Default::default()).expect("the default reading");
     let files = crate::fixture_files("hostile", "bin");
     assert!(files.len() >= 15, "{files:?}");
     for path in files {

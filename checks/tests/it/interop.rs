@@ -3,6 +3,7 @@
 //! every planted bug is found at its line with the rule its meta line names — and nothing else:
 //! one bug, one finding. What a log cannot show is reported not judged, never a finding.
 
+use turnfence_checks::dialect;
 use turnfence_checks::trace;
 
 use crate::{generated_corpus, interop_corpus, meta, open_corpus, read};
@@ -19,7 +20,7 @@ fn judged(path: &std::path::Path) -> String {
         .unwrap()
         .to_string_lossy();
     let name = format!("{folder}/{}", path.file_name().unwrap().to_string_lossy());
-    let v = match trace::check_input(text.as_bytes(), &Default::default()).verdict {
+    let v = match dialect::check_input(text.as_bytes(), &Default::default()).verdict {
         Ok(v) => v,
         Err(e) => panic!("{name}: unreadable: {e}"),
     };
@@ -81,7 +82,7 @@ fn every_generated_session_kept_is_judged_as_its_meta_line_expects() {
 fn generated_judged_right(path: &std::path::Path) -> bool {
     let text = read(path);
     let m = meta(&text);
-    let Ok(v) = trace::check_input(text.as_bytes(), &Default::default()).verdict else {
+    let Ok(v) = dialect::check_input(text.as_bytes(), &Default::default()).verdict else {
         return false;
     };
     match m["expect"].as_str() {
@@ -146,7 +147,7 @@ fn livekit_queued_speeches_begin_one_by_one_and_no_more() {
         lines.join("\n") + "\n"
     };
     let verdict = |text: String| {
-        let v = trace::check_input(text.as_bytes(), &Default::default())
+        let v = dialect::check_input(text.as_bytes(), &Default::default())
             .verdict
             .unwrap();
         v.findings
@@ -170,7 +171,7 @@ fn a_webrtc_clear_after_the_apps_own_is_that_clear_again() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
         "../fixtures/open/openai-realtime@0.24.0/false_alarm_webrtc_cleared_after_app_clear.jsonl",
     );
-    let v = trace::check_input(read(&path).as_bytes(), &Default::default())
+    let v = dialect::check_input(read(&path).as_bytes(), &Default::default())
         .verdict
         .unwrap();
     let lines: Vec<usize> = v
@@ -203,7 +204,7 @@ fn a_sessions_event_stream_and_its_report_agree() {
             continue;
         }
         let verdict = |p: &std::path::Path| {
-            let v = trace::check_input(read(p).as_bytes(), &Default::default())
+            let v = dialect::check_input(read(p).as_bytes(), &Default::default())
                 .verdict
                 .unwrap();
             let names: Vec<&str> = v.findings.iter().map(|f| f.name()).collect();
@@ -246,7 +247,7 @@ fn a_rule_not_judged_in_one_session_is_judged_in_another() {
         ev("b", 110.0, r#""type":"close","reason":"user_initiated""#),
     ];
     let text = lines.join("\n");
-    let v = trace::check_input(text.as_bytes(), &Default::default())
+    let v = dialect::check_input(text.as_bytes(), &Default::default())
         .verdict
         .unwrap();
     let unjudged: Vec<(&str, &str)> = v
@@ -277,7 +278,7 @@ fn a_corpus_log_without_its_meta_line_is_recognised_as_its_stacks() {
         let text = read(&path);
         let named = meta(&text)["dialect"].as_str().unwrap().to_owned();
         let first = text.lines().nth(1).unwrap();
-        let read = trace::reading(first, &Default::default()).unwrap();
+        let read = dialect::reading(first, &Default::default()).unwrap();
         assert_eq!(read.dialect.name(), named, "{}", path.display());
         assert!(
             read.overrides
@@ -313,7 +314,7 @@ fn a_pipecat_reply_with_nothing_to_say_ends_after_the_one_before() {
     lines.insert(at, frame(20, "LLMFullResponseStartFrame"));
     let text = lines.join("\n");
     let v =
-        trace::check_input_keeping(text.as_bytes(), &Default::default(), trace::Keep::Effective)
+        dialect::check_input_keeping(text.as_bytes(), &Default::default(), trace::Keep::Effective)
             .verdict
             .unwrap();
     assert!(v.conforms(), "{}", trace::render_text(&v, 20));
@@ -353,7 +354,7 @@ fn a_pipecat_chunk_begun_at_the_interruption_is_late() {
             l + "\n"
         })
         .collect();
-    let v = trace::check_input(text.as_bytes(), &Default::default())
+    let v = dialect::check_input(text.as_bytes(), &Default::default())
         .verdict
         .unwrap();
     let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
@@ -391,7 +392,7 @@ fn a_reports_options_stay_with_its_own_events() {
         .collect();
     let findings = |lines: Vec<&str>| -> Vec<String> {
         let text = lines.join("\n");
-        let v = trace::check_input(text.as_bytes(), &Default::default())
+        let v = dialect::check_input(text.as_bytes(), &Default::default())
             .verdict
             .unwrap();
         v.findings

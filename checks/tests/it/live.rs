@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use turnfence_checks::dialect;
 use turnfence_checks::follow::Follow;
 use turnfence_checks::trace::{self, live};
 
@@ -21,7 +22,7 @@ fn judged() -> Vec<(PathBuf, String, trace::Reading, trace::Verdict)> {
     logs.into_iter()
         .filter_map(|path| {
             let text = read(&path);
-            let checked = trace::check_input(text.as_bytes(), &Default::default());
+            let checked = dialect::check_input(text.as_bytes(), &Default::default());
             let (Some(reading), Ok(verdict)) = (checked.reading, checked.verdict) else {
                 return None;
             };
@@ -140,7 +141,7 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
     let log = "{\"meta\":{\"dialect\":\"canonical\"}}\n\
                {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
                {\"at\":1,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t2\",\"generation\":1,\"mode\":\"text\"}";
-    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let reading = dialect::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
     let ended = {
         let mut m = live::Monitor::new(&reading).unwrap();
         for l in log.lines().take(2) {
@@ -183,7 +184,7 @@ fn a_silent_session_is_ended_with_its_end_of_session_rules_not_judged() {
 
 /// The lines of `log` fed one by one: the names and lines of the findings each gave.
 fn given_by_line(log: &str) -> Vec<Vec<(String, usize)>> {
-    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let reading = dialect::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
     let mut m = live::Monitor::new(&reading).unwrap();
     let mut by_line: Vec<Vec<(String, usize)>> = log
         .lines()
@@ -210,7 +211,7 @@ fn given_by_line(log: &str) -> Vec<Vec<(String, usize)>> {
 fn a_late_frame_is_given_at_the_line_that_plays_it() {
     let log = corpus_log("interop/livekit-agents@1.8.9/bug_audio_after_interruption.events.jsonl");
     let text = String::from_utf8(log).unwrap();
-    let reading = trace::reading(text.lines().next().unwrap(), &Default::default()).unwrap();
+    let reading = dialect::reading(text.lines().next().unwrap(), &Default::default()).unwrap();
     let mut m = live::Monitor::new(&reading).unwrap();
     for (i, l) in text.lines().take(20).enumerate() {
         m.feed(l, i as u64);
@@ -244,7 +245,7 @@ fn an_output_the_model_never_gave_is_given_once_its_step_is_closed() {
 
 #[test]
 fn a_line_as_long_as_a_line_may_be_is_read_and_one_byte_more_is_refused() {
-    let reading = trace::reading("{\"meta\":{}}", &Default::default()).unwrap();
+    let reading = dialect::reading("{\"meta\":{}}", &Default::default()).unwrap();
     let mut m = live::Monitor::new(&reading).unwrap();
     m.feed("{\"meta\":{}}", 0);
     let long = "x".repeat(trace::limits::MAX_LINE_BYTES);
@@ -274,7 +275,7 @@ fn a_session_its_log_ended_is_not_ended_again_for_its_silence() {
     let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
                {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
                {\"session\":\"s\",\"session_end\":true}";
-    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let reading = dialect::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
     let mut m = live::Monitor::new(&reading).unwrap();
     for l in log.lines() {
         m.feed(l, 0);
@@ -287,7 +288,7 @@ fn a_session_its_log_ended_is_not_ended_again_for_its_silence() {
 /// `lines` fed to a monitor of the reading their first line names, then finished: every report,
 /// and the summary.
 fn fed(lines: &[&str]) -> (Vec<live::Report>, live::Summary) {
-    let reading = trace::reading(lines[0], &Default::default()).unwrap();
+    let reading = dialect::reading(lines[0], &Default::default()).unwrap();
     let mut monitor = live::Monitor::new(&reading).unwrap();
     let mut reports = Vec::new();
     for (i, line) in lines.iter().enumerate() {
@@ -359,7 +360,8 @@ fn a_bad_line_of_a_session_not_begun_yet_stops_that_session_alone() {
     let bytes = std::fs::read(&path).unwrap();
     let bytes = bytes.strip_suffix(b"\n").unwrap_or(&bytes);
     let first = bytes.split(|b| *b == b'\n').next().unwrap();
-    let reading = trace::reading(std::str::from_utf8(first).unwrap(), &Default::default()).unwrap();
+    let reading =
+        dialect::reading(std::str::from_utf8(first).unwrap(), &Default::default()).unwrap();
     let mut m = live::Monitor::new(&reading).unwrap();
     let mut reports = Vec::new();
     for (i, line) in bytes.split(|b| *b == b'\n').enumerate() {
@@ -391,7 +393,7 @@ fn a_session_ended_for_its_silence_is_forgotten_by_the_clock_too() {
     let log = "{\"meta\":{\"dialect\":\"canonical\",\"partial\":true}}\n\
                {\"at\":0,\"session\":\"s\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}\n\
                {\"at\":0,\"session\":\"u\",\"input\":\"accept\",\"turn\":\"t1\",\"generation\":1,\"mode\":\"text\"}";
-    let reading = trace::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
+    let reading = dialect::reading(log.lines().next().unwrap(), &Default::default()).unwrap();
     let mut m = live::Monitor::new(&reading).unwrap();
     let lines: Vec<&str> = log.lines().collect();
     m.feed(lines[0], 0);
@@ -421,7 +423,7 @@ fn the_interleaved_log_is_what_it_claims() {
     let mut open_max = 0;
     for line in log {
         let monitor = monitor.get_or_insert_with(|| {
-            live::Monitor::new(&trace::reading(&line, &Default::default()).unwrap()).unwrap()
+            live::Monitor::new(&dialect::reading(&line, &Default::default()).unwrap()).unwrap()
         });
         fed += 1;
         monitor.feed(&line, 0);

@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::Value;
-use turnfence_checks::trace;
+use turnfence_checks::dialect;
 
 use crate::{fixtures, read};
 
@@ -148,7 +148,7 @@ pub(crate) fn bend(text: &mut Vec<u8>, line: f64, value: f64, to: &str) {
 /// has no line but blank ones, a byte-order mark before them).
 pub(crate) fn check_holds(name: &str, text: &[u8]) -> Result<(), TestCaseError> {
     let lines = text.split(|&b| b == b'\n').count();
-    let checked = trace::check_input(text, &Default::default());
+    let checked = dialect::check_input(text, &Default::default());
     if let Err(e) = checked.verdict {
         // A byte-order mark before the first line is not text.
         let blank = text

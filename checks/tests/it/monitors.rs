@@ -40,7 +40,7 @@ fn found_at(fixture: &str, invariant: &str) -> Vec<usize> {
         .find(|p| p.ends_with(fixture))
         .unwrap_or_else(|| panic!("no fixture {fixture}"));
     let text = crate::read(&path);
-    let verdict = turnfence_checks::trace::check_input(text.as_bytes(), &Default::default())
+    let verdict = turnfence_checks::dialect::check_input(text.as_bytes(), &Default::default())
         .verdict
         .unwrap_or_else(|e| panic!("{fixture}: {e}"));
     verdict

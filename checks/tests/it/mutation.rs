@@ -8,6 +8,7 @@
 //! the checker let it through.
 
 use serde_json::{Map, Value};
+use turnfence_checks::dialect;
 use turnfence_checks::trace::{self, Keep, Verdict};
 
 use crate::{fixtures, read, snapshot_settings};
@@ -161,7 +162,7 @@ fn terminal_mutants(line: &Value, mut push: impl FnMut(String, Value)) {
 
 fn verdict(lines: &[Value]) -> Result<Verdict, trace::InputError> {
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    trace::check_input_keeping(text.as_bytes(), &Default::default(), Keep::Effective).verdict
+    dialect::check_input_keeping(text.as_bytes(), &Default::default(), Keep::Effective).verdict
 }
 
 fn outcome(original: &Verdict, mutant: &Result<Verdict, trace::InputError>) -> Outcome {

@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use turnfence_checks::trace::{self, Keep, Verdict};
+use turnfence_checks::dialect;
+use turnfence_checks::trace::{Keep, Verdict};
 
 /// A fixture's verdict, keeping its effective trace: what the checker judged, one line per step.
 fn effective(fixture: &str) -> Verdict {
@@ -11,7 +12,8 @@ fn effective(fixture: &str) -> Verdict {
         .join("../fixtures")
         .join(fixture);
     let text = crate::read(&path);
-    let checked = trace::check_input_keeping(text.as_bytes(), &Default::default(), Keep::Effective);
+    let checked =
+        dialect::check_input_keeping(text.as_bytes(), &Default::default(), Keep::Effective);
     checked.verdict.unwrap_or_else(|e| panic!("{fixture}: {e}"))
 }
 
@@ -46,7 +48,8 @@ fn a_realtime_refusal_is_of_the_create_its_error_names_else_the_oldest_waiting()
         r#"{"t_ms":70,"dir":"server","event":{"type":"response.done","event_id":"event_2","response":{"id":"resp_1","status":"completed","status_details":null}}}"#,
     ]
     .join("\n");
-    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let checked =
+        dialect::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
     let v = checked.verdict.expect("a realtime log");
     assert!(v.conforms(), "{:#?}", v.findings);
     let refused: Vec<&str> = v
@@ -82,7 +85,8 @@ fn no_hidden_spawn_explains_a_child_started_again_or_in_no_turn() {
 /// Checks a canonical trace: its findings, by line and name, are `expected`, and the checker
 /// supplied no hidden step to explain any of them.
 fn found_unexplained(log: &str, expected: &[(usize, &str)]) {
-    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let checked =
+        dialect::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
     let v = checked.verdict.expect("a canonical trace");
     let found: Vec<(usize, &str)> = v.findings.iter().map(|f| (f.line, f.name())).collect();
     assert_eq!(found, expected, "{:#?}", v.findings);
@@ -142,7 +146,8 @@ fn lab_inputs(lines: &[&str], kind: &str) -> Vec<serde_json::Value> {
         .chain(lines.iter().copied())
         .collect::<Vec<_>>()
         .join("\n");
-    let checked = trace::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
+    let checked =
+        dialect::check_input_keeping(log.as_bytes(), &Default::default(), Keep::Effective);
     let v = checked.verdict.expect("a lab log");
     assert!(v.conforms(), "{:#?}", v.findings);
     v.effective

@@ -9,8 +9,9 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
+use turnfence_checks::dialect;
 use turnfence_checks::recorder::{ManualClock, Recorder, SharedBuffer};
-use turnfence_checks::trace::{self, Machine, Verdict};
+use turnfence_checks::trace::{Machine, Verdict};
 
 #[path = "../../examples/tokio_turn_manager/main.rs"]
 #[allow(dead_code)] // Its `main` is the example's own.
@@ -25,7 +26,7 @@ fn lines(buffer: &SharedBuffer) -> Vec<String> {
 
 /// A recorded trace as `turnfence check` judges it (reading its meta line).
 pub(crate) fn checked(text: &str) -> Verdict {
-    let checked = trace::check_input(text.as_bytes(), &Default::default());
+    let checked = dialect::check_input(text.as_bytes(), &Default::default());
     checked
         .verdict
         .unwrap_or_else(|e| panic!("not a trace: {e}\n{text}"))

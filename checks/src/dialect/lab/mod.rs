@@ -10,6 +10,7 @@
 //! `trace`: it implements `trace::Reader`, and `trace` names it as its lab dialect. Nothing here
 //! uses `gate`.
 
+pub mod entry;
 pub mod reader;
 pub mod writer;
 

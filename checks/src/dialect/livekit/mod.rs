@@ -15,6 +15,7 @@
 //! livekit-agents dialect") gives each event's reading; an event type, or a key, it neither
 //! reads nor lists is an input error at its line.
 
+pub mod entry;
 mod options;
 mod replies;
 mod speech;

@@ -18,6 +18,7 @@ use serde_json::value::RawValue;
 use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
 
+pub mod entry;
 mod playback;
 mod responses;
 mod tools;

@@ -14,6 +14,7 @@
 //! nor lists, or a key it does not know, is an input error at its line.
 
 mod audio;
+pub mod entry;
 mod options;
 mod tools;
 

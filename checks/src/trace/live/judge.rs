@@ -6,7 +6,6 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use super::super::checker::{Checker, Ended};
 use super::super::conform::{same, Conform};
-use super::super::reading::OnReader;
 use super::super::{
     Event, Finding, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict,
 };
@@ -44,22 +43,20 @@ pub(super) struct Counts {
     pub(super) expired: usize,
 }
 
-/// Makes the [`Judge`] of a reader.
-pub(super) struct Make;
+/// The [`Judge`] of one log, its reader's type forgotten.
+pub struct LiveJudge(pub(super) Box<dyn Judge + Send>);
 
-impl OnReader for Make {
-    type Out = Box<dyn Judge + Send>;
-
-    fn on<S: Conform + 'static, R: Reader<S> + Send + 'static>(
-        self,
+impl LiveJudge {
+    /// The judge of `reader`'s log, each session starting as `fresh`.
+    pub(crate) fn new<S: Conform + 'static, R: Reader<S> + Send + 'static>(
         reader: R,
         fresh: S,
-    ) -> Self::Out {
+    ) -> LiveJudge {
         let mut checker = Checker::new(Keep::Findings, fresh);
         checker.sessions.live = true;
         checker.sessions.unlogged = reader.unlogged();
         checker.ended = Some(Vec::new());
-        Box::new(Live {
+        LiveJudge(Box::new(Live {
             reader,
             checker,
             records: Vec::new(),
@@ -72,7 +69,7 @@ impl OnReader for Make {
             settled: Vec::new(),
             not_read: 0,
             last_not_read: 0,
-        })
+        }))
     }
 }
 

@@ -20,12 +20,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::conform::same;
-use super::reading::on_reader;
 use super::{limits, Finding, InputError, NotJudged, Reading};
 
 mod judge;
 
-use judge::{Judge, Make};
+use judge::Judge;
+pub use judge::LiveJudge;
 
 /// Findings, not-judged rules and input errors a summary keeps, of each; the rest are counted.
 pub const KEPT: usize = 10_000;
@@ -127,7 +127,7 @@ pub struct Monitor {
 impl Monitor {
     /// A monitor of a log read as `read` says (its dialect, machine and profile).
     pub fn new(read: &Reading) -> Result<Monitor, InputError> {
-        let judge = on_reader(read, Make)?;
+        let judge = read.dialect.entry().reader(read)?.live().0;
         Ok(Monitor {
             judge,
             summary: Summary::default(),

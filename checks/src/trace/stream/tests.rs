@@ -7,12 +7,12 @@ use std::path::Path;
 use turnfence_model::turn::TurnMachine;
 
 use super::{Batching, Reading, BATCH};
+use crate::dialect::reading;
 use crate::gate::synthetic::SyntheticTrace;
 use crate::trace::canonical::CanonicalReader;
-use crate::trace::reading::check_dialect_batched;
+use crate::trace::dialects::check_dialect_batched;
 use crate::trace::{
-    check_batched, reading, Event, InputError, Keep, MakeEvents, ReadLines, Reader, Sessions,
-    Verdict,
+    check_batched, Event, InputError, Keep, MakeEvents, ReadLines, Reader, Sessions, Verdict,
 };
 
 /// Batches that judge a trace's records on one thread, or all but the first on a second one,

@@ -1,193 +1,44 @@
 //! How a trace is read: in the dialect, for the machine and under the profile its meta line
 //! names, else (the dialect) its first line shows, else a flag says — a flag the trace
-//! contradicts not used, and said — and the check of a whole trace from a reader.
+//! contradicts not used, and said — and the check of a whole trace from its first line on.
 
 use std::io::BufRead;
 
-use turnfence_model::fence::FenceMachine;
-use turnfence_model::turn::{self, TurnMachine};
+use serde_json::Value;
+use turnfence_model::turn::Profile;
 
-use super::conform::Conform;
-use super::stream::Batching;
-use super::{canonical, Dialect, InputError, Keep, Reader, Verdict};
-use crate::dialect::lab::reader::LabReader;
-use crate::dialect::livekit::{Livekit, LivekitReader};
-use crate::dialect::openai_realtime::RealtimeReader;
-use crate::dialect::pipecat::PipecatReader;
+use super::{CANONICAL, DIALECTS};
+use crate::trace::{check_dialect, Dialect, InputError, Keep, Machine, Reading, Verdict};
 
-/// Which machine a trace is of.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Machine {
-    Turn,
-    Fence,
-}
+/// The keys that give a canonical line its kind (a line has exactly one): a line with one is no
+/// stack's.
+pub(super) const CANONICAL_KINDS: [&str; 4] = ["meta", "input", "output", "session_end"];
 
-/// Which rule choices a trace's system follows (the model's [`turn::Profile`], by name).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Profile {
-    #[default]
-    Lab,
-    #[value(name = "openai-realtime")]
-    OpenaiRealtime,
-    #[value(name = "livekit-agents")]
-    LivekitAgents,
-    Pipecat,
-}
-
-impl Profile {
-    /// The model's profile of this name.
-    pub fn model(self) -> turn::Profile {
-        match self {
-            Profile::Lab => turn::Profile::Lab,
-            Profile::OpenaiRealtime => turn::Profile::OpenaiRealtime,
-            Profile::LivekitAgents => turn::Profile::LivekitAgents,
-            Profile::Pipecat => turn::Profile::Pipecat,
-        }
+/// The dialect a log's first line shows, and why; `None`: no stack's shape fits it (the
+/// canonical form, or a line the canonical reader will refuse with its reason).
+pub(super) fn recognise(first: &str) -> Option<(Dialect, &'static str)> {
+    let Ok(Value::Object(line)) = serde_json::from_str::<Value>(first) else {
+        return None;
+    };
+    if CANONICAL_KINDS.iter().any(|k| line.contains_key(*k)) {
+        return None;
     }
-
-    pub fn name(self) -> &'static str {
-        self.model().name()
-    }
+    DIALECTS
+        .iter()
+        .find_map(|d| Some((Dialect(*d), d.recognise(&line)?)))
 }
 
+/// A trace read as canonical, of the turn machine, under the lab's profile.
 impl Default for Reading {
     fn default() -> Reading {
         Reading {
-            dialect: Dialect::Canonical,
+            dialect: CANONICAL,
             machine: Machine::Turn,
             profile: Profile::Lab,
             session_key: None,
             overrides: Vec::new(),
         }
     }
-}
-
-impl Machine {
-    pub fn name(self) -> &'static str {
-        match self {
-            Machine::Turn => "turn",
-            Machine::Fence => "fence",
-        }
-    }
-}
-
-/// Checks a trace of a machine in a dialect, each session starting as the machine made with the
-/// profile. The lab dialect is the turn machine's only; the fence machine has the lab profile
-/// only.
-pub fn check_dialect(
-    input: impl BufRead,
-    read: &Reading,
-    keep: Keep,
-) -> Result<Verdict, InputError> {
-    check_dialect_batched(input, read, keep, Batching::DEFAULT)
-}
-
-/// [`check_dialect`], the records of a `batch` judged at a time.
-pub(super) fn check_dialect_batched(
-    input: impl BufRead,
-    read: &Reading,
-    keep: Keep,
-    batch: Batching,
-) -> Result<Verdict, InputError> {
-    struct Check<I> {
-        input: I,
-        keep: Keep,
-        batch: Batching,
-    }
-    impl<I: BufRead> OnReader for Check<I> {
-        type Out = Result<Verdict, InputError>;
-        fn on<S: Conform + 'static, R: Reader<S> + Send + 'static>(
-            self,
-            mut reader: R,
-            fresh: S,
-        ) -> Self::Out {
-            super::check_batched(self.input, &mut reader, self.keep, fresh, self.batch)
-        }
-    }
-    on_reader(read, Check { input, keep, batch }).and_then(|checked| checked)
-}
-
-/// What is done with the reader of a trace's dialect and the machine its sessions start as.
-pub(super) trait OnReader {
-    type Out;
-    fn on<S: Conform + 'static, R: Reader<S> + Send + 'static>(
-        self,
-        reader: R,
-        fresh: S,
-    ) -> Self::Out;
-}
-
-/// `then` given the reader `read` names and the machine made with its profile, or an input error:
-/// a dialect of another machine, a profile the machine does not have.
-pub(super) fn on_reader<T: OnReader>(read: &Reading, then: T) -> Result<T::Out, InputError> {
-    let profile = read.profile;
-    match (read.dialect, read.machine) {
-        (Dialect::Canonical, Machine::Turn) => on_machine(
-            canonical::CanonicalReader::<TurnMachine>::default(),
-            profile,
-            then,
-        ),
-        (Dialect::Canonical, Machine::Fence) => on_machine(
-            canonical::CanonicalReader::<FenceMachine>::default(),
-            profile,
-            then,
-        ),
-        (Dialect::Lab, Machine::Turn) => on_machine(LabReader::default(), profile, then),
-        (Dialect::OpenaiRealtime, Machine::Turn) => {
-            on_machine(RealtimeReader::default(), profile, then)
-        }
-        (Dialect::LivekitAgents, Machine::Turn) => {
-            let dialect = Livekit::keyed(read.session_key.clone());
-            on_machine(LivekitReader::new(dialect), profile, then)
-        }
-        (Dialect::Pipecat, Machine::Turn) => on_machine(PipecatReader::default(), profile, then),
-        (Dialect::OpenaiRealtime | Dialect::LivekitAgents | Dialect::Pipecat, Machine::Fence) => {
-            Err(InputError::at(
-                0,
-                format!("the {} dialect has turn traces only", read.dialect.name()),
-            ))
-        }
-        (Dialect::Lab, Machine::Fence) => Err(InputError::at(
-            0,
-            "the lab dialect has turn traces only; fence traces are canonical",
-        )),
-    }
-}
-
-/// `then` given `reader` and the machine made with `profile`: an input error when the machine has
-/// no such profile.
-fn on_machine<S: Conform + 'static, R: Reader<S> + Send + 'static, T: OnReader>(
-    reader: R,
-    profile: Profile,
-    then: T,
-) -> Result<T::Out, InputError> {
-    let Some(fresh) = S::for_profile(profile.model()) else {
-        return Err(InputError::at(
-            1,
-            format!(
-                "the {} machine has no profile {:?}; its one profile is \"lab\"",
-                S::NAME,
-                profile.name()
-            ),
-        ));
-    };
-    Ok(then.on(reader, fresh))
-}
-
-/// How a trace was read: its dialect, machine and profile, and each place the reading departs
-/// from what it was told.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reading {
-    pub dialect: Dialect,
-    pub machine: Machine,
-    pub profile: Profile,
-    /// The field of a line that names its session (`--session-key`, else the meta line's
-    /// `session_key`): a room, a call id. Read by the `livekit-agents` dialect.
-    pub session_key: Option<String>,
-    /// Where the reading departs from what it was told, each said as a sentence: a dialect
-    /// recognised from the first line where no meta line names one, or a flag not used because
-    /// the trace says otherwise (and why).
-    pub overrides: Vec<String>,
 }
 
 /// Which dialect, machine and profile a trace is read as, each part from the trace itself where
@@ -207,7 +58,7 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
         profile: named(meta.as_ref())?,
     };
     if own.dialect.is_none() {
-        if let Some((dialect, why)) = super::recognise::recognise(first) {
+        if let Some((dialect, why)) = recognise(first) {
             overrides.push(format!(
                 "read as {}: no meta line names a dialect, and {why}",
                 dialect.name()
@@ -226,8 +77,8 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     let profile = settle(&own.profile, flags.profile, notes, |p| {
         own.clash(None, None, Some(p))
     });
-    let dialect = dialect.unwrap_or(Dialect::Canonical);
-    let implied = own_profile(dialect);
+    let dialect = dialect.unwrap_or(CANONICAL);
+    let implied = dialect.entry().profile();
     if let Some(why) = clash(Some(dialect), None, profile) {
         return Err(InputError::at(0, format!("{why}: leave the profile out")));
     }
@@ -235,11 +86,17 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
         .as_ref()
         .and_then(|m| m.get("session_key")?.as_str().map(str::to_owned));
     let session_key = flags.session_key.clone().or(meta_key);
-    if session_key.is_some() && dialect != Dialect::LivekitAgents {
+    if session_key.is_some() && !dialect.entry().reads_session_key() {
+        let readers: Vec<&str> = DIALECTS
+            .iter()
+            .filter(|d| d.reads_session_key())
+            .map(|d| d.name())
+            .collect();
         return Err(InputError::at(
             0,
             format!(
-                "a session key is read by the livekit-agents dialect only, not {}",
+                "a session key is read by the {} dialect only, not {}",
+                readers.join(" and "),
                 dialect.name()
             ),
         ));
@@ -253,17 +110,6 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     })
 }
 
-/// The profile a real stack's dialect implies: another stack's rules cannot judge its log (the
-/// lab's may: they are the reference every stack is read against). `None` for canonical and lab.
-fn own_profile(dialect: Dialect) -> Option<Profile> {
-    match dialect {
-        Dialect::OpenaiRealtime => Some(Profile::OpenaiRealtime),
-        Dialect::LivekitAgents => Some(Profile::LivekitAgents),
-        Dialect::Pipecat => Some(Profile::Pipecat),
-        Dialect::Canonical | Dialect::Lab => None,
-    }
-}
-
 /// Why the parts given cannot be read together, if they cannot: a real stack's dialect under
 /// another stack's profile, a dialect other than canonical for the fence machine, the fence
 /// machine under a profile other than the lab's.
@@ -273,7 +119,11 @@ fn clash(
     profile: Option<Profile>,
 ) -> Option<String> {
     if let (Some(d), Some(p)) = (dialect, profile) {
-        if let Some(own) = own_profile(d).filter(|own| p != Profile::Lab && p != *own) {
+        if let Some(own) = d
+            .entry()
+            .profile()
+            .filter(|own| p != Profile::Lab && p != *own)
+        {
             return Some(format!(
                 "the {} dialect is read under its own profile {:?}, not {:?}",
                 d.name(),
@@ -283,7 +133,7 @@ fn clash(
         }
     }
     let fence = machine == Some(Machine::Fence);
-    if let Some(d) = dialect.filter(|d| fence && *d != Dialect::Canonical) {
+    if let Some(d) = dialect.filter(|d| fence && !d.entry().reads_fence()) {
         return Some(format!("the {} dialect has turn traces only", d.name()));
     }
     if let Some(p) = profile.filter(|p| fence && *p != Profile::Lab) {
@@ -350,11 +200,14 @@ fn settle<T: Choice>(
 
 /// What a meta line names and a flag says where the trace does not: a dialect, a machine, a
 /// profile.
-trait Choice: Copy + PartialEq + clap::ValueEnum {
+trait Choice: Copy + PartialEq {
     /// Its key in the meta line, and its flag.
     const KEY: &'static str;
 
     fn name(self) -> &'static str;
+
+    /// Each one there is, in the order an error lists them.
+    fn all() -> Vec<Self>;
 }
 
 impl Choice for Dialect {
@@ -362,6 +215,10 @@ impl Choice for Dialect {
 
     fn name(self) -> &'static str {
         Dialect::name(self)
+    }
+
+    fn all() -> Vec<Dialect> {
+        DIALECTS.iter().map(|d| Dialect(*d)).collect()
     }
 }
 
@@ -371,6 +228,10 @@ impl Choice for Profile {
     fn name(self) -> &'static str {
         Profile::name(self)
     }
+
+    fn all() -> Vec<Profile> {
+        Profile::ALL.to_vec()
+    }
 }
 
 impl Choice for Machine {
@@ -378,6 +239,10 @@ impl Choice for Machine {
 
     fn name(self) -> &'static str {
         Machine::name(self)
+    }
+
+    fn all() -> Vec<Machine> {
+        vec![Machine::Turn, Machine::Fence]
     }
 }
 
@@ -388,11 +253,9 @@ fn named<T: Choice>(meta: Option<&serde_json::Value>) -> Result<Option<(T, Strin
     let Some(name) = meta.and_then(|m| m.get(key)?.as_str()) else {
         return Ok(None);
     };
-    let Some(named) = T::value_variants().iter().find(|v| v.name() == name) else {
-        let expected: Vec<String> = T::value_variants()
-            .iter()
-            .map(|v| format!("`{}`", v.name()))
-            .collect();
+    let all = T::all();
+    let Some(named) = all.iter().find(|v| v.name() == name) else {
+        let expected: Vec<String> = all.iter().map(|v| format!("`{}`", v.name())).collect();
         return Err(InputError::at(
             1,
             format!(
@@ -450,7 +313,7 @@ pub fn check_input_keeping(mut input: impl BufRead, flags: &Flags, keep: Keep) -
             }
         }
     };
-    let unnamed = read.dialect == Dialect::Canonical && flags.dialect.is_none() && kindless(&first);
+    let unnamed = read.dialect == CANONICAL && flags.dialect.is_none() && kindless(&first);
     let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
     let verdict = check_dialect(whole, &read, keep).map_err(|mut e| {
         if unnamed && e.line == 1 {
@@ -476,6 +339,50 @@ fn kindless(first: &str) -> bool {
     matches!(
         serde_json::from_str::<serde_json::Value>(first),
         Ok(serde_json::Value::Object(line))
-            if !super::recognise::CANONICAL_KINDS.iter().any(|k| line.contains_key(*k))
+            if !CANONICAL_KINDS.iter().any(|k| line.contains_key(*k))
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::recognise;
+
+    fn dialect(first: &str) -> Option<&'static str> {
+        recognise(first).map(|(d, _)| d.name())
+    }
+
+    #[test]
+    fn each_stack_is_recognised_by_the_keys_it_writes_and_nothing_else_is() {
+        let realtime = r#"{"t_ms":0,"dir":"client","event":{"type":"session.update"}}"#;
+        assert_eq!(dialect(realtime), Some("openai-realtime"));
+        let bare = r#"{"t_ms":0,"type":"response.created","response":{}}"#;
+        assert_eq!(dialect(bare), Some("openai-realtime"));
+        let error = r#"{"t_ms":0,"dir":"server","event":{"type":"error","error":{}}}"#;
+        assert_eq!(dialect(error), Some("openai-realtime"));
+        let livekit = r#"{"type":"agent_state_changed","old_state":"initializing","new_state":"listening","created_at":1.5}"#;
+        assert_eq!(dialect(livekit), Some("livekit-agents"));
+        let report = r#"{"job_id":"j","events":[],"options":{}}"#;
+        assert_eq!(dialect(report), Some("livekit-agents"));
+        let pipecat = r#"{"t_ms":0,"frame":"StartFrame","id":1,"src":"a","dst":"b","dir":"down"}"#;
+        assert_eq!(dialect(pipecat), Some("pipecat"));
+        let lab = r#"{"t_ms":0,"scenario":"s","turn_id":"t","component":"turn","event":"accepted","detail":{}}"#;
+        assert_eq!(dialect(lab), Some("lab"));
+        for none in [
+            r#"{"meta":{}}"#,
+            r#"{"at":0,"input":"accept","turn":"t1","generation":1,"mode":"text"}"#,
+            r#"{"at":0,"output":"terminal","turn":"t1","state":"cancelled"}"#,
+            r#"{"session":"s","session_end":true}"#,
+            r#"{"type":"Agent State","created_at":1}"#,
+            r#"{"type":"agent_state_changed"}"#,
+            r#"{"t_ms":0,"dir":"sideways","event":{"type":"response.created"}}"#,
+            r#"{"t_ms":0,"type":"hello"}"#,
+            r#"{"t_ms":0,"frame":"Start"}"#,
+            r#"{"frame":"StartFrame"}"#,
+            r#"{"events":[],"type":"x"}"#,
+            "[1,2]",
+            "not json",
+        ] {
+            assert_eq!(dialect(none), None, "{none}");
+        }
+    }
 }
