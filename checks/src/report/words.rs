@@ -20,7 +20,7 @@ pub struct Said {
 }
 
 /// The line `text` of a trace read in `dialect`, whose session is named by the field
-/// `session_key` (livekit-agents; the other dialects have their own). A line that is not a JSON
+/// `session_key` (where its dialect reads one; the others have their own). A line that is not a JSON
 /// object is said as `(not JSON)`.
 pub fn said(dialect: Dialect, session_key: Option<&str>, text: &str) -> Said {
     let text = text.trim_start_matches('\u{feff}').trim_end();

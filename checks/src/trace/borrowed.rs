@@ -1,6 +1,6 @@
 //! A log's strings borrowed from its line where JSON lets them be: serde borrows a `Cow<str>`
 //! field only when the field is a `Cow` itself, and copies one inside an `Option` every time —
-//! for a realtime log, each audio delta's base64 (a hundred milliseconds of audio is 6 kB of
+//! for a log of audio deltas, each delta's base64 (a hundred milliseconds of audio is 6 kB of
 //! text) copied once more than it is read.
 
 use std::borrow::Cow;

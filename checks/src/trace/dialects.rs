@@ -239,7 +239,7 @@ pub struct Reading {
     pub machine: Machine,
     pub profile: Profile,
     /// The field of a line that names its session (`--session-key`, else the meta line's
-    /// `session_key`): a room, a call id. Read by the `livekit-agents` dialect.
+    /// `session_key`): a room, a call id. Read by a dialect that reads one (`DialectEntry::reads_session_key`).
     pub session_key: Option<String>,
     /// Where the reading departs from what it was told, each said as a sentence: a dialect
     /// recognised from the first line where no meta line names one, or a flag not used because

@@ -62,7 +62,7 @@ struct Meta {
     /// The capture is partial: a session may end with its turns unfinished.
     partial: bool,
     /// The stack's version, its session options and the field naming a line's session: read by
-    /// the dialect (`livekit-agents`).
+    /// the dialect (one that reads a session key).
     version: Option<serde_json::Value>,
     options: Option<serde_json::Value>,
     session_key: Option<serde_json::Value>,

@@ -1,6 +1,6 @@
 //! The reader of a real stack's log: its lines held as text on the reading thread, each made into
 //! events by the stack's dialect ([`StackDialect`]) where it is judged. Every stack's dialect
-//! (`openai-realtime`, `livekit-agents`) is this one reader and an implementation of the trait.
+//! is this one reader and an implementation of the trait.
 
 use turnfence_model::turn::TurnMachine;
 
@@ -190,7 +190,7 @@ impl<S: Conform, D: StackDialect<S>> MakeEvents<S, StackRecord> for StackEvents<
 }
 
 /// A line of a real stack's log parsed as `T`, or an input error at its line and column naming
-/// what it is not (`what`: "a realtime line", "a LiveKit event").
+/// what it is not (`what`: the dialect's name for its line, "a frame").
 pub fn parse_stack_line<'a, T: serde::Deserialize<'a>>(
     text: &'a str,
     line: usize,

@@ -22,9 +22,9 @@ use super::{limits, Checker, Conform, InputError, MakeEvents, ReadLines, Reader,
 /// on the reading thread.
 pub(super) const BATCH: usize = 1024;
 /// Bytes of lines read before their records are judged, at most (a batch ends at the line that
-/// passes it): a batch of long lines — a realtime log's audio deltas are several kilobytes each —
+/// passes it): a batch of long lines — a log's audio deltas are several kilobytes each —
 /// is judged while its text is still in the processor's cache. On one core, the corpus-shaped
-/// realtime log of the `check_throughput` bench was checked at 1.09 GB/s in batches of 1 024
+/// audio-delta log of the `check_throughput` bench was checked at 1.09 GB/s in batches of 1 024
 /// lines, 1.19 GB/s in batches capped at 256 KiB (best of five, twice).
 pub(super) const BATCH_BYTES: usize = 256 << 10;
 
@@ -171,7 +171,7 @@ impl<I: BufRead, L> Reading<'_, I, L> {
     ///
     /// A line the input's buffer holds whole is read where it lies; one split across refills is
     /// gathered in `bytes` first. Line ends are found by the `memchr` crate's vectorized search:
-    /// in a realtime log most of a line is one base64 string, and a byte-at-a-time search was a
+    /// in a log of audio deltas most of a line is one base64 string, and a byte-at-a-time search was a
     /// tenth of the checking.
     fn line<Record>(&mut self, records: &mut Vec<(usize, Record)>) -> Result<bool, InputError>
     where

@@ -330,8 +330,8 @@ fn at_the_end(
     (new, held, gone)
 }
 
-/// The name a line's `session` field gives (the canonical form's, a Realtime envelope's, a
-/// LiveKit event's by default), read from its text as it is — whole or torn, valid JSON or not —
+/// The name a line's `session` field gives (the canonical form's, and the field most stacks' envelopes
+/// name a session by), read from its text as it is — whole or torn, valid JSON or not —
 /// where it holds one plainly (no escapes).
 fn session_field(text: &str) -> Option<&str> {
     let after = &text[text.find("\"session\"")? + "\"session\"".len()..];
