@@ -8,6 +8,7 @@ use serde_json::Value;
 use turnfence_model::turn::Profile;
 
 use super::{CANONICAL, DIALECTS};
+use crate::trace::DialectEntry;
 use crate::trace::{check_dialect, Dialect, InputError, Keep, Machine, Reading, Verdict};
 
 /// The keys that give a canonical line its kind (a line has exactly one): a line with one is no
@@ -16,14 +17,17 @@ pub(super) const CANONICAL_KINDS: [&str; 4] = ["meta", "input", "output", "sessi
 
 /// The dialect a log's first line shows, and why; `None`: no stack's shape fits it (the
 /// canonical form, or a line the canonical reader will refuse with its reason).
-pub(super) fn recognise(first: &str) -> Option<(Dialect, &'static str)> {
+fn recognise(
+    first: &str,
+    dialects: &'static [&'static dyn DialectEntry],
+) -> Option<(Dialect, &'static str)> {
     let Ok(Value::Object(line)) = serde_json::from_str::<Value>(first) else {
         return None;
     };
     if CANONICAL_KINDS.iter().any(|k| line.contains_key(*k)) {
         return None;
     }
-    DIALECTS
+    dialects
         .iter()
         .find_map(|d| Some((Dialect(*d), d.recognise(&line)?)))
 }
@@ -47,18 +51,31 @@ impl Default for Reading {
 /// own profile (the lab's for canonical and lab). A flag that contradicts what the trace says is
 /// not used, and the reading says so; a real stack's dialect implies its profile.
 pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
+    reading_among(first, flags, DIALECTS)
+}
+
+/// [`reading`] among `dialects` (the registry's, or a test's own beside them); the first is the
+/// one a trace no meta line, first line or flag names is read in.
+pub fn reading_among(
+    first: &str,
+    flags: &Flags,
+    dialects: &'static [&'static dyn DialectEntry],
+) -> Result<Reading, InputError> {
     let first = first.trim_start_matches('\u{feff}');
     let meta = serde_json::from_str::<serde_json::Value>(first)
         .ok()
         .and_then(|v| v.get("meta").cloned());
     let mut overrides = Vec::new();
     let mut own = Own {
-        dialect: named(meta.as_ref())?,
-        machine: named(meta.as_ref())?,
-        profile: named(meta.as_ref())?,
+        dialect: named(
+            meta.as_ref(),
+            dialects.iter().map(|d| Dialect(*d)).collect(),
+        )?,
+        machine: named(meta.as_ref(), vec![Machine::Turn, Machine::Fence])?,
+        profile: named(meta.as_ref(), Profile::ALL.to_vec())?,
     };
     if own.dialect.is_none() {
-        if let Some((dialect, why)) = recognise(first) {
+        if let Some((dialect, why)) = recognise(first, dialects) {
             overrides.push(format!(
                 "read as {}: no meta line names a dialect, and {why}",
                 dialect.name()
@@ -77,7 +94,7 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
     let profile = settle(&own.profile, flags.profile, notes, |p| {
         own.clash(None, None, Some(p))
     });
-    let dialect = dialect.unwrap_or(CANONICAL);
+    let dialect = dialect.unwrap_or(Dialect(dialects[0]));
     let implied = dialect.entry().profile();
     if let Some(why) = clash(Some(dialect), None, profile) {
         return Err(InputError::at(0, format!("{why}: leave the profile out")));
@@ -87,7 +104,7 @@ pub fn reading(first: &str, flags: &Flags) -> Result<Reading, InputError> {
         .and_then(|m| m.get("session_key")?.as_str().map(str::to_owned));
     let session_key = flags.session_key.clone().or(meta_key);
     if session_key.is_some() && !dialect.entry().reads_session_key() {
-        let readers: Vec<&str> = DIALECTS
+        let readers: Vec<&str> = dialects
             .iter()
             .filter(|d| d.reads_session_key())
             .map(|d| d.name())
@@ -205,9 +222,6 @@ trait Choice: Copy + PartialEq {
     const KEY: &'static str;
 
     fn name(self) -> &'static str;
-
-    /// Each one there is, in the order an error lists them.
-    fn all() -> Vec<Self>;
 }
 
 impl Choice for Dialect {
@@ -215,10 +229,6 @@ impl Choice for Dialect {
 
     fn name(self) -> &'static str {
         Dialect::name(self)
-    }
-
-    fn all() -> Vec<Dialect> {
-        DIALECTS.iter().map(|d| Dialect(*d)).collect()
     }
 }
 
@@ -228,10 +238,6 @@ impl Choice for Profile {
     fn name(self) -> &'static str {
         Profile::name(self)
     }
-
-    fn all() -> Vec<Profile> {
-        Profile::ALL.to_vec()
-    }
 }
 
 impl Choice for Machine {
@@ -240,20 +246,18 @@ impl Choice for Machine {
     fn name(self) -> &'static str {
         Machine::name(self)
     }
-
-    fn all() -> Vec<Machine> {
-        vec![Machine::Turn, Machine::Fence]
-    }
 }
 
 /// What the meta line names of a part, with where it says it ("the meta line names dialect
 /// lab"); an unknown name is an input error on line 1.
-fn named<T: Choice>(meta: Option<&serde_json::Value>) -> Result<Option<(T, String)>, InputError> {
+fn named<T: Choice>(
+    meta: Option<&serde_json::Value>,
+    all: Vec<T>,
+) -> Result<Option<(T, String)>, InputError> {
     let key = T::KEY;
     let Some(name) = meta.and_then(|m| m.get(key)?.as_str()) else {
         return Ok(None);
     };
-    let all = T::all();
     let Some(named) = all.iter().find(|v| v.name() == name) else {
         let expected: Vec<String> = all.iter().map(|v| format!("`{}`", v.name())).collect();
         return Err(InputError::at(
@@ -348,7 +352,7 @@ mod tests {
     use super::recognise;
 
     fn dialect(first: &str) -> Option<&'static str> {
-        recognise(first).map(|(d, _)| d.name())
+        recognise(first, super::super::DIALECTS).map(|(d, _)| d.name())
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod evidence;
 mod explore;
 mod fence;
 mod fence_rules;
+mod fifth_dialect;
 mod fixtures;
 mod flaws;
 mod fuzz;
