@@ -1,4 +1,4 @@
-//! The live monitor (`trace::live::Monitor`) as a log is written.
+//! The live monitor (`live::Monitor`) as a log is written.
 //!
 //! Latency: a writer thread writes a canonical log at 10 000 lines/s (sleeping to a schedule)
 //! into a pipe (a Unix socket pair); a reader thread reads it line by line and feeds each line to
@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use turnfence_checks::dialect;
 use turnfence_checks::gate::synthetic::Interleaved;
-use turnfence_checks::trace::live;
+use turnfence_checks::live;
 
 use common::{peak_rss_kib, status_field};
 

@@ -57,10 +57,9 @@
 pub mod adapter;
 pub mod dialect;
 pub mod explore;
-pub mod follow;
 pub mod fuzz;
 pub mod gate;
-pub mod junit;
+pub mod live;
 pub mod recorder;
 pub mod report;
 pub mod sync;

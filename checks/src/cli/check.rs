@@ -13,11 +13,11 @@ use turnfence_checks::dialect::{self, Flags};
 use turnfence_checks::report::baseline::{self, Baseline, Entry, Matcher};
 use turnfence_checks::trace::{Dialect, InputError, Machine, Profile};
 
-use super::outcome::{
+use super::{write_stdout, Format};
+use turnfence_checks::report::outcome::{
     json_many, json_one, junit_cases, junit_report, markdown_report, text_many, text_one, Outcome,
 };
-use super::story_lines::{self, Extra, Source, Wants};
-use super::{write_stdout, Format};
+use turnfence_checks::report::story_lines::{self, Extra, Source, Wants};
 
 /// What the command was asked for.
 pub struct Ask {
@@ -132,7 +132,13 @@ pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
         Format::Junit => write_stdout(&junit_report(&named, stale, ask.strict_baseline)),
         Format::Json if single => write_stdout(&format!("{}\n", json_one(named[0].1, stale))),
         Format::Json => write_stdout(&format!("{}\n", json_many(&named, &skipped, stale))),
-        Format::Text if single => text_one(named[0].0, named[0].1, ask.max_findings, stale),
+        Format::Text if single => {
+            let (text, notes) = text_one(named[0].0, named[0].1, ask.max_findings, stale);
+            for note in notes {
+                eprintln!("{note}");
+            }
+            write_stdout(&text);
+        }
         Format::Text => write_stdout(&text_many(&named, stale)),
         Format::Markdown => write_stdout(&markdown_report(&named, stale)),
     }

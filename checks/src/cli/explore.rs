@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use turnfence_checks::explore;
 use turnfence_checks::fuzz::{self, report};
 
-use turnfence_checks::junit;
+use turnfence_checks::report::junit;
 use turnfence_model::Invariant;
 
 use super::{on_machine, write_junit, Driven, Named, Task};

@@ -19,9 +19,7 @@ mod explore;
 mod follow;
 mod fuzz;
 mod gate;
-mod outcome;
 mod replay;
-mod story_lines;
 
 /// What the generic commands need of a machine.
 pub trait Driven: Fuzz + Explore {}
@@ -122,7 +120,7 @@ enum Command {
         junit: Option<PathBuf>,
         /// At most this many findings in the text report of one trace (every one is still
         /// counted; the JSON report keeps them all).
-        #[arg(long, default_value_t = turnfence_checks::trace::MAX_TEXT_FINDINGS)]
+        #[arg(long, default_value_t = turnfence_checks::report::text::MAX_TEXT_FINDINGS)]
         max_findings: usize,
         /// Acknowledged findings (a file `--write-baseline` wrote): only the others fail;
         /// those it holds are reported baselined, its entries that no longer occur stale. A
@@ -366,10 +364,10 @@ pub fn write_stdout(text: &str) {
 pub fn write_junit(
     path: Option<&std::path::Path>,
     suite: &str,
-    cases: &[turnfence_checks::junit::Case],
+    cases: &[turnfence_checks::report::junit::Case],
 ) {
     let Some(path) = path else { return };
-    let xml = turnfence_checks::junit::render(suite, cases);
+    let xml = turnfence_checks::report::junit::render(suite, cases);
     if let Err(e) = turnfence_checks::gate::write_atomic(path, &xml) {
         eprintln!("turnfence: cannot write {}: {e}", path.display());
     }

@@ -1,6 +1,6 @@
 //! Every dialect `check` reads, one folder each, and the registry: the one table of them
 //! ([`DIALECTS`]) that the CLI, `check` and the live monitor take from. A dialect is a
-//! [`DialectEntry`](crate::trace::DialectEntry) — how its log is recognised, read and said —
+//! [`DialectEntry`] — how its log is recognised, read and said —
 //! and, for a real stack, a [`StackDialect`](crate::trace::StackDialect): what one line of its
 //! log is to the machine, read by the reader every stack shares
 //! ([`StackReader`](crate::trace::StackReader)), with the steps its stack takes without a line.

@@ -22,7 +22,7 @@ use tracing_core::callsite::{Callsite, DefaultCallsite};
 use tracing_core::{identify_callsite, Kind};
 
 use crate::dialect::{reading, Flags};
-use crate::trace::live::{Monitor, Report, Summary};
+use crate::live::{Monitor, Report, Summary};
 use crate::trace::Finding;
 
 /// The target of the warnings the recorder emits for what it finds: not [`super::TARGET`], so a

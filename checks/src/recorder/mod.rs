@@ -65,7 +65,7 @@
 //! # Judging as it writes
 //!
 //! [`Recorder::judge`] (or [`Recorder::on_finding`], which also installs a callback) feeds every
-//! line written, the meta line first, to a live monitor ([`crate::trace::live::Monitor`]), read
+//! line written, the meta line first, to a live monitor ([`crate::live::Monitor`]), read
 //! as `check` reads the file and timed by the recorder's clock. A finding is told at the line
 //! that decides it: as a `tracing` warning of target [`FINDING_TARGET`] (never recorded: its
 //! target is not [`TARGET`]), and to the callback. [`Recording::finish_judging`] judges what
@@ -101,8 +101,8 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use turnfence_model::fence::{self, FenceMachine};
 use turnfence_model::turn::{self, TurnMachine};
 
+use crate::live::Summary;
 use crate::trace::canonical::read_line;
-use crate::trace::live::Summary;
 use crate::trace::{Finding, Machine};
 
 mod fields;
@@ -283,7 +283,7 @@ impl Recorder {
     }
 
     /// Judges the trace as it is written: every line written, the meta line first, is fed to a
-    /// live monitor ([`crate::trace::live::Monitor`]) read as `check` reads the file, on the
+    /// live monitor ([`crate::live::Monitor`]) read as `check` reads the file, on the
     /// recorder's clock. Each finding, at the line that decides it, is emitted as a `tracing`
     /// warning of target [`FINDING_TARGET`] (fields `rule`, `session`, `line`, `at`, `since`,
     /// `ids`, `withdrawn`; the message is the finding's), to the subscriber the recorder is part

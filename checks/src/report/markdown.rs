@@ -6,8 +6,9 @@ use std::collections::BTreeSet;
 
 use super::baseline::{stale_line, Acknowledged, Entry};
 use super::story::Story;
+use super::text::not_judged_line;
 use super::words::Party;
-use crate::trace::{not_judged_line, Finding, FindingKind, InputError, Verdict};
+use crate::trace::{Finding, FindingKind, InputError, Verdict};
 
 /// The most characters a GitHub comment holds.
 pub const MAX_CHARS: usize = 65_536;

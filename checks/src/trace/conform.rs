@@ -24,7 +24,7 @@ mod unlogged;
 
 pub use contract::{Conform, History, Judged, LineInput, Unlogged};
 use contract::{EffOutput, EffStep, Seen};
-pub(super) use live::same;
+pub(crate) use live::same;
 use live::Walk;
 
 /// An output the trace observed. `wildcards` names fields the log does not record: they match

@@ -16,7 +16,6 @@ mod dialects;
 pub mod fence_conform;
 pub mod limits;
 pub mod live;
-mod render;
 mod stack;
 pub mod stack_options;
 pub mod stack_words;
@@ -28,7 +27,6 @@ mod wording;
 pub use dialects::{
     check_dialect, judging, turn_only, Dialect, DialectEntry, Judging, Machine, Party, Reading,
 };
-pub use render::{finding_text, not_judged_line, render_text, MAX_TEXT_FINDINGS};
 pub use stack::{
     parse_stack_line, running_where_the_log_stops, StackDialect, StackEvents, StackLines,
     StackReader, StackRecord,

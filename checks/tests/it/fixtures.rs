@@ -8,7 +8,7 @@ use crate::{fixtures, meta, read};
 
 use turnfence_checks::dialect;
 use turnfence_checks::gate;
-use turnfence_checks::trace;
+use turnfence_checks::report;
 use turnfence_model::prelude::*;
 use turnfence_model::turn::{Invariant, Profile, TurnMachine};
 
@@ -25,9 +25,9 @@ fn check(path: &Path) -> String {
             assert!(
                 v.conforms(),
                 "{name} should conform:\n{}",
-                trace::render_text(&v, trace::MAX_TEXT_FINDINGS)
+                report::text::render_text(&v, report::text::MAX_TEXT_FINDINGS)
             );
-            trace::render_text(&v, trace::MAX_TEXT_FINDINGS)
+            report::text::render_text(&v, report::text::MAX_TEXT_FINDINGS)
         }
         (Some("rejected"), Ok(v)) => {
             // An invariant's name, or a conformance kind's (`left_open`, …).
@@ -36,7 +36,7 @@ fn check(path: &Path) -> String {
             assert!(
                 named.contains(&expected),
                 "{name}: expected {expected}, found {named:?}\n{}",
-                trace::render_text(&v, trace::MAX_TEXT_FINDINGS)
+                report::text::render_text(&v, report::text::MAX_TEXT_FINDINGS)
             );
             assert!(
                 v.findings.iter().all(|f| f.line > 0),
@@ -66,7 +66,7 @@ fn check(path: &Path) -> String {
                     "{name}: one {expected} per broken event, each at its line"
                 );
             }
-            trace::render_text(&v, trace::MAX_TEXT_FINDINGS)
+            report::text::render_text(&v, report::text::MAX_TEXT_FINDINGS)
         }
         (Some("input_error"), Err(e)) => {
             assert_eq!(e.line as u64, meta["line"].as_u64().unwrap(), "{name}: {e}");
@@ -79,7 +79,7 @@ fn check(path: &Path) -> String {
         }
         (expect, Ok(v)) => panic!(
             "{name}: expected {expect:?}, got a verdict:\n{}",
-            trace::render_text(&v, trace::MAX_TEXT_FINDINGS)
+            report::text::render_text(&v, report::text::MAX_TEXT_FINDINGS)
         ),
         (expect, Err(e)) => panic!("{name}: expected {expect:?}, got an input error: {e}"),
     }

@@ -18,7 +18,8 @@ use proptest::sample::select;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 use turnfence_checks::dialect;
-use turnfence_checks::trace::{self, limits, live, Dialect};
+use turnfence_checks::live;
+use turnfence_checks::trace::{self, limits, Dialect};
 
 use crate::mangled::{self, Edit};
 use crate::{fixtures, interop_corpus, read};

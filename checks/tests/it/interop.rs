@@ -4,6 +4,7 @@
 //! one bug, one finding. What a log cannot show is reported not judged, never a finding.
 
 use turnfence_checks::dialect;
+use turnfence_checks::report;
 use turnfence_checks::trace;
 
 use crate::{generated_corpus, interop_corpus, meta, open_corpus, read};
@@ -24,7 +25,7 @@ fn judged(path: &std::path::Path) -> String {
         Ok(v) => v,
         Err(e) => panic!("{name}: unreadable: {e}"),
     };
-    let report = trace::render_text(&v, trace::MAX_TEXT_FINDINGS);
+    let report = report::text::render_text(&v, report::text::MAX_TEXT_FINDINGS);
     match m["expect"].as_str() {
         Some("accepted") => assert!(v.conforms(), "{name} should conform:\n{report}"),
         Some("rejected") => {
@@ -317,7 +318,7 @@ fn a_pipecat_reply_with_nothing_to_say_ends_after_the_one_before() {
         dialect::check_input_keeping(text.as_bytes(), &Default::default(), trace::Keep::Effective)
             .verdict
             .unwrap();
-    assert!(v.conforms(), "{}", trace::render_text(&v, 20));
+    assert!(v.conforms(), "{}", report::text::render_text(&v, 20));
     let second: Vec<&String> = v
         .effective
         .iter()
@@ -363,7 +364,7 @@ fn a_pipecat_chunk_begun_at_the_interruption_is_late() {
         found,
         [("no_late_delivery", 18)],
         "{}",
-        trace::render_text(&v, 20)
+        report::text::render_text(&v, 20)
     );
 }
 

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use rand_chacha::rand_core::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use turnfence_checks::dialect;
-use turnfence_checks::follow::Follow;
-use turnfence_checks::trace::{self, live};
+use turnfence_checks::live;
+use turnfence_checks::live::tail::Follow;
+use turnfence_checks::trace;
 
 use crate::{fixtures, interop_corpus, read};
 
@@ -117,7 +118,7 @@ fn a_log_followed_as_its_file_grows_in_random_chunks_gives_the_findings_of_the_w
             at = end;
             follow.poll(&mut lines).unwrap();
         }
-        while follow.poll(&mut lines).unwrap() != turnfence_checks::follow::Change::None {}
+        while follow.poll(&mut lines).unwrap() != turnfence_checks::live::tail::Change::None {}
         follow.poll(&mut lines).unwrap();
         follow.end_line(&mut lines);
         let summary = feed_all(&name, &reading, lines);

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use turnfence_checks::live::Summary;
 use turnfence_checks::recorder::{self, ManualClock, Recorder, SharedBuffer};
-use turnfence_checks::trace::live::Summary;
 use turnfence_checks::trace::Finding;
 
 use crate::recorder::tokio_turn_manager::{self, Bug};

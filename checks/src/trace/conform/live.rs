@@ -1,4 +1,4 @@
-//! A session judged as its lines come (`check --follow`, [`crate::trace::live::Monitor`]): the
+//! A session judged as its lines come (`check --follow`, [`crate::live::Monitor`]): the
 //! invariants run over the effective trace as far as it is settled, so a finding is given at the
 //! line that decides it, not at the session's end.
 //!
@@ -244,7 +244,7 @@ fn placed(f: &mut Finding, line: usize, at: Millis) {
 }
 
 /// The same finding, whatever has been folded under it since.
-pub(in crate::trace) fn same(a: &Finding, b: &Finding) -> bool {
+pub(crate) fn same(a: &Finding, b: &Finding) -> bool {
     a.line == b.line
         && a.session == b.session
         && a.at == b.at

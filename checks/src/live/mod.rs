@@ -19,35 +19,16 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::conform::same;
-use super::{limits, Finding, InputError, NotJudged, Reading};
+use crate::trace::conform::same;
+use crate::trace::live::LiveJudge;
+pub use crate::trace::live::Report;
+use crate::trace::{limits, Finding, InputError, NotJudged, Reading};
 
-mod judge;
-
-use judge::Judge;
-pub use judge::LiveJudge;
+pub mod run;
+pub mod tail;
 
 /// Findings, not-judged rules and input errors a summary keeps, of each; the rest are counted.
 pub const KEPT: usize = 10_000;
-
-/// What one line (or the end, or an idle session) decided.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Report {
-    /// A finding, at the line that decides it (`line`); given once.
-    Finding(Finding),
-    /// A finding given before its session ended that its end does not hold (a later line showed
-    /// an output the walk had judged as the model's, or left a rule not judged).
-    Withdrawn(Finding),
-    /// A rule of a session not judged: what the log would have to show.
-    NotJudged(NotJudged),
-    /// A line that could not be read, and the sessions whose remaining rules are therefore not
-    /// judged (none: it held no event of any open session).
-    InputError {
-        error: InputError,
-        sessions: Vec<String>,
-    },
-}
 
 /// What a live monitor saw, at its end (or when asked).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -116,7 +97,7 @@ impl Summary {
 
 /// A log judged line by line, in any dialect.
 pub struct Monitor {
-    judge: Box<dyn Judge + Send>,
+    judge: LiveJudge,
     summary: Summary,
     /// The line fed last.
     line: usize,
@@ -127,7 +108,7 @@ pub struct Monitor {
 impl Monitor {
     /// A monitor of a log read as `read` says (its dialect, machine and profile).
     pub fn new(read: &Reading) -> Result<Monitor, InputError> {
-        let judge = read.dialect.entry().reader(read)?.live().0;
+        let judge = read.dialect.entry().reader(read)?.live();
         Ok(Monitor {
             judge,
             summary: Summary::default(),
@@ -143,16 +124,16 @@ impl Monitor {
         let mut reports = Vec::new();
         if text.len() > limits::MAX_LINE_BYTES {
             let error = limits::line_too_long(self.line, text.len());
-            reports.extend(self.judge.broken(error, text));
+            reports.extend(self.judge.0.broken(error, text));
         } else if text.trim().is_empty() {
             reports.push(Report::InputError {
                 error: InputError::at(self.line, "empty line"),
                 sessions: Vec::new(),
             });
         } else {
-            reports.extend(self.judge.line(text, self.line));
+            reports.extend(self.judge.0.line(text, self.line));
         }
-        for s in self.judge.touched() {
+        for s in self.judge.0.touched() {
             self.heard.insert(s, now);
         }
         self.ended();
@@ -170,7 +151,7 @@ impl Monitor {
                 self.line += 1;
                 let error = InputError::at(self.line, format!("not UTF-8 text: {e}"));
                 let text = String::from_utf8_lossy(bytes);
-                let reports = self.judge.broken(error, &text);
+                let reports = self.judge.0.broken(error, &text);
                 self.tally(&reports);
                 reports
             }
@@ -189,7 +170,7 @@ impl Monitor {
         let mut reports = Vec::new();
         for s in silent {
             self.heard.remove(&s);
-            reports.extend(self.judge.expire(&s, idle));
+            reports.extend(self.judge.0.expire(&s, idle));
         }
         self.ended();
         self.tally(&reports);
@@ -198,7 +179,7 @@ impl Monitor {
 
     /// The end of the input: the sessions still open are judged.
     pub fn finish(mut self) -> (Vec<Report>, Summary) {
-        let reports = self.judge.finish();
+        let reports = self.judge.0.finish();
         self.heard.clear();
         self.tally(&reports);
         let mut summary = self.summary;
@@ -213,11 +194,11 @@ impl Monitor {
 
     /// The sessions open now.
     pub fn open_sessions(&self) -> usize {
-        self.judge.open()
+        self.judge.0.open()
     }
 
     fn ended(&mut self) {
-        for s in self.judge.ended_since() {
+        for s in self.judge.0.ended_since() {
             self.heard.remove(&s);
         }
     }
@@ -226,12 +207,12 @@ impl Monitor {
         for r in reports {
             self.summary.add(r);
         }
-        for f in self.judge.settled() {
+        for f in self.judge.0.settled() {
             if let Some(kept) = self.summary.findings.iter_mut().find(|g| same(g, &f)) {
                 *kept = f;
             }
         }
-        let counts = self.judge.counts();
+        let counts = self.judge.0.counts();
         self.summary.sessions = counts.sessions;
         self.summary.peak_open_sessions = counts.peak_open;
         self.summary.lines_not_read = counts.not_read;
@@ -245,7 +226,7 @@ mod tests {
     use super::*;
     use crate::trace::FindingKind;
 
-    pub(super) fn finding(line: usize) -> Finding {
+    fn finding(line: usize) -> Finding {
         Finding {
             line,
             session: "s".into(),

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufReader;
 use std::path::Path;
 
-use turnfence_checks::report::baseline::{self, Acknowledged, Entry, Matcher};
-use turnfence_checks::report::markdown::MAX_STORIES;
-use turnfence_checks::report::story::{self, Story, MAX_STORY_LINES};
-use turnfence_checks::report::words::Said;
-use turnfence_checks::trace::{Finding, Reading, Verdict};
+use super::baseline::{self, Acknowledged, Entry, Matcher};
+use super::markdown::MAX_STORIES;
+use super::story::{self, Story, MAX_STORY_LINES};
+use super::words::Said;
+use crate::trace::{Finding, Reading, Verdict};
 
 /// What the report and the baseline made of a judged trace's findings.
 #[derive(Default)]

@@ -1,22 +1,40 @@
-//! A live monitor of one reader: what [`super::Monitor`] does, whatever the dialect — its lines
-//! read and made into events as `check` makes them, each session no longer judged skipped, what
-//! each line decides gathered in the stack's words.
+//! The engine of a live monitor (`crate::live`), one reader at a time: its lines read and made
+//! into events as `check` makes them, each session no longer judged skipped, what each line
+//! decides gathered in the stack's words. The reader's type is forgotten behind [`LiveJudge`].
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
-use super::super::checker::{Checker, Ended};
-use super::super::conform::{same, Conform};
-use super::super::{
-    Event, Finding, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict,
-};
-use super::Report;
+use serde::Serialize;
+
+use super::checker::{Checker, Ended};
+use super::conform::{same, Conform};
+use super::{Event, Finding, InputError, Keep, MakeEvents, NotJudged, ReadLines, Reader, Verdict};
 
 /// Sessions ended for their silence remembered, so that a line of one after it is not read as a
 /// new session's (the oldest forgotten first).
 const EXPIRED_KEPT: usize = 65_536;
 
-/// A live monitor of one reader: [`Monitor`]'s work, whatever the dialect.
-pub(super) trait Judge {
+/// What one line (or the end, or an idle session) decided.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Report {
+    /// A finding, at the line that decides it (`line`); given once.
+    Finding(Finding),
+    /// A finding given before its session ended that its end does not hold (a later line showed
+    /// an output the walk had judged as the model's, or left a rule not judged).
+    Withdrawn(Finding),
+    /// A rule of a session not judged: what the log would have to show.
+    NotJudged(NotJudged),
+    /// A line that could not be read, and the sessions whose remaining rules are therefore not
+    /// judged (none: it held no event of any open session).
+    InputError {
+        error: InputError,
+        sessions: Vec<String>,
+    },
+}
+
+/// A live monitor of one reader: the live monitor's work, whatever the dialect.
+pub trait Judge {
     fn line(&mut self, text: &str, line: usize) -> Vec<Report>;
     /// A line that cannot be read at all: its error, for the sessions it may belong to.
     fn broken(&mut self, error: InputError, text: &str) -> Vec<Report>;
@@ -35,16 +53,16 @@ pub(super) trait Judge {
 }
 
 /// What a [`Judge`] counts.
-pub(super) struct Counts {
-    pub(super) sessions: usize,
-    pub(super) peak_open: usize,
-    pub(super) not_read: usize,
-    pub(super) given_early: usize,
-    pub(super) expired: usize,
+pub struct Counts {
+    pub sessions: usize,
+    pub peak_open: usize,
+    pub not_read: usize,
+    pub given_early: usize,
+    pub expired: usize,
 }
 
 /// The [`Judge`] of one log, its reader's type forgotten.
-pub struct LiveJudge(pub(super) Box<dyn Judge + Send>);
+pub struct LiveJudge(pub Box<dyn Judge + Send>);
 
 impl LiveJudge {
     /// The judge of `reader`'s log, each session starting as `fresh`.
@@ -459,12 +477,19 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
 #[cfg(test)]
 mod tests {
     use super::{at_the_end, session_field};
-    use crate::trace::Finding;
+    use crate::trace::{Finding, FindingKind};
 
     fn finding(line: usize, derived: Vec<Finding>) -> Finding {
         Finding {
+            line,
+            session: "s".into(),
+            at: 0,
+            kind: FindingKind::Invariant,
+            invariant: Some("no_late_delivery"),
+            ids: Vec::new(),
+            message: "late".into(),
+            since: None,
             derived,
-            ..super::super::tests::finding(line)
         }
     }
 

@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
+use super::baseline::{self, Entry};
+use super::junit;
+use super::markdown;
+use super::text::{not_judged_line, render_text};
+use crate::trace::{Finding, InputError, Reading, Verdict};
 use serde_json::json;
-use turnfence_checks::junit;
-use turnfence_checks::report::baseline::{self, Entry};
-use turnfence_checks::report::markdown;
-use turnfence_checks::trace::{self, InputError, Reading, Verdict};
 
 use super::story_lines::Extra;
-use super::write_stdout;
 
 /// One trace's outcome.
 pub enum Outcome {
@@ -23,27 +23,38 @@ pub enum Outcome {
     Unreadable(InputError, Option<Reading>),
 }
 
-/// One trace, as a full report (an input error on standard error).
-pub fn text_one(path: &Path, outcome: &Outcome, max_findings: usize, stale: Option<&[&Entry]>) {
+/// One trace, as a full report: the report (for standard output), and the notes of how it was
+/// read and its input error, a line each (for standard error).
+pub fn text_one(
+    path: &Path,
+    outcome: &Outcome,
+    max_findings: usize,
+    stale: Option<&[&Entry]>,
+) -> (String, Vec<String>) {
     match outcome {
         Outcome::Judged(v, reading, extra) => {
-            for o in &reading.overrides {
-                eprintln!("turnfence check: {}: {o}", path.display());
-            }
-            let mut text = trace::render_text(v, max_findings);
+            let notes = reading
+                .overrides
+                .iter()
+                .map(|o| format!("turnfence check: {}: {o}", path.display()))
+                .collect();
+            let mut text = render_text(v, max_findings);
             text.push_str(&baselined_text(extra));
             text.push_str(&stale_text(stale));
-            write_stdout(&text);
+            (text, notes)
         }
         Outcome::Unreadable(e, reading) => {
-            for o in reading.iter().flat_map(|r| &r.overrides) {
-                eprintln!("turnfence check: {}: {o}", path.display());
-            }
-            if e.line == 0 {
-                eprintln!("turnfence check: {}", e.message);
+            let mut notes: Vec<String> = reading
+                .iter()
+                .flat_map(|r| &r.overrides)
+                .map(|o| format!("turnfence check: {}: {o}", path.display()))
+                .collect();
+            notes.push(if e.line == 0 {
+                format!("turnfence check: {}", e.message)
             } else {
-                eprintln!("turnfence check: {}: {e}", path.display());
-            }
+                format!("turnfence check: {}: {e}", path.display())
+            });
+            (String::new(), notes)
         }
     }
 }
@@ -234,7 +245,7 @@ pub fn json_many(
 
 /// A finding as a JUnit failure's text: the file and line, the session and time, the line its
 /// story starts at, its ids and sentence, then what it explains, a line each.
-fn failure_text(file: &str, f: &trace::Finding) -> String {
+fn failure_text(file: &str, f: &Finding) -> String {
     let since = f
         .since
         .map_or_else(String::new, |s| format!("; its story starts at line {s}"));
@@ -298,7 +309,7 @@ pub fn junit_cases(
                         classname: classname.clone(),
                         failures: Vec::new(),
                         error: None,
-                        skipped: Some(trace::not_judged_line(n)),
+                        skipped: Some(not_judged_line(n)),
                     });
                 }
                 for a in &extra.acknowledged {

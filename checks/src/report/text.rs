@@ -1,6 +1,6 @@
 //! The verdict as text for a person: capped, each finding with where and when, the counts last.
 
-use super::{Finding, FindingKind, Verdict};
+use crate::trace::{Finding, FindingKind, NotJudged, Verdict};
 
 /// How many findings the text report prints unless told otherwise: a few hundred lines at most,
 /// however many there are (the JSON report keeps every one).
@@ -79,7 +79,7 @@ pub fn finding_text(f: &Finding) -> String {
 }
 
 /// A rule left unjudged, as one line: the rule, where, for what, and what the log would need.
-pub fn not_judged_line(n: &super::NotJudged) -> String {
+pub fn not_judged_line(n: &NotJudged) -> String {
     let ids = if n.ids.is_empty() {
         String::new()
     } else {
