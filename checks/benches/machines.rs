@@ -39,7 +39,7 @@ fn steps<M: Fuzz>(c: &mut Criterion, make: &dyn Fn() -> M) {
             for case in &cases {
                 let mut m = make();
                 for input in case {
-                    let _ = fuzz::take(&mut m, input);
+                    let _ = turnfence_checks::shared::take(&mut m, input);
                 }
             }
         })

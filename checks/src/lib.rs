@@ -62,6 +62,7 @@ pub mod gate;
 pub mod live;
 pub mod recorder;
 pub mod report;
+pub mod shared;
 pub mod sync;
 pub mod trace;
 

@@ -111,7 +111,7 @@ pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
                 Outcome::Unreadable(..) => Vec::new(),
             })
             .collect();
-        if let Err(e) = turnfence_checks::gate::write_atomic(path, &baseline::write(entries)) {
+        if let Err(e) = turnfence_checks::shared::write_atomic(path, &baseline::write(entries)) {
             eprintln!("turnfence check: cannot write {}: {e}", path.display());
             return ExitCode::from(2);
         }

@@ -368,7 +368,7 @@ pub fn write_junit(
 ) {
     let Some(path) = path else { return };
     let xml = turnfence_checks::report::junit::render(suite, cases);
-    if let Err(e) = turnfence_checks::gate::write_atomic(path, &xml) {
+    if let Err(e) = turnfence_checks::shared::write_atomic(path, &xml) {
         eprintln!("turnfence: cannot write {}: {e}", path.display());
     }
 }

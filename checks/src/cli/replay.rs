@@ -202,6 +202,6 @@ fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
         .max()
         .map_or(first, |n| n + 1);
     let file = fixtures.join(format!("{next:04}{stem}"));
-    turnfence_checks::gate::write_atomic(&file, &text).map_err(|e| e.to_string())?;
+    turnfence_checks::shared::write_atomic(&file, &text).map_err(|e| e.to_string())?;
     Ok(file)
 }

@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use turnfence_model::{Machine, Monitor};
 
-use crate::fuzz::take;
+use crate::shared::take;
 use turnfence_model::Violation;
 
 /// What exploration needs of a machine beyond the [`Machine`] trait: bounds, an alphabet and

@@ -26,6 +26,8 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use turnfence_model::{Machine, Millis, Monitor, Step, StepOf, Violation};
 
+use crate::shared::take;
+
 /// A case's fault mix: each case draws its own, so some cases lose half their acks and others
 /// none (swarm testing). Percentages are per eligible step.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,14 +160,6 @@ pub struct Case<I> {
     pub inputs: Vec<I>,
     /// How many inputs the case had before any shrinking.
     pub generated: usize,
-}
-
-/// Takes one input, as [`turnfence_model::step`] records it; `false` if it was misuse (a
-/// time-passing step may still be there).
-pub fn take<M: Machine>(m: &mut M, input: &M::Input) -> (Vec<StepOf<M>>, bool) {
-    let mut steps = Vec::new();
-    let ok = turnfence_model::step(m, input, &mut steps).is_ok();
-    (steps, ok)
 }
 
 /// Generates a case of `steps` inputs from `seed`, driving a machine made by `make` to know what

@@ -102,8 +102,8 @@ pub fn write<M: Fuzz>(report: &Report<M>, dir: &Path) -> std::io::Result<PathBuf
     let name = format!("{}.json", report.stem());
     let json = dir.join(&name);
     let md = dir.join(format!("{}.md", report.stem()));
-    crate::gate::write_atomic(&json, &to_json(report))?;
-    crate::gate::write_atomic(&md, &markdown(report, &json))?;
+    crate::shared::write_atomic(&json, &to_json(report))?;
+    crate::shared::write_atomic(&md, &markdown(report, &json))?;
     Ok(json)
 }
 

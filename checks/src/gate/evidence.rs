@@ -5,6 +5,7 @@ use std::io;
 use std::path::Path;
 
 use super::{scenarios, GateRun};
+use crate::shared::write_atomic;
 
 /// The run-wide evidence files besides `acceptance.log`, in the order `acceptance.log` lists them.
 pub const RUN_FILES: [&str; 4] = ["events.jsonl", "trace.jsonl", "metrics.json", "report.json"];
@@ -23,15 +24,6 @@ pub fn known_files() -> Vec<String> {
             .map(|n| format!("{n}.log")),
     );
     names
-}
-
-/// Writes `text` to `path` atomically.
-pub fn write_atomic(path: &Path, text: &str) -> io::Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    #[allow(clippy::disallowed_methods)] // The one place evidence reaches the disk.
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
 }
 
 fn pretty(value: &serde_json::Value) -> String {

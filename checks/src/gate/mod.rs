@@ -25,7 +25,7 @@ use turnfence_model::turn::{
 use turnfence_model::{Millis, Plant};
 
 pub use checks::{Check, CommitAfterCancel};
-pub use evidence::{write_atomic, write_evidence};
+pub use evidence::write_evidence;
 pub use scenarios::{Scenario, NAMES, REALTIME_NAMES};
 
 use crate::dialect::lab::writer::{input_line, number_frames, output_line, LabEvent};

@@ -304,7 +304,7 @@ where
 {
     use proptest::prop_assert_eq;
     use proptest::test_runner::TestCaseError;
-    use turnfence_checks::fuzz::take;
+    use turnfence_checks::shared::take;
     use turnfence_model::Monitor as _;
     let mut sets: Vec<M::Bounds> = M::ci_bounds().into_iter().map(|(_, b)| b).collect();
     sets.push(M::hunt_bounds());
@@ -404,7 +404,7 @@ fn a_turn_state_copied_in_place_over_other_texts_is_its_source() {
         let (mut m, mut mon) = explore::start(&<TurnMachine>::default);
         for line in &lines[..to] {
             let input: Input = serde_json::from_str(line).expect(line);
-            let (steps, ok) = turnfence_checks::fuzz::take(&mut m, &input);
+            let (steps, ok) = turnfence_checks::shared::take(&mut m, &input);
             assert!(ok, "refused: {line}");
             steps.iter().for_each(|s| drop(mon.observe(s)));
         }

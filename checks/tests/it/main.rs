@@ -97,7 +97,7 @@ pub fn walk<M: turnfence_checks::explore::Explore>(
             break;
         }
         let input = &inputs[choice as usize % inputs.len()];
-        let (steps, _) = turnfence_checks::fuzz::take(&mut m, input);
+        let (steps, _) = turnfence_checks::shared::take(&mut m, input);
         steps.iter().for_each(|s| drop(mon.observe(s)));
     }
     (m, mon)
@@ -251,7 +251,7 @@ pub fn replays_to<M: turnfence_model::Machine>(
     use turnfence_model::Monitor as _;
     let mut last = Vec::new();
     for input in path {
-        let (steps, ok) = turnfence_checks::fuzz::take(&mut machine, input);
+        let (steps, ok) = turnfence_checks::shared::take(&mut machine, input);
         assert!(ok, "{what}: {input:?} refused on replay");
         last = steps.iter().flat_map(|s| monitor.observe(s)).collect();
     }

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use turnfence_checks::explore::{self, fence::FenceBounds, turn::TurnBounds, Explore};
-use turnfence_checks::fuzz::take;
+use turnfence_checks::shared::take;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::turn::TurnMachine;
 use turnfence_model::{Invariant as _, Monitor as _, Plantable};

@@ -8,7 +8,7 @@ use std::fmt::Write;
 
 use proptest::prelude::*;
 use turnfence_checks::explore::{self, fence::FenceBounds, Explore};
-use turnfence_checks::fuzz::take;
+use turnfence_checks::shared::take;
 use turnfence_model::fence::rename::Renaming;
 use turnfence_model::fence::table::valid_id;
 use turnfence_model::fence::{self, FenceMachine, Id, Monitor};

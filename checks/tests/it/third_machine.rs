@@ -346,7 +346,7 @@ fn a_machine_without_parts_is_restored_whole() {
     let source = Counter::default();
     let source_watch = source.monitor();
     let (mut copy, mut watch) = (source.clone(), source_watch.clone());
-    let (steps, ok) = turnfence_checks::fuzz::take(&mut copy, &In::new(5, Kind::Dec));
+    let (steps, ok) = turnfence_checks::shared::take(&mut copy, &In::new(5, Kind::Dec));
     assert!(ok);
     steps.iter().for_each(|s| drop(watch.observe(s)));
     assert_ne!(format!("{copy:?}"), format!("{source:?}"));

@@ -7,7 +7,6 @@ use std::hash::{Hash, Hasher};
 use stateright::{Model, Property};
 use turnfence_checks::explore::fence::FenceBounds;
 use turnfence_checks::explore::{self, Explore};
-use turnfence_checks::fuzz;
 use turnfence_model::fence;
 use turnfence_model::fence::FenceMachine;
 use turnfence_model::prelude::*;
@@ -61,7 +60,7 @@ impl Model for PeerModel {
 
     fn next_state(&self, last: &PeerState, action: fence::Input) -> Option<PeerState> {
         let mut next = last.clone();
-        let (steps, ok) = fuzz::take(&mut next.machine, &action);
+        let (steps, ok) = turnfence_checks::shared::take(&mut next.machine, &action);
         if !ok {
             return None;
         }

@@ -5,7 +5,6 @@
 use std::collections::{HashSet, VecDeque};
 
 use turnfence_checks::explore::{self, Explore};
-use turnfence_checks::fuzz;
 use turnfence_model::{Monitor, StepOf};
 
 /// Every distinct state of machine `M` within the bounds (machine and monitor), in breadth-first
@@ -68,7 +67,7 @@ pub fn successor<M: Explore>(
     input: &M::Input,
 ) -> Option<Successor<M>> {
     let (mut next, mut memory) = (machine.clone(), monitor.clone());
-    let (steps, ok) = fuzz::take(&mut next, input);
+    let (steps, ok) = turnfence_checks::shared::take(&mut next, input);
     if !ok {
         return None;
     }
