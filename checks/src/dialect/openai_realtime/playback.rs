@@ -316,11 +316,18 @@ impl Line<'_> {
                     .to_owned(),
             });
         }
-        // The app's own interruption truncating to all the response played, nothing of it left
-        // to play (the SDK truncates the item a response still generating owns to its full
-        // length, `_interrupt_audio_playback`): the truncation drops nothing, and the model,
-        // which truncates what it clears, gives none.
-        let drops_nothing = cuts
+        // A truncation to all the response played, nothing of it left to play, drops nothing,
+        // and the model, which truncates what it clears, gives none: the app's own interruption
+        // of a response still generating (the SDK truncates the item it owns to its full length,
+        // `_interrupt_audio_playback`), or of a finished one whose audio all played out, no line
+        // having cleared it (the SDK's playback tracker still names the last item it played, and
+        // truncates it where it ended).
+        let played_out = !s.cleared.contains(&turn)
+            && self.machine.is_some_and(|m| {
+                let t = m.session().turn(&turn);
+                t.is_some_and(|t| t.phase.is_terminal())
+            });
+        let drops_nothing = (cuts || played_out)
             && self.machine.is_some_and(|m| {
                 let s = m.session();
                 s.playback.frames_of(&turn) == 0 && s.turn(&turn).is_some_and(|t| t.played == heard)
