@@ -23,6 +23,7 @@ from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # noqa: E402
 import oracle  # noqa: E402
 
 
@@ -44,7 +45,7 @@ def tally(turnfence: str, run: Path) -> tuple[int, Counter]:
     causes: Counter = Counter()
     logs = sessions(run)
     for log in logs:
-        meta = json.loads(log.open().readline()).get("meta", {})
+        meta = corpus.flat(json.loads(log.open().readline()).get("meta", {}))
         patched = None
         if meta.get("expect") == "rejected":
             patched = oracle.Patched("patch", meta["invariant"], int(meta["line"]))

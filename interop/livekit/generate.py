@@ -65,6 +65,7 @@ from typing import Any  # noqa: E402
 
 import fakes  # noqa: E402
 import harness  # noqa: E402
+import corpus  # noqa: E402
 import oracle  # noqa: E402
 import patches  # noqa: E402
 import script  # noqa: E402
@@ -509,11 +510,11 @@ def write_logs(base: Path, d: Drawn, r: Run, note: str, patch: str | None) -> tu
     ev_path = Path(f"{base}.events.jsonl")
     rep_path = Path(f"{base}.report.jsonl")
     with open(ev_path, "w") as fh:
-        fh.write(json.dumps({"meta": m}) + "\n")
+        fh.write(json.dumps({"meta": corpus.nest(m)}) + "\n")
         for s in r.lines:
             fh.write(s + "\n")
     with open(rep_path, "w") as fh:
-        fh.write(json.dumps({"meta": {**m, **({"line": 2} if "line" in m else {})}}) + "\n")
+        fh.write(json.dumps({"meta": corpus.nest({**m, **({"line": 2} if "line" in m else {})})}) + "\n")
         if r.report is not None:
             fh.write(json.dumps(r.report.to_dict(), default=str) + "\n")
     return ev_path, rep_path

@@ -26,7 +26,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 
+import corpus  # noqa: E402
 import fakes  # noqa: E402
 import patches  # noqa: E402
 import script  # noqa: E402
@@ -241,7 +243,7 @@ def meta(sc: script.Scenario, options: dict[str, Any], line: int | None) -> dict
         m["line"] = line
         m["patch"] = patches.PATCHES[sc.bug.patch].__doc__.strip()
         m["source"] = sc.bug.source
-    return {"meta": m}
+    return {"meta": corpus.nest(m)}
 
 
 def main() -> int:

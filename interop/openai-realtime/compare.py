@@ -40,6 +40,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import corpus  # noqa: E402
+
 ID = re.compile(r"\b(?:event|item|resp|call|conv|sess)_[A-Za-z0-9]{22}\b")
 DEFAULT_TOLERANCE_MS = 100
 SWAP_MS = 80
@@ -204,7 +207,7 @@ def compare_files(expected: Path, actual: Path, tolerance: int) -> str | None:
                     f"other order (lines {pos[i] + 2} and {pos[j] + 2})"
                 )
     if ma is not None and mb is not None:
-        ma, mb = dict(ma["meta"]), dict(mb["meta"])
+        ma, mb = corpus.flat(ma["meta"]), corpus.flat(mb["meta"])
         la, lb = ma.pop("line", None), mb.pop("line", None)
         if ma != mb:
             return f"line 1 (meta): {first_difference(ma, mb)}"

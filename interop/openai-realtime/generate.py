@@ -51,6 +51,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import harness  # noqa: E402
+import corpus  # noqa: E402
 import oracle  # noqa: E402
 import patches  # noqa: E402
 import script  # noqa: E402
@@ -130,7 +131,7 @@ class Planted:
 def write_log(path: Path, session: strategies.Session, name: str, lines: list[dict[str, Any]],
               note: str | None = None, witness: int | None = None) -> None:
     sc = session.scenario(name)
-    m = harness.meta(sc, None)
+    m = {"meta": corpus.flat(harness.meta(sc, None)["meta"])}
     m["meta"]["story"] = "a generated session (interop/openai-realtime/generate.py)"
     if session.patch:
         m["meta"]["patch"] = session.patch
@@ -142,7 +143,7 @@ def write_log(path: Path, session: strategies.Session, name: str, lines: list[di
     if note:
         m["meta"]["story"] += ". " + note
     with open(path, "w") as fh:
-        fh.write(json.dumps(m) + "\n")
+        fh.write(json.dumps({"meta": corpus.nest(m["meta"])}) + "\n")
         for x in lines:
             fh.write(json.dumps(x) + "\n")
 

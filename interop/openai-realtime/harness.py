@@ -47,7 +47,9 @@ os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 
+import corpus  # noqa: E402
 import patches  # noqa: E402
 import script  # noqa: E402
 import server as fake_server  # noqa: E402
@@ -463,7 +465,7 @@ def meta(sc: script.Scenario, line: int | None) -> dict[str, Any]:
             m["patch"] = " ".join((patches.PATCHES[sc.bug.patch].__doc__ or "").split())
         else:
             m["patch"] = sc.bug.patch_text
-    return {"meta": m}
+    return {"meta": corpus.nest(m)}
 
 
 def main() -> int:

@@ -40,6 +40,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import corpus  # noqa: E402
+
 T_TOLERANCE_MS = 150
 GLOB = "pipecat@*/*.jsonl"
 
@@ -129,7 +132,7 @@ def compare_files(expected: Path, actual: Path) -> str | None:
             d = first_difference(x, y)
             if d:
                 return f"line {i + 1} / {j + 1} ({_name(x)}): {d}"
-    ma, mb = dict(a[0]["meta"]), dict(b[0]["meta"])
+    ma, mb = corpus.flat(a[0]["meta"]), corpus.flat(b[0]["meta"])
     la, lb = ma.pop("line", None), mb.pop("line", None)
     if ma != mb:
         return f"line 1 (meta): {first_difference(ma, mb)}"

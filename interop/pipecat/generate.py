@@ -238,7 +238,7 @@ def replay(path: Path, out: Path, turnfence: str) -> int:
         if ln.startswith("session: "):
             js = ln[len("session: ") :]
         elif ln.startswith('{"meta"'):
-            src = json.loads(ln)["meta"].get("source", "")
+            src = json.loads(ln)["meta"].get("fixture", {}).get("source", "")
             if "the session: " in src:
                 js = src.split("the session: ", 1)[1]
         if js:

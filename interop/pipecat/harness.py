@@ -26,6 +26,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
 
 
 def _offline_punkt() -> None:
@@ -50,6 +51,7 @@ def _offline_punkt() -> None:
 
 _offline_punkt()
 
+import corpus  # noqa: E402
 import fakes  # noqa: E402
 import patches  # noqa: E402
 import script  # noqa: E402
@@ -318,7 +320,7 @@ def meta(sc: script.Scenario, options: dict[str, Any], line: int | None) -> dict
         else:
             m["patch"] = patches.PATCHES[bug.patch].__doc__.strip()
         m["source"] = bug.source if bug.patch is not None else f"interop/pipecat scenario {sc.name}; {bug.source}"
-    return {"meta": m}
+    return {"meta": corpus.nest(m)}
 
 
 def main() -> int:

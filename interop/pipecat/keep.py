@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "interop"))
+
+import corpus  # noqa: E402
 
 
 def main() -> int:
@@ -30,7 +34,7 @@ def main() -> int:
 
     lines = a.log.read_text().splitlines()
     meta = json.loads(lines[0])
-    m = meta["meta"]
+    m = corpus.flat(meta["meta"])
     txt = a.log.with_suffix(".txt")
     story = txt.read_text().split("\n\nverdict:")[0] if txt.exists() else ""
     session = ""
@@ -49,6 +53,7 @@ def main() -> int:
         m["patch"] = "none: unpatched Pipecat, this version has the bug itself"
     out = ROOT / "fixtures" / "generated" / f"pipecat@{m['version']}" / f"{a.name}.jsonl"
     out.parent.mkdir(parents=True, exist_ok=True)
+    meta["meta"] = corpus.nest(m)
     out.write_text("\n".join([json.dumps(meta)] + lines[1:]) + "\n")
     print(out.relative_to(ROOT))
     return 0

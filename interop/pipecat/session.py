@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import harness  # noqa: I001  (first: its import makes 0.0.84's offline Punkt data)
+import corpus
 import fakes
 import patches
 import script
@@ -367,14 +368,16 @@ def run_to_file(s: Session, path: Path, result_path: Path) -> None:
     patches.observe(lambda: len(observer.lines))
     options, errors, notes = vclock.run(run(s, observer))
     meta = {
-        "meta": {
-            "dialect": "pipecat",
-            "version": PIPECAT_VERSION,
-            "options": options,
-            "expect": "accepted",
-            "story": "a generated session (interop/pipecat/generate.py)",
-            "source": "interop/pipecat/generate.py",
-        }
+        "meta": corpus.nest(
+            {
+                "dialect": "pipecat",
+                "version": PIPECAT_VERSION,
+                "options": options,
+                "expect": "accepted",
+                "story": "a generated session (interop/pipecat/generate.py)",
+                "source": "interop/pipecat/generate.py",
+            }
+        )
     }
     with open(path, "w") as fh:
         fh.write(json.dumps(meta) + "\n")

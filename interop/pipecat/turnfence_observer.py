@@ -228,7 +228,7 @@ class TurnfenceObserver(BaseObserver):
             only.
         options: what the pipeline was built with (``allow_interruptions`` and the rest),
             written into the meta line.
-        meta: more keys of the meta line (``story``, ``expect``, ``source`` ...).
+        meta: more keys of the meta line (``session_key``; a test corpus's own under ``fixture``).
         sink: called with each line's object as it is logged (the meta line excluded).
     """
 

@@ -150,10 +150,12 @@ fn promote_to(path: &Path, fixtures: &Path) -> Result<PathBuf, String> {
     let mut lines = vec![serde_json::json!({ "meta": {
         "dialect": "canonical",
         "machine": machine,
-        "expect": "rejected",
-        "invariant": invariant,
-        "story": format!("promoted from the counterexample of seed {seed}{}",
-            v.get("flaw").and_then(Value::as_str).map(|f| format!(" (planted flaw {f})")).unwrap_or_default()),
+        "fixture": {
+            "expect": "rejected",
+            "invariant": invariant,
+            "story": format!("promoted from the counterexample of seed {seed}{}",
+                v.get("flaw").and_then(Value::as_str).map(|f| format!(" (planted flaw {f})")).unwrap_or_default()),
+        },
     }})
     .to_string()];
     for step in v["steps"].as_array().cloned().unwrap_or_default() {

@@ -1,7 +1,7 @@
 //! The canonical trace form: one JSON object per line.
 //!
 //! ```json
-//! {"meta":{"expect":"accepted"}}
+//! {"meta":{"dialect":"canonical"}}
 //! {"at":0,"session":"s1","input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":500}
 //! {"at":61,"session":"s1","input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi"}
 //! {"at":61,"session":"s1","output":"delivered","turn":"t1","generation":1,"seq":1}

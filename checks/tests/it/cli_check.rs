@@ -197,7 +197,10 @@ fn check_judges_a_directory_by_each_meta_line_and_writes_junit() {
         .map(|(p, open)| {
             let meta: serde_json::Value =
                 serde_json::from_str(read(&p).lines().next().unwrap()).unwrap();
-            let mut expect = meta["meta"]["expect"].as_str().unwrap().to_owned();
+            let mut expect = meta["meta"]["fixture"]["expect"]
+                .as_str()
+                .unwrap()
+                .to_owned();
             if open {
                 // Still misjudged (fixtures/open/).
                 expect = "open".to_owned();

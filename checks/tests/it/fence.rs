@@ -50,7 +50,7 @@ pub(crate) fn record(
 }
 
 fn meta_invariant(path: &Path) -> Option<String> {
-    crate::meta(&read(path))["invariant"]
+    crate::fixture(&read(path))["invariant"]
         .as_str()
         .map(str::to_owned)
 }

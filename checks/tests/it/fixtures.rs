@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::{fixtures, meta, read};
+use crate::{fixture, fixtures, meta, read};
 
 use turnfence_checks::dialect;
 use turnfence_checks::gate;
@@ -16,7 +16,7 @@ use turnfence_model::turn::{Invariant, Profile, TurnMachine};
 #[track_caller]
 fn check(path: &Path) -> String {
     let text = read(path);
-    let meta = meta(&text);
+    let meta = fixture(&text);
     let name = path.file_name().unwrap().to_string_lossy().into_owned();
     // Read as its own meta line says (dialect and machine), as `turnfence check` reads it.
     let result = dialect::check_input(text.as_bytes(), &Default::default()).verdict;
@@ -130,11 +130,15 @@ fn the_mapping_guides_examples_give_their_verdicts() {
 fn every_invariant_has_rejected_fixtures_in_both_dialects() {
     let mut seen: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for f in fixtures("rejected") {
-        let m = meta(&read(&f));
+        let text = read(&f);
+        let m = fixture(&text);
         if let Some(i) = m["invariant"].as_str().and_then(Invariant::from_name) {
-            seen.entry(i.name())
-                .or_default()
-                .push(m["dialect"].as_str().unwrap_or("canonical").to_owned());
+            seen.entry(i.name()).or_default().push(
+                meta(&text)["dialect"]
+                    .as_str()
+                    .unwrap_or("canonical")
+                    .to_owned(),
+            );
         }
     }
     for i in Invariant::ALL {
@@ -202,7 +206,7 @@ fn the_invariants_reference_names_every_rejected_fixture() {
         )
         .collect();
     for path in fixtures("rejected") {
-        let meta = meta(&read(&path));
+        let meta = fixture(&read(&path));
         let Some(name) = meta["invariant"].as_str() else {
             continue;
         };

@@ -7,13 +7,13 @@ use turnfence_checks::dialect;
 use turnfence_checks::report;
 use turnfence_checks::trace;
 
-use crate::{generated_corpus, interop_corpus, meta, open_corpus, read};
+use crate::{fixture, generated_corpus, interop_corpus, meta, open_corpus, read};
 
 /// One corpus log's verdict as a line of the corpus report: its expectation held, with what was
 /// left unjudged.
 fn judged(path: &std::path::Path) -> String {
     let text = read(path);
-    let m = meta(&text);
+    let m = fixture(&text);
     let folder = path
         .parent()
         .unwrap()
@@ -82,7 +82,7 @@ fn every_generated_session_kept_is_judged_as_its_meta_line_expects() {
 /// did wrong (the witness), has that rule among its findings at or after that line.
 fn generated_judged_right(path: &std::path::Path) -> bool {
     let text = read(path);
-    let m = meta(&text);
+    let m = fixture(&text);
     let Ok(v) = dialect::check_input(text.as_bytes(), &Default::default()).verdict else {
         return false;
     };

@@ -224,6 +224,12 @@ pub fn meta(text: &str) -> serde_json::Value {
     first["meta"].clone()
 }
 
+/// A fixture's own keys, under its meta line's `fixture` (what it expects, where its bug is, its
+/// story), which `check` ignores by rule.
+pub fn fixture(text: &str) -> serde_json::Value {
+    meta(text)["fixture"].clone()
+}
+
 /// A file the tests read (a fixture, a report they wrote).
 pub fn read(path: &Path) -> String {
     #[allow(clippy::disallowed_methods)] // Fixtures and reports are the tests' input.

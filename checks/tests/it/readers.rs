@@ -39,7 +39,7 @@ fn a_livekit_reply_speaking_again_after_a_resume_delivers_nothing_new() {
 #[test]
 fn a_realtime_refusal_is_of_the_create_its_error_names_else_the_oldest_waiting() {
     let log = [
-        r#"{"meta":{"dialect":"openai-realtime","expect":"accepted"}}"#,
+        r#"{"meta":{"dialect":"openai-realtime","fixture":{"expect":"accepted"}}}"#,
         r#"{"t_ms":0,"dir":"client","event":{"type":"response.create","event_id":"evt_c1"}}"#,
         r#"{"t_ms":20,"dir":"server","event":{"type":"response.created","event_id":"event_1","response":{"id":"resp_1","status":"in_progress","output_modalities":["text"]}}}"#,
         r#"{"t_ms":41,"dir":"client","event":{"type":"response.create","event_id":"evt_c3"}}"#,
@@ -71,7 +71,7 @@ fn a_realtime_refusal_is_of_the_create_its_error_names_else_the_oldest_waiting()
 #[test]
 fn no_hidden_spawn_explains_a_child_started_again_or_in_no_turn() {
     let log = [
-        r#"{"meta":{"dialect":"canonical","expect":"rejected","invariant":"unexpected_output","partial":true}}"#,
+        r#"{"meta":{"dialect":"canonical","fixture":{"expect":"rejected","invariant":"unexpected_output"},"partial":true}}"#,
         r#"{"at":0,"session":"s","input":"accept","turn":"t1","generation":1,"mode":"text","deadline_ms":500}"#,
         r#"{"at":14,"session":"s","input":"spawn","turn":"t1","child":"report-build","kind":{"tool":{"name":"report.build","cancellable":true}}}"#,
         r#"{"at":14,"session":"s","output":"child_started","turn":"t1","child":"report-build"}"#,
@@ -99,7 +99,7 @@ fn found_unexplained(log: &str, expected: &[(usize, &str)]) {
 #[test]
 fn no_hidden_tick_explains_a_resume_of_a_turn_not_paused() {
     let log = [
-        r#"{"meta":{"dialect":"canonical","expect":"rejected","invariant":"interruption_decided_once","profile":"livekit-agents","partial":true}}"#,
+        r#"{"meta":{"dialect":"canonical","fixture":{"expect":"rejected","invariant":"interruption_decided_once"},"profile":"livekit-agents","partial":true}}"#,
         r#"{"at":0,"session":"s","input":"accept","turn":"t1","generation":1,"mode":"audio","deadline_ms":5000}"#,
         r#"{"at":10,"session":"s","input":"delta","turn":"t1","generation":1,"seq":1,"text":"Hi","frames":20}"#,
         r#"{"at":3000,"session":"s","output":"playback_resumed","turn":"t1"}"#,
@@ -141,7 +141,7 @@ fn a_lab_childs_own_component_names_its_kind() {
 /// The inputs of `kind` the checker read from a lab log of `lines` (a meta line of an accepted,
 /// partial capture put first), each step as JSON; the log conforms.
 fn lab_inputs(lines: &[&str], kind: &str) -> Vec<serde_json::Value> {
-    let meta = r#"{"meta":{"dialect":"lab","expect":"accepted","partial":true}}"#;
+    let meta = r#"{"meta":{"dialect":"lab","fixture":{"expect":"accepted"},"partial":true}}"#;
     let log = std::iter::once(meta)
         .chain(lines.iter().copied())
         .collect::<Vec<_>>()
