@@ -253,8 +253,12 @@ impl Line<'_> {
         // the log shows each of its deltas played.
         let mut left = u32::try_from(take).unwrap_or(u32::MAX);
         let mut shown = Vec::new();
+        // A reply the `CancelFrame` stopped at this very line: the machine as it stood before
+        // the stop still holds its audio.
+        let stopped = s.stopped_by_cancel.contains(&r);
         let runs = self
             .machine
+            .filter(|_| !stopped)
             .into_iter()
             .flat_map(|m| m.session().playback.runs());
         for (frame, n) in runs.take_while(|(frame, _)| frame.turn == id.as_str()) {
