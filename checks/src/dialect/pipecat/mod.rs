@@ -101,7 +101,6 @@ struct Frame {
     result: Option<Value>,
     #[allow(dead_code)]
     run_llm: Option<bool>,
-    #[allow(dead_code)]
     is_final: Option<bool>,
     #[allow(dead_code)]
     error: Option<Value>,
