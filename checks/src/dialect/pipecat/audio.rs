@@ -146,10 +146,15 @@ impl Line<'_> {
     }
 
     /// `TTSSpeakFrame`: the application speaks a text of its own, a reply without an LLM
-    /// (`uninterruptible`: `TTSSpeakFrame(interruptible=False)`).
+    /// (`uninterruptible`: `TTSSpeakFrame(interruptible=False)`). Queued behind a reply the TTS
+    /// still speaks (a speech queued back to back with another), it begins where the TTS takes
+    /// it up: the TTS speaks one after the other, each its own context.
     pub(super) fn speak(&self, s: &mut Pipecat) -> Events {
         let r = self.new_reply(s, "speak", self.f.uninterruptible);
         s.replies[r].given = letters(self.f.text.as_deref());
+        if s.tts_order.iter().any(|q| *q < r) {
+            return Vec::new();
+        }
         self.accept(s, r)
     }
 
