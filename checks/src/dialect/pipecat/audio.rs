@@ -240,9 +240,13 @@ impl Line<'_> {
     /// no longer holds — its reply's, played.
     fn played(&self, s: &mut Pipecat, ms: Millis) -> Events {
         // The chunk the output was writing at an interruption, logged at its end after it: it
-        // was counted played at the interruption.
+        // was counted played at the interruption. One begun in the interruption's millisecond
+        // is that chunk too: the output's audio task takes the next chunk as soon as it pushed
+        // the last, in that instant, and an interruption that reached the output first would
+        // have left it no interruptible audio to take (`MediaSender.handle_interruptions`
+        // empties the queue and keeps the task writing).
         if let Some(cut) = s.in_write.take() {
-            if self.at.saturating_sub(ms) < cut {
+            if self.at.saturating_sub(ms) <= cut {
                 return Vec::new();
             }
         }
