@@ -49,6 +49,12 @@ pub const SKIPPED: &[&str] = &[
     "StopInterruptionFrame",
     "BotInterruptionFrame",
     "InterruptionTaskFrame",
+    // Requests too (before 1.0): an aggregator that has a transcript without VAD asks the input
+    // transport upstream to emulate the user's speech (`LLMUserContextAggregator`), and the
+    // transport answers with the user's turn frames and the `StartInterruptionFrame` that acts
+    // (`BaseInputTransport._handle_user_interruption(emulated=True)`).
+    "EmulateUserStartedSpeakingFrame",
+    "EmulateUserStoppedSpeakingFrame",
 ];
 
 /// A frame's line: every key the observer writes, over both pinned versions.
