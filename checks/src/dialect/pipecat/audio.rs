@@ -146,10 +146,15 @@ impl Line<'_> {
     }
 
     /// `TTSSpeakFrame`: the application speaks a text of its own, a reply without an LLM
-    /// (`uninterruptible`: `TTSSpeakFrame(interruptible=False)`).
+    /// (`uninterruptible`: `TTSSpeakFrame(interruptible=False)`). Queued behind a reply the TTS
+    /// still speaks (a speech queued back to back with another), it begins where the TTS takes
+    /// it up: the TTS speaks one after the other, each its own context.
     pub(super) fn speak(&self, s: &mut Pipecat) -> Events {
         let r = self.new_reply(s, "speak", self.f.uninterruptible);
         s.replies[r].given = letters(self.f.text.as_deref());
+        if s.tts_order.iter().any(|q| *q < r) {
+            return Vec::new();
+        }
         self.accept(s, r)
     }
 
@@ -235,9 +240,13 @@ impl Line<'_> {
     /// no longer holds — its reply's, played.
     fn played(&self, s: &mut Pipecat, ms: Millis) -> Events {
         // The chunk the output was writing at an interruption, logged at its end after it: it
-        // was counted played at the interruption.
+        // was counted played at the interruption. One begun in the interruption's millisecond
+        // is that chunk too: the output's audio task takes the next chunk as soon as it pushed
+        // the last, in that instant, and an interruption that reached the output first would
+        // have left it no interruptible audio to take (`MediaSender.handle_interruptions`
+        // empties the queue and keeps the task writing).
         if let Some(cut) = s.in_write.take() {
-            if self.at.saturating_sub(ms) < cut {
+            if self.at.saturating_sub(ms) <= cut {
                 return Vec::new();
             }
         }
@@ -253,8 +262,12 @@ impl Line<'_> {
         // the log shows each of its deltas played.
         let mut left = u32::try_from(take).unwrap_or(u32::MAX);
         let mut shown = Vec::new();
+        // A reply the `CancelFrame` stopped at this very line: the machine as it stood before
+        // the stop still holds its audio.
+        let stopped = s.stopped_by_cancel.contains(&r);
         let runs = self
             .machine
+            .filter(|_| !stopped)
             .into_iter()
             .flat_map(|m| m.session().playback.runs());
         for (frame, n) in runs.take_while(|(frame, _)| frame.turn == id.as_str()) {

@@ -14,6 +14,7 @@
 //! nor lists, or a key it does not know, is an input error at its line.
 
 mod audio;
+mod end;
 pub mod entry;
 mod options;
 mod tools;
@@ -49,6 +50,12 @@ pub const SKIPPED: &[&str] = &[
     "StopInterruptionFrame",
     "BotInterruptionFrame",
     "InterruptionTaskFrame",
+    // Requests too (before 1.0): an aggregator that has a transcript without VAD asks the input
+    // transport upstream to emulate the user's speech (`LLMUserContextAggregator`), and the
+    // transport answers with the user's turn frames and the `StartInterruptionFrame` that acts
+    // (`BaseInputTransport._handle_user_interruption(emulated=True)`).
+    "EmulateUserStartedSpeakingFrame",
+    "EmulateUserStoppedSpeakingFrame",
 ];
 
 /// A frame's line: every key the observer writes, over both pinned versions.
@@ -101,7 +108,6 @@ struct Frame {
     result: Option<Value>,
     #[allow(dead_code)]
     run_llm: Option<bool>,
-    #[allow(dead_code)]
     is_final: Option<bool>,
     #[allow(dead_code)]
     error: Option<Value>,
@@ -156,8 +162,15 @@ pub struct Pipecat {
     options: Options,
     /// The pipeline's clock (ms): the latest `t_ms`.
     clock: Millis,
-    /// The session ended (`EndFrame`, `CancelFrame`).
-    ended: bool,
+    /// An `EndFrame` came: the pipeline ends once it has drained, at the log's end.
+    end_requested: bool,
+    /// A `CancelFrame` came (its time), and whether it has reached every processor.
+    cancelled_at: Option<Millis>,
+    cancel_reached: bool,
+    /// The calls an interruption had asked to stop when the `CancelFrame` reached them.
+    stopping_at_cancel: Vec<String>,
+    /// The replies the `CancelFrame` stopped: the model holds none of their audio after.
+    stopped_by_cancel: Vec<usize>,
     replies: Vec<Reply>,
     /// The LLM response in progress; the last LLM response.
     response: Option<usize>,
@@ -230,19 +243,29 @@ impl StackDialect<TurnMachine> for Pipecat {
             ));
         }
         self.clock = t;
-        if self.ended {
+        if name == "StartFrame" && (self.end_requested || self.cancelled_at.is_some()) {
             return Err(InputError::at(
                 line,
-                format!("{name} after the pipeline ended (EndFrame or CancelFrame): one pipeline per log"),
+                "StartFrame after the pipeline's EndFrame or CancelFrame: one pipeline per log",
             ));
+        }
+        let machine = sessions.peek(SESSION).map(|c| c.machine());
+        let mut out = Vec::new();
+        if let Some(cancelled) = self.cancelled_at.filter(|c| t > *c && !self.cancel_reached) {
+            out = self.cancel_reached(cancelled, line, machine);
         }
         let x = Line {
             at: t,
             line,
             f: &f,
-            machine: sessions.peek(SESSION).map(|c| c.machine()),
+            machine,
         };
-        x.translate(&name, self)
+        out.extend(x.translate(&name, self)?);
+        Ok(out)
+    }
+
+    fn end(&mut self, line: usize, sessions: &Sessions<TurnMachine>) -> Result<Events, InputError> {
+        Ok(self.pipeline_ended(line, sessions.peek(SESSION).map(|c| c.machine())))
     }
 }
 
@@ -301,15 +324,20 @@ impl Line<'_> {
                 }
                 Ok(Vec::new())
             }
-            "EndFrame" | "CancelFrame" => {
-                s.ended = true;
-                let mut out = self.accept_up_to(s, s.replies.len());
-                out.extend(self.finish_all(s));
-                out.push(self.input(InputKind::Tick));
-                out.push(Event::End {
-                    session: SESSION.to_owned(),
-                });
-                Ok(out)
+            // An `EndFrame` is a control frame each processor handles after the frames it
+            // already holds: what they push behind it is read as any frame is, and the session
+            // ends with the log (`Pipecat::pipeline_ended`).
+            "EndFrame" => {
+                s.end_requested = true;
+                Ok(Vec::new())
+            }
+            // A `CancelFrame` is a system frame that overtakes what processors hold; those it
+            // has not reached yet still push in the same instant (`Pipecat::cancel_reached`).
+            "CancelFrame" => {
+                s.cancelled_at.get_or_insert(self.at);
+                // Audio played after it starts its story here, as after an interruption.
+                s.interruptions.push(self.line);
+                Ok(Vec::new())
             }
             "InterruptionFrame" | "StartInterruptionFrame" => Ok(self.interruption(s)),
             "STTMuteFrame" => {

@@ -75,11 +75,21 @@ impl Line<'_> {
     /// `FunctionCallResultFrame`: the call's result, taken into the context — its answer. A
     /// result of a call the interruption asked to stop (and that never stopped) is a side
     /// effect the cancelled call left, stated as such.
+    ///
+    /// A result with `is_final: false` is the call's progress (1.x, an async call's
+    /// `FunctionCallResultProperties(is_final=False)`): it settles nothing, clears no timeout,
+    /// and the call runs on (`LLMService._run_function_call`'s result callback), so one of a
+    /// call still running is no answer. One of a call already settled, which Pipecat rejects,
+    /// is read as an answer: the model judges it.
     pub(super) fn call_result(&self, s: &mut Pipecat) -> Result<Events, InputError> {
         let (turn, id) = self.started_call(s, "FunctionCallResultFrame")?;
         let child = self
             .machine
             .and_then(|m| m.session().turn(&turn)?.child(&id).cloned());
+        let running = child.as_ref().is_some_and(|c| c.state.is_pending());
+        if self.f.is_final == Some(false) && running {
+            return Ok(Vec::new());
+        }
         let mut out = Vec::new();
         if child
             .as_ref()
