@@ -230,6 +230,16 @@ struct Session {
     answered: BTreeSet<String>,
     /// The user's speech in progress.
     speech: Option<Speech>,
+    /// LiveKit may have paused the output before the reply's first audio: the user spoke while
+    /// a speech was current (or about to be) and none of its audio was out
+    /// (`AgentActivity.on_start_of_speech`, `_interrupt_by_audio_activity` while thinking,
+    /// `_reconcile_playout_pause`), with no event; its `agent_false_interruption` decides it,
+    /// or the reply's end. The agent `speaking` does not lift it: 1.6.4 says so at the output's
+    /// first frame (`_on_first_frame`), which a paused output takes too.
+    pre_paused: bool,
+    /// The agent's state, as the log last said it, is `speaking` (LiveKit pauses a speech
+    /// before its audio only while it is not).
+    agent_speaking: bool,
     /// The log records LiveKit's speech creation (`speech_created`): a reply begins only where a
     /// speech was created (or tool results were committed, for a reply to them) since the last
     /// one ended, and the agent speaking with neither is the last reply's audio, late.
@@ -541,14 +551,7 @@ impl Line<'_> {
             "user_input_transcribed" => Ok(Vec::new()),
             "agent_false_interruption" => Ok(self.false_interruption(s)),
             "conversation_item_added" => Ok(self.item_added(s)),
-            "speech_created" => {
-                s.records_speeches = true;
-                if s.may_begin {
-                    s.queued += 1;
-                }
-                s.may_begin = true;
-                Ok(Vec::new())
-            }
+            "speech_created" => Ok(self.speech_created(s)),
             "tool_execution_updated" => self.tool_update(s),
             "function_tools_executed" => self.tools_executed(s),
             k if SKIPPED.contains(&k) => Ok(Vec::new()),

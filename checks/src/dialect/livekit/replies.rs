@@ -11,6 +11,7 @@ impl Line<'_> {
     /// paused or interrupted the reply — the speech held back is given to the model now.
     pub(super) fn agent_state(&self, s: &mut Session) -> Events {
         let mut out = Vec::new();
+        s.agent_speaking = self.ev.new_state.as_deref() == Some("speaking");
         match self.ev.new_state.as_deref() {
             Some("thinking")
                 if s.current.is_none()
@@ -64,6 +65,22 @@ impl Line<'_> {
         out
     }
 
+    /// A speech was made (`say()`, `generate_reply()`): the next `thinking` or `speaking` may
+    /// begin a reply, or, one already waiting, the one after.
+    pub(super) fn speech_created(&self, s: &mut Session) -> Events {
+        s.records_speeches = true;
+        // Created while the user speaks: once current, its output is paused before its first
+        // audio (`AgentActivity._reconcile_playout_pause`).
+        if s.speech.is_some() && s.current.is_none() {
+            s.pre_paused = true;
+        }
+        if s.may_begin {
+            s.queued += 1;
+        }
+        s.may_begin = true;
+        Vec::new()
+    }
+
     /// The agent speaks with no reply in progress and no speech created since the last ended:
     /// the last reply's audio, played after it ended.
     pub(super) fn late_audio(&self, s: &Session) -> Events {
@@ -89,6 +106,11 @@ impl Line<'_> {
         s.may_begin = s.queued > 0;
         s.queued = s.queued.saturating_sub(1);
         let turn = format!("speech_{}", s.replies);
+        // Begun while the user speaks: LiveKit pauses its output before its first audio
+        // (`_reconcile_playout_pause`, or `_interrupt_by_audio_activity` once the speech counts).
+        if s.speech.is_some() {
+            s.pre_paused = true;
+        }
         s.current = Some(Reply {
             id: turn.clone(),
             generation: s.replies,
@@ -175,6 +197,7 @@ impl Line<'_> {
         let Some(reply) = s.current.take() else {
             return out;
         };
+        s.pre_paused = false;
         s.last = Some(Reply {
             id: reply.id.clone(),
             generation: reply.generation,

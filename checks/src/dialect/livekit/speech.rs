@@ -24,6 +24,9 @@ impl Line<'_> {
             .filter(|r| r.spoke && !r.paused && s.options.allow_interruptions)
             .map(|r| r.id.clone());
         let held = over.is_some();
+        if !s.agent_speaking && s.holds_unpaused() {
+            s.pre_paused = true;
+        }
         s.speech = Some(Speech {
             began,
             counts_from,
@@ -128,24 +131,56 @@ impl Line<'_> {
 
     /// `agent_false_interruption{resumed}`: a resumed pause is the output going on — with no
     /// reply in progress, of the last one. Not resumed while the reply is still paused: the
-    /// session says its output stays paused.
-    pub(super) fn false_interruption(&self, s: &Session) -> Events {
+    /// session says its output stays paused. A pause LiveKit opened while the agent was not
+    /// speaking (`pre_paused`: before the reply's first audio) held none of the audio the model
+    /// knows, so its resume is nothing to the model; not resumed, the speech LiveKit holds
+    /// current (begun here if the log had not shown it yet) stays paused, undecided.
+    pub(super) fn false_interruption(&self, s: &mut Session) -> Events {
+        let paused = s.current.as_ref().is_some_and(|r| r.paused);
+        if self.ev.resumed == Some(true) {
+            // Resumed, LiveKit restores the agent's state as it was at the pause (1.6.4 may say
+            // `thinking` while the reply plays on): the reply is not paused any more.
+            if let Some(r) = s.current.as_mut() {
+                r.paused = false;
+            }
+        }
+        let pre = std::mem::take(&mut s.pre_paused) && !paused;
+        let mut out = Vec::new();
+        if pre && self.ev.resumed == Some(true) {
+            return out;
+        }
+        if pre && s.current.is_none() && s.continuing.is_none() {
+            out.push(self.begin_reply(s));
+        }
         let turn = s
             .current
             .as_ref()
             .map(|r| r.id.clone())
+            .or_else(|| s.continuing.clone())
             .unwrap_or_else(|| format!("speech_{}", s.replies));
         match self.ev.resumed {
-            Some(true) => vec![self.observed(Output::PlaybackResumed { turn: turn.into() })],
-            _ if s.current.as_ref().is_some_and(|r| r.paused) => vec![Event::Fact {
+            Some(true) => out.push(self.observed(Output::PlaybackResumed { turn: turn.into() })),
+            _ if paused || pre => out.push(Event::Fact {
                 session: self.session.to_owned(),
                 at: self.at,
                 fact: Fact::Turn {
                     turn,
                     what: TurnFact::KeptPaused,
                 },
-            }],
-            _ => Vec::new(),
+            }),
+            _ => {}
+        }
+        out
+    }
+}
+
+impl Session {
+    /// A speech is current, or about to be, and not paused: a reply in progress, a speech
+    /// created and not yet begun, or a reply waiting on its tool calls to speak again.
+    pub(super) fn holds_unpaused(&self) -> bool {
+        match &self.current {
+            Some(r) => !r.paused,
+            None => self.may_begin || self.continuing.is_some(),
         }
     }
 }
