@@ -132,6 +132,7 @@ struct Ev {
     new_state: Option<String>,
     old_state: Option<String>,
     is_final: Option<bool>,
+    transcript: Option<String>,
     resumed: Option<bool>,
     item: Option<Item>,
     update: Option<Update>,
@@ -230,6 +231,11 @@ struct Session {
     answered: BTreeSet<String>,
     /// The user's speech in progress.
     speech: Option<Speech>,
+    /// The words of the user's turn so far, as LiveKit counts them for
+    /// `min_interruption_words` (`AudioRecognition._current_transcript`): its final transcripts
+    /// since the last user message committed, and the latest interim one after them.
+    turn_words: u64,
+    interim_words: u64,
     /// LiveKit may have paused the output before the reply's first audio: the user spoke while
     /// a speech was current (or about to be) and none of its audio was out
     /// (`AgentActivity.on_start_of_speech`, `_interrupt_by_audio_activity` while thinking,
@@ -548,7 +554,7 @@ impl Line<'_> {
             }
             "user_state_changed" => Ok(Vec::new()),
             "user_input_transcribed" if e.is_final == Some(true) => Ok(self.transcribed(s)),
-            "user_input_transcribed" => Ok(Vec::new()),
+            "user_input_transcribed" => Ok(self.interim(s)),
             "agent_false_interruption" => Ok(self.false_interruption(s)),
             "conversation_item_added" => Ok(self.item_added(s)),
             "speech_created" => Ok(self.speech_created(s)),

@@ -52,7 +52,7 @@ impl Line<'_> {
                 if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
                     reply.paused = true;
                     let turn = reply.id.clone();
-                    out.extend(self.release_speech(s));
+                    out.extend(self.release_speech(s, true));
                     // A reply that allows no interruption, paused by speech: said, for the
                     // model (which never pauses it) to judge.
                     if !s.options.allow_interruptions {
@@ -137,6 +137,11 @@ impl Line<'_> {
                 && i.kind.as_deref().unwrap_or("message") == "message"
         });
         if !assistant {
+            if item.is_some_and(|i| i.role.as_deref() == Some("user")) {
+                // The user's turn committed: LiveKit counts the next one's words afresh.
+                s.turn_words = 0;
+                s.interim_words = 0;
+            }
             return Vec::new();
         }
         let interrupted = item.and_then(|i| i.interrupted) == Some(true);
@@ -192,7 +197,7 @@ impl Line<'_> {
             let needs = format!("the session's resume_false_interruption and false_interruption_timeout: {turn} was interrupted at once by speech, as a session without resuming does, where LiveKit's default pauses it (state them in the meta line's options)");
             out.push(self.not_judged(TurnInvariant::InterruptionDecidedOnce, vec![turn], needs));
         } else {
-            out.extend(self.release_speech(s));
+            out.extend(self.release_speech(s, interrupted));
         }
         let Some(reply) = s.current.take() else {
             return out;

@@ -42,12 +42,22 @@ impl Line<'_> {
     }
 
     /// The speech held back is given to the model once LiveKit took it for an interruption (it
-    /// paused or interrupted the reply, or a transcript came): it counted, from its start.
-    pub(super) fn release_speech(&self, s: &mut Session) -> Events {
+    /// paused or interrupted the reply, or a transcript came): it counted, from its start —
+    /// unless LiveKit did not show that it took it (`taken` false) and the user's turn so far
+    /// has fewer words than `min_interruption_words`: then `_interrupt_by_audio_activity`
+    /// returned first, and it counts from now at the earliest.
+    pub(super) fn release_speech(&self, s: &mut Session, taken: bool) -> Events {
+        let few = s.turn_words.saturating_add(s.interim_words) < s.options.min_words;
         let Some(speech) = s.speech.as_mut().filter(|sp| sp.held_over.is_some()) else {
             return Vec::new();
         };
         speech.held_over = None;
+        if few && !taken {
+            return vec![self.input(InputKind::SpeechStarted {
+                confidence: 1.0,
+                since: Some(self.at),
+            })];
+        }
         // LiveKit measured it counted by now; its measure runs up to a detector window behind
         // the start it dates the speech to.
         let min = s.options.interruption.min_ms;
@@ -109,24 +119,57 @@ impl Line<'_> {
     /// A final transcript: the user's turn is committed, which confirms a paused interruption —
     /// and, over a reply speaking that the user is no longer talking over, interrupts it as
     /// LiveKit does (a committed user turn interrupts the speech in progress): the model has no
-    /// turn commit, so this is the speech that counted, then its transcript.
+    /// turn commit, so this is the speech that counted, then its transcript. A turn of fewer
+    /// words than `min_interruption_words` interrupts nothing (`_interrupt_by_audio_activity`
+    /// and `on_end_of_turn` return first); one whose own words are fewer but whose earlier
+    /// finals make up the count interrupts unless the app cleared the turn
+    /// (`clear_user_turn`, no event): not judged.
     pub(super) fn transcribed(&self, s: &mut Session) -> Events {
-        let mut out = self.release_speech(s);
+        let own = word_count(self.ev.transcript.as_deref().unwrap_or_default());
+        s.turn_words = s.turn_words.saturating_add(own);
+        s.interim_words = 0;
+        let mut out = self.release_speech(s, false);
         if let Some(reply) = s.current.as_mut().filter(|r| r.paused) {
             reply.confirmed_at.get_or_insert(self.at);
         }
-        let speaking = s.current.as_ref().is_some_and(|r| r.spoke && !r.paused);
-        if speaking && s.speech.is_none() && s.options.allow_interruptions {
-            out.push(self.input(InputKind::SpeechStarted {
-                confidence: 1.0,
-                since: Some(0),
-            }));
-            out.push(self.input(InputKind::Transcribed));
-            out.push(self.input(InputKind::SpeechStopped));
-            return out;
+        let speaking = s
+            .current
+            .as_ref()
+            .filter(|r| r.spoke && !r.paused)
+            .map(|r| r.id.clone());
+        let min = s.options.min_words;
+        let interrupts = speaking.filter(|_| s.speech.is_none() && s.options.allow_interruptions);
+        match interrupts {
+            Some(_) if s.turn_words >= min && own >= min => {
+                out.push(self.input(InputKind::SpeechStarted {
+                    confidence: 1.0,
+                    since: Some(0),
+                }));
+                out.push(self.input(InputKind::Transcribed));
+                out.push(self.input(InputKind::SpeechStopped));
+                return out;
+            }
+            Some(reply) if s.turn_words >= min => {
+                let needs = format!(
+                    "whether the app cleared the user's turn (clear_user_turn, no event): its final transcripts since the last user message have {} words, min_interruption_words {min}, this one {own}",
+                    s.turn_words
+                );
+                out.push(self.not_judged(
+                    TurnInvariant::InterruptionDecidedOnce,
+                    vec![reply],
+                    needs,
+                ));
+            }
+            _ => {}
         }
         out.push(self.input(InputKind::Transcribed));
         out
+    }
+
+    /// An interim transcript: the user's turn so far has its words after the finals'.
+    pub(super) fn interim(&self, s: &mut Session) -> Events {
+        s.interim_words = word_count(self.ev.transcript.as_deref().unwrap_or_default());
+        Vec::new()
     }
 
     /// `agent_false_interruption{resumed}`: a resumed pause is the output going on — with no
@@ -182,5 +225,41 @@ impl Session {
             Some(r) => !r.paused,
             None => self.may_begin || self.continuing.is_some(),
         }
+    }
+}
+
+/// The words of a transcript as LiveKit counts them (`split_words(text, split_character=True)`):
+/// runs between spaces that hold a letter or digit, each character of a script written without
+/// spaces (kana, CJK ideographs, Thai) a word of its own.
+pub(super) fn word_count(text: &str) -> u64 {
+    let by_character = |c: char| matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{0e00}'..='\u{0e7f}');
+    let mut count = 0u64;
+    for run in text.split(char::is_whitespace) {
+        let mut word = false;
+        for c in run.chars() {
+            if by_character(c) {
+                count += u64::from(word) + 1;
+                word = false;
+            } else if c.is_alphanumeric() {
+                word = true;
+            }
+        }
+        count += u64::from(word);
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::word_count;
+
+    #[test]
+    fn words_are_counted_as_livekit_splits_them() {
+        assert_eq!(word_count("Question0 juliet"), 2);
+        assert_eq!(word_count("  hello,   world! "), 2);
+        assert_eq!(word_count("... - ?"), 0);
+        assert_eq!(word_count("你好 world"), 3);
+        assert_eq!(word_count("ok你好"), 3);
+        assert_eq!(word_count(""), 0);
     }
 }
