@@ -20,6 +20,7 @@ mod replies;
 mod speech;
 mod tools;
 mod unlogged;
+mod wording;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -34,8 +35,7 @@ use turnfence_model::Millis;
 use crate::trace::conform::{Observed, Unlogged};
 use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::{
-    running_where_the_log_stops, Event, Finding, InputError, Sessions, StackDialect, StackReader,
-    Verdict,
+    running_where_the_log_stops, Event, InputError, Sessions, StackDialect, StackReader, Verdict,
 };
 pub use options::Options;
 pub use unlogged::UNLOGGED;
@@ -200,6 +200,10 @@ struct Speech {
     counts_from: Millis,
     /// The reply it fell on, speaking, while the speech was held back.
     held_over: Option<String>,
+    /// A transcript with words came during it: LiveKit takes that for an interruption whatever
+    /// the speech's length (`on_interim_transcript`, `on_final_transcript` call
+    /// `_interrupt_by_audio_activity`, which weighs only the words).
+    transcribed: bool,
 }
 
 /// What one session's log showed so far.
@@ -252,6 +256,8 @@ struct Session {
     records_speeches: bool,
     /// A speech was created, or tool results committed, since the last reply ended.
     may_begin: bool,
+    /// When the last speech was created.
+    created_when: Option<Millis>,
     /// Speeches created and not yet begun beyond the one `may_begin` counts: LiveKit plays its
     /// queued speeches one by one (`AgentActivity._scheduling_task`), so each begins a reply of
     /// its own when its turn comes.
@@ -495,39 +501,6 @@ impl Livekit {
         out.extend(x.translate(&kind, state)?);
         Ok(out)
     }
-
-    /// A finding in LiveKit's words: replies, tool calls and audio, not turns, children,
-    /// generations and frames; a finding about an interruption starts its story at the user's
-    /// speech it came after, unless it names an earlier line already.
-    fn reword_finding(&self, f: &mut Finding) {
-        crate::trace::stack_words::reword(f, words);
-        f.ids.retain(|i| i.parse::<u64>().is_err());
-        let interruption = [
-            "no_late_delivery",
-            "interruption_decided_once",
-            "uninterruptible_output_survives",
-        ];
-        if f.since.is_none() && interruption.contains(&f.name()) {
-            f.since = self
-                .speech_lines
-                .get(&f.session)
-                .and_then(|lines| lines.iter().rev().find(|l| **l < f.line).copied());
-        }
-    }
-}
-
-/// A model's sentence in LiveKit's words.
-fn words(message: &str) -> String {
-    if crate::trace::stack_words::is_late_audio(message) {
-        return "audio of the reply played after it was interrupted".to_owned();
-    }
-    message
-        .replace("a frame of turn ", "audio of reply ")
-        .replace("turn speech_", "reply speech_")
-        .replace("turn=speech_", "reply=speech_")
-        .replace("the turn ", "the reply ")
-        .replace("child call_", "tool call call_")
-        .replace("child=", "tool_call=")
 }
 
 struct Line<'a> {

@@ -78,7 +78,30 @@ impl Line<'_> {
             s.queued += 1;
         }
         s.may_begin = true;
+        s.created_when = Some(self.at);
         Vec::new()
+    }
+
+    /// A user's turn committed with a reply created for it while another reply, none of whose
+    /// audio is out, is in progress: LiveKit interrupted that one for the turn (a speech that
+    /// allows no interruption makes it skip the turn, creating no reply:
+    /// `AgentActivity._user_turn_completed_impl`), and, nothing of it heard, commits no message
+    /// for it (`_pipeline_reply_task_impl`): it ends here, stopped.
+    fn silent_reply_interrupted(&self, s: &mut Session) -> Events {
+        let Some(reply) = s.current.take_if(|r| !r.spoke) else {
+            return Vec::new();
+        };
+        s.pre_paused = false;
+        let turn = reply.id.clone();
+        s.last = Some(Reply {
+            id: reply.id,
+            generation: reply.generation,
+            ..Reply::default()
+        });
+        vec![self.input(InputKind::Stop {
+            turn: turn.clone().into(),
+            request_id: format!("{turn}-user-turn"),
+        })]
     }
 
     /// The agent speaks with no reply in progress and no speech created since the last ended:
@@ -111,18 +134,20 @@ impl Line<'_> {
         if s.speech.is_some() {
             s.pre_paused = true;
         }
-        s.current = Some(Reply {
+        let reply = Reply {
             id: turn.clone(),
             generation: s.replies,
             ..Reply::default()
-        });
+        };
+        let interruptible = s.options.allow_interruptions;
+        s.current = Some(reply);
         self.input(InputKind::Accept {
             turn: turn.into(),
             generation: s.replies,
             mode: Mode::Audio,
             deadline_ms: None,
             budget: None,
-            interruptible: s.options.allow_interruptions,
+            interruptible,
         })
     }
 
@@ -138,9 +163,13 @@ impl Line<'_> {
         });
         if !assistant {
             if item.is_some_and(|i| i.role.as_deref() == Some("user")) {
-                // The user's turn committed: LiveKit counts the next one's words afresh.
+                // The user's turn committed: LiveKit counts the next one's words afresh; a
+                // speech created now is its reply.
                 s.turn_words = 0;
                 s.interim_words = 0;
+                if s.created_when == Some(self.at) {
+                    return self.silent_reply_interrupted(s);
+                }
             }
             return Vec::new();
         }
@@ -197,7 +226,7 @@ impl Line<'_> {
             let needs = format!("the session's resume_false_interruption and false_interruption_timeout: {turn} was interrupted at once by speech, as a session without resuming does, where LiveKit's default pauses it (state them in the meta line's options)");
             out.push(self.not_judged(TurnInvariant::InterruptionDecidedOnce, vec![turn], needs));
         } else {
-            out.extend(self.release_speech(s, interrupted));
+            out.extend(self.speech_over_ended_reply(s, interrupted));
         }
         let Some(reply) = s.current.take() else {
             return out;

@@ -31,6 +31,7 @@ impl Line<'_> {
             began,
             counts_from,
             held_over: over,
+            transcribed: false,
         });
         if held {
             return Vec::new();
@@ -58,15 +59,16 @@ impl Line<'_> {
                 since: Some(self.at),
             })];
         }
-        // LiveKit measured it counted by now; its measure runs up to a detector window behind
-        // the start it dates the speech to.
+        // LiveKit measured it counted by now (or took a transcript for it); its measure runs up
+        // to a detector window behind the start it dates the speech to.
         let min = s.options.interruption.min_ms;
         let lasted = self.at.saturating_sub(speech.began);
-        let since = if lasted.saturating_add(DETECTOR_WINDOW_MS) >= min {
-            speech.began.min(self.at.saturating_sub(min))
-        } else {
-            speech.began
-        };
+        let since =
+            if lasted.saturating_add(DETECTOR_WINDOW_MS) >= min || (taken && speech.transcribed) {
+                speech.began.min(self.at.saturating_sub(min))
+            } else {
+                speech.began
+            };
         vec![self.input(InputKind::SpeechStarted {
             confidence: 1.0,
             since: Some(since),
@@ -98,9 +100,15 @@ impl Line<'_> {
                 self.input(InputKind::SpeechStopped),
             ];
         }
+        self.played_on(reply, ended.saturating_sub(speech.began))
+    }
+
+    /// A reply the user spoke over, long enough to count, that LiveKit neither paused nor
+    /// interrupted: it did not allow interruptions, or LiveKit failed to take one — the log
+    /// cannot say which, so its interruption is not judged.
+    fn played_on(&self, reply: String, lasted: Millis) -> Events {
         let needs = format!(
-            "whether {reply} allowed interruptions: the user spoke over it for {} ms and it played on, which a speech made with allow_interruptions=False does and an interruptible one must not; LiveKit's log does not say which it was (a session whose replies never allow them states allow_interruptions: false in the meta line's options)",
-            ended.saturating_sub(speech.began)
+            "whether {reply} allowed interruptions: the user spoke over it for {lasted} ms and it played on, which a speech made with allow_interruptions=False does and an interruptible one must not; LiveKit's log does not say which it was (a session whose replies never allow them states allow_interruptions: false in the meta line's options)"
         );
         vec![
             self.not_judged(
@@ -116,6 +124,39 @@ impl Line<'_> {
         ]
     }
 
+    /// The reply the user's speech is held over ended (its message). Interrupted, LiveKit took
+    /// the speech. Played out, it did not: had the speech counted (and the turn its words),
+    /// the reply played on through it — not judged, as at the speech's end; else it is given
+    /// to the model as not counted yet. Either way it goes on over no reply.
+    pub(super) fn speech_over_ended_reply(&self, s: &mut Session, interrupted: bool) -> Events {
+        if interrupted {
+            return self.release_speech(s, true);
+        }
+        let few = s.turn_words.saturating_add(s.interim_words) < s.options.min_words;
+        let min = s.options.interruption.min_ms;
+        let Some(speech) = s.speech.as_mut() else {
+            return Vec::new();
+        };
+        let Some(reply) = speech.held_over.take() else {
+            return Vec::new();
+        };
+        let counted = !few && self.at >= speech.counts_from.saturating_add(min);
+        let mut out = Vec::new();
+        if counted {
+            out = self.played_on(reply, self.at.saturating_sub(speech.began));
+        }
+        let since = if counted || few {
+            self.at
+        } else {
+            speech.counts_from
+        };
+        out.push(self.input(InputKind::SpeechStarted {
+            confidence: 1.0,
+            since: Some(since),
+        }));
+        out
+    }
+
     /// A final transcript: the user's turn is committed, which confirms a paused interruption —
     /// and, over a reply speaking that the user is no longer talking over, interrupts it as
     /// LiveKit does (a committed user turn interrupts the speech in progress): the model has no
@@ -128,6 +169,9 @@ impl Line<'_> {
         let own = word_count(self.ev.transcript.as_deref().unwrap_or_default());
         s.turn_words = s.turn_words.saturating_add(own);
         s.interim_words = 0;
+        if let Some(sp) = s.speech.as_mut() {
+            sp.transcribed |= own > 0;
+        }
         let mut out = self.release_speech(s, false);
         if let Some(reply) = s.current.as_mut().filter(|r| r.paused) {
             reply.confirmed_at.get_or_insert(self.at);
@@ -169,6 +213,9 @@ impl Line<'_> {
     /// An interim transcript: the user's turn so far has its words after the finals'.
     pub(super) fn interim(&self, s: &mut Session) -> Events {
         s.interim_words = word_count(self.ev.transcript.as_deref().unwrap_or_default());
+        if let Some(sp) = s.speech.as_mut() {
+            sp.transcribed |= s.interim_words > 0;
+        }
         Vec::new()
     }
 
