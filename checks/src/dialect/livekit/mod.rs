@@ -21,6 +21,7 @@ mod replies;
 mod speech;
 mod tools;
 mod unlogged;
+mod wording;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -35,8 +36,7 @@ use turnfence_model::Millis;
 use crate::trace::conform::{Observed, Unlogged};
 use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::{
-    running_where_the_log_stops, Event, Finding, InputError, Sessions, StackDialect, StackReader,
-    Verdict,
+    running_where_the_log_stops, Event, InputError, Sessions, StackDialect, StackReader, Verdict,
 };
 pub use options::Options;
 pub use unlogged::UNLOGGED;
@@ -133,6 +133,7 @@ struct Ev {
     new_state: Option<String>,
     old_state: Option<String>,
     is_final: Option<bool>,
+    transcript: Option<String>,
     resumed: Option<bool>,
     item: Option<Item>,
     update: Option<Update>,
@@ -200,6 +201,10 @@ struct Speech {
     counts_from: Millis,
     /// The reply it fell on, speaking, while the speech was held back.
     held_over: Option<String>,
+    /// A transcript with words came during it: LiveKit takes that for an interruption whatever
+    /// the speech's length (`on_interim_transcript`, `on_final_transcript` call
+    /// `_interrupt_by_audio_activity`, which weighs only the words).
+    transcribed: bool,
 }
 
 /// What one session's log showed so far.
@@ -231,12 +236,29 @@ struct Session {
     answered: BTreeSet<String>,
     /// The user's speech in progress.
     speech: Option<Speech>,
+    /// The words of the user's turn so far, as LiveKit counts them for
+    /// `min_interruption_words` (`AudioRecognition._current_transcript`): its final transcripts
+    /// since the last user message committed, and the latest interim one after them.
+    turn_words: u64,
+    interim_words: u64,
+    /// LiveKit may have paused the output before the reply's first audio: the user spoke while
+    /// a speech was current (or about to be) and none of its audio was out
+    /// (`AgentActivity.on_start_of_speech`, `_interrupt_by_audio_activity` while thinking,
+    /// `_reconcile_playout_pause`), with no event; its `agent_false_interruption` decides it,
+    /// or the reply's end. The agent `speaking` does not lift it: 1.6.4 says so at the output's
+    /// first frame (`_on_first_frame`), which a paused output takes too.
+    pre_paused: bool,
+    /// The agent's state, as the log last said it, is `speaking` (LiveKit pauses a speech
+    /// before its audio only while it is not).
+    agent_speaking: bool,
     /// The log records LiveKit's speech creation (`speech_created`): a reply begins only where a
     /// speech was created (or tool results were committed, for a reply to them) since the last
     /// one ended, and the agent speaking with neither is the last reply's audio, late.
     records_speeches: bool,
     /// A speech was created, or tool results committed, since the last reply ended.
     may_begin: bool,
+    /// When the last speech was created.
+    created_when: Option<Millis>,
     /// Speeches created and not yet begun beyond the one `may_begin` counts: LiveKit plays its
     /// queued speeches one by one (`AgentActivity._scheduling_task`), so each begins a reply of
     /// its own when its turn comes.
@@ -480,39 +502,6 @@ impl Livekit {
         out.extend(x.translate(&kind, state)?);
         Ok(out)
     }
-
-    /// A finding in LiveKit's words: replies, tool calls and audio, not turns, children,
-    /// generations and frames; a finding about an interruption starts its story at the user's
-    /// speech it came after, unless it names an earlier line already.
-    fn reword_finding(&self, f: &mut Finding) {
-        crate::trace::stack_words::reword(f, words);
-        f.ids.retain(|i| i.parse::<u64>().is_err());
-        let interruption = [
-            "no_late_delivery",
-            "interruption_decided_once",
-            "uninterruptible_output_survives",
-        ];
-        if f.since.is_none() && interruption.contains(&f.name()) {
-            f.since = self
-                .speech_lines
-                .get(&f.session)
-                .and_then(|lines| lines.iter().rev().find(|l| **l < f.line).copied());
-        }
-    }
-}
-
-/// A model's sentence in LiveKit's words.
-fn words(message: &str) -> String {
-    if crate::trace::stack_words::is_late_audio(message) {
-        return "audio of the reply played after it was interrupted".to_owned();
-    }
-    message
-        .replace("a frame of turn ", "audio of reply ")
-        .replace("turn speech_", "reply speech_")
-        .replace("turn=speech_", "reply=speech_")
-        .replace("the turn ", "the reply ")
-        .replace("child call_", "tool call call_")
-        .replace("child=", "tool_call=")
 }
 
 struct Line<'a> {
@@ -539,17 +528,10 @@ impl Line<'_> {
             }
             "user_state_changed" => Ok(Vec::new()),
             "user_input_transcribed" if e.is_final == Some(true) => Ok(self.transcribed(s)),
-            "user_input_transcribed" => Ok(Vec::new()),
+            "user_input_transcribed" => Ok(self.interim(s)),
             "agent_false_interruption" => Ok(self.false_interruption(s)),
             "conversation_item_added" => Ok(self.item_added(s)),
-            "speech_created" => {
-                s.records_speeches = true;
-                if s.may_begin {
-                    s.queued += 1;
-                }
-                s.may_begin = true;
-                Ok(Vec::new())
-            }
+            "speech_created" => Ok(self.speech_created(s)),
             "tool_execution_updated" => self.tool_update(s),
             "function_tools_executed" => self.tools_executed(s),
             k if SKIPPED.contains(&k) => Ok(Vec::new()),

@@ -21,6 +21,8 @@ pub struct Options {
     pub interruption: Interruption,
     /// `aec_warmup_duration`: speech interrupts nothing this long after the agent first speaks.
     pub aec_warmup_ms: Option<Millis>,
+    /// `min_interruption_words`: a user's turn with fewer words interrupts nothing (0: any).
+    pub min_words: u64,
     /// The meta line states the options (a report does not state how a pause is decided).
     pub pause_stated: bool,
 }
@@ -33,6 +35,7 @@ impl Default for Options {
             allow_interruptions: true,
             interruption: Interruption::LIVEKIT,
             aec_warmup_ms: Some(3_000),
+            min_words: 0,
             pause_stated: false,
         }
     }
@@ -41,7 +44,6 @@ impl Default for Options {
 /// The option names of LiveKit's `AgentSession` (and of a report's `options`) that do not bear on
 /// a rule the checker judges: read and left.
 const LEFT: &[&str] = &[
-    "min_interruption_words",
     "discard_audio_if_uninterruptible",
     "user_away_timeout",
     "min_endpointing_delay",
@@ -102,6 +104,11 @@ impl Options {
                     self.interruption.false_timeout_ms = seconds(k, v)?
                 }
                 "aec_warmup_duration" => self.aec_warmup_ms = seconds(k, v)?,
+                "min_interruption_words" => {
+                    self.min_words = v.as_u64().ok_or_else(|| {
+                        format!("option `{k}` is a whole number of words, not {v}")
+                    })?
+                }
                 k if LEFT.contains(&k) => {}
                 k => {
                     return Err(format!(

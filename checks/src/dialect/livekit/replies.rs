@@ -11,6 +11,7 @@ impl Line<'_> {
     /// paused or interrupted the reply — the speech held back is given to the model now.
     pub(super) fn agent_state(&self, s: &mut Session) -> Events {
         let mut out = Vec::new();
+        s.agent_speaking = self.ev.new_state.as_deref() == Some("speaking");
         match self.ev.new_state.as_deref() {
             Some("thinking")
                 if s.current.is_none()
@@ -51,7 +52,7 @@ impl Line<'_> {
                 if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
                     reply.paused = true;
                     let turn = reply.id.clone();
-                    out.extend(self.release_speech(s));
+                    out.extend(self.release_speech(s, true));
                     // A reply that allows no interruption, paused by speech: said, for the
                     // model (which never pauses it) to judge.
                     if !s.options.allow_interruptions {
@@ -62,6 +63,45 @@ impl Line<'_> {
             _ => {}
         }
         out
+    }
+
+    /// A speech was made (`say()`, `generate_reply()`): the next `thinking` or `speaking` may
+    /// begin a reply, or, one already waiting, the one after.
+    pub(super) fn speech_created(&self, s: &mut Session) -> Events {
+        s.records_speeches = true;
+        // Created while the user speaks: once current, its output is paused before its first
+        // audio (`AgentActivity._reconcile_playout_pause`).
+        if s.speech.is_some() && s.current.is_none() {
+            s.pre_paused = true;
+        }
+        if s.may_begin {
+            s.queued += 1;
+        }
+        s.may_begin = true;
+        s.created_when = Some(self.at);
+        Vec::new()
+    }
+
+    /// A user's turn committed with a reply created for it while another reply, none of whose
+    /// audio is out, is in progress: LiveKit interrupted that one for the turn (a speech that
+    /// allows no interruption makes it skip the turn, creating no reply:
+    /// `AgentActivity._user_turn_completed_impl`), and, nothing of it heard, commits no message
+    /// for it (`_pipeline_reply_task_impl`): it ends here, stopped.
+    fn silent_reply_interrupted(&self, s: &mut Session) -> Events {
+        let Some(reply) = s.current.take_if(|r| !r.spoke) else {
+            return Vec::new();
+        };
+        s.pre_paused = false;
+        let turn = reply.id.clone();
+        s.last = Some(Reply {
+            id: reply.id,
+            generation: reply.generation,
+            ..Reply::default()
+        });
+        vec![self.input(InputKind::Stop {
+            turn: turn.clone().into(),
+            request_id: format!("{turn}-user-turn"),
+        })]
     }
 
     /// The agent speaks with no reply in progress and no speech created since the last ended:
@@ -89,18 +129,25 @@ impl Line<'_> {
         s.may_begin = s.queued > 0;
         s.queued = s.queued.saturating_sub(1);
         let turn = format!("speech_{}", s.replies);
-        s.current = Some(Reply {
+        // Begun while the user speaks: LiveKit pauses its output before its first audio
+        // (`_reconcile_playout_pause`, or `_interrupt_by_audio_activity` once the speech counts).
+        if s.speech.is_some() {
+            s.pre_paused = true;
+        }
+        let reply = Reply {
             id: turn.clone(),
             generation: s.replies,
             ..Reply::default()
-        });
+        };
+        let interruptible = s.options.allow_interruptions;
+        s.current = Some(reply);
         self.input(InputKind::Accept {
             turn: turn.into(),
             generation: s.replies,
             mode: Mode::Audio,
             deadline_ms: None,
             budget: None,
-            interruptible: s.options.allow_interruptions,
+            interruptible,
         })
     }
 
@@ -115,6 +162,15 @@ impl Line<'_> {
                 && i.kind.as_deref().unwrap_or("message") == "message"
         });
         if !assistant {
+            if item.is_some_and(|i| i.role.as_deref() == Some("user")) {
+                // The user's turn committed: LiveKit counts the next one's words afresh; a
+                // speech created now is its reply.
+                s.turn_words = 0;
+                s.interim_words = 0;
+                if s.created_when == Some(self.at) {
+                    return self.silent_reply_interrupted(s);
+                }
+            }
             return Vec::new();
         }
         let interrupted = item.and_then(|i| i.interrupted) == Some(true);
@@ -170,11 +226,12 @@ impl Line<'_> {
             let needs = format!("the session's resume_false_interruption and false_interruption_timeout: {turn} was interrupted at once by speech, as a session without resuming does, where LiveKit's default pauses it (state them in the meta line's options)");
             out.push(self.not_judged(TurnInvariant::InterruptionDecidedOnce, vec![turn], needs));
         } else {
-            out.extend(self.release_speech(s));
+            out.extend(self.speech_over_ended_reply(s, interrupted));
         }
         let Some(reply) = s.current.take() else {
             return out;
         };
+        s.pre_paused = false;
         s.last = Some(Reply {
             id: reply.id.clone(),
             generation: reply.generation,

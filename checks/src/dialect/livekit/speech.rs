@@ -24,10 +24,14 @@ impl Line<'_> {
             .filter(|r| r.spoke && !r.paused && s.options.allow_interruptions)
             .map(|r| r.id.clone());
         let held = over.is_some();
+        if !s.agent_speaking && s.holds_unpaused() {
+            s.pre_paused = true;
+        }
         s.speech = Some(Speech {
             began,
             counts_from,
             held_over: over,
+            transcribed: false,
         });
         if held {
             return Vec::new();
@@ -39,21 +43,32 @@ impl Line<'_> {
     }
 
     /// The speech held back is given to the model once LiveKit took it for an interruption (it
-    /// paused or interrupted the reply, or a transcript came): it counted, from its start.
-    pub(super) fn release_speech(&self, s: &mut Session) -> Events {
+    /// paused or interrupted the reply, or a transcript came): it counted, from its start —
+    /// unless LiveKit did not show that it took it (`taken` false) and the user's turn so far
+    /// has fewer words than `min_interruption_words`: then `_interrupt_by_audio_activity`
+    /// returned first, and it counts from now at the earliest.
+    pub(super) fn release_speech(&self, s: &mut Session, taken: bool) -> Events {
+        let few = s.turn_words.saturating_add(s.interim_words) < s.options.min_words;
         let Some(speech) = s.speech.as_mut().filter(|sp| sp.held_over.is_some()) else {
             return Vec::new();
         };
         speech.held_over = None;
-        // LiveKit measured it counted by now; its measure runs up to a detector window behind
-        // the start it dates the speech to.
+        if few && !taken {
+            return vec![self.input(InputKind::SpeechStarted {
+                confidence: 1.0,
+                since: Some(self.at),
+            })];
+        }
+        // LiveKit measured it counted by now (or took a transcript for it); its measure runs up
+        // to a detector window behind the start it dates the speech to.
         let min = s.options.interruption.min_ms;
         let lasted = self.at.saturating_sub(speech.began);
-        let since = if lasted.saturating_add(DETECTOR_WINDOW_MS) >= min {
-            speech.began.min(self.at.saturating_sub(min))
-        } else {
-            speech.began
-        };
+        let since =
+            if lasted.saturating_add(DETECTOR_WINDOW_MS) >= min || (taken && speech.transcribed) {
+                speech.began.min(self.at.saturating_sub(min))
+            } else {
+                speech.began
+            };
         vec![self.input(InputKind::SpeechStarted {
             confidence: 1.0,
             since: Some(since),
@@ -85,9 +100,15 @@ impl Line<'_> {
                 self.input(InputKind::SpeechStopped),
             ];
         }
+        self.played_on(reply, ended.saturating_sub(speech.began))
+    }
+
+    /// A reply the user spoke over, long enough to count, that LiveKit neither paused nor
+    /// interrupted: it did not allow interruptions, or LiveKit failed to take one — the log
+    /// cannot say which, so its interruption is not judged.
+    fn played_on(&self, reply: String, lasted: Millis) -> Events {
         let needs = format!(
-            "whether {reply} allowed interruptions: the user spoke over it for {} ms and it played on, which a speech made with allow_interruptions=False does and an interruptible one must not; LiveKit's log does not say which it was (a session whose replies never allow them states allow_interruptions: false in the meta line's options)",
-            ended.saturating_sub(speech.began)
+            "whether {reply} allowed interruptions: the user spoke over it for {lasted} ms and it played on, which a speech made with allow_interruptions=False does and an interruptible one must not; LiveKit's log does not say which it was (a session whose replies never allow them states allow_interruptions: false in the meta line's options)"
         );
         vec![
             self.not_judged(
@@ -103,49 +124,189 @@ impl Line<'_> {
         ]
     }
 
+    /// The reply the user's speech is held over ended (its message). Interrupted, LiveKit took
+    /// the speech. Played out, it did not: had the speech counted (and the turn its words),
+    /// the reply played on through it — not judged, as at the speech's end; else it is given
+    /// to the model as not counted yet. Either way it goes on over no reply.
+    pub(super) fn speech_over_ended_reply(&self, s: &mut Session, interrupted: bool) -> Events {
+        if interrupted {
+            return self.release_speech(s, true);
+        }
+        let few = s.turn_words.saturating_add(s.interim_words) < s.options.min_words;
+        let min = s.options.interruption.min_ms;
+        let Some(speech) = s.speech.as_mut() else {
+            return Vec::new();
+        };
+        let Some(reply) = speech.held_over.take() else {
+            return Vec::new();
+        };
+        let counted = !few && self.at >= speech.counts_from.saturating_add(min);
+        let mut out = Vec::new();
+        if counted {
+            out = self.played_on(reply, self.at.saturating_sub(speech.began));
+        }
+        let since = if counted || few {
+            self.at
+        } else {
+            speech.counts_from
+        };
+        out.push(self.input(InputKind::SpeechStarted {
+            confidence: 1.0,
+            since: Some(since),
+        }));
+        out
+    }
+
     /// A final transcript: the user's turn is committed, which confirms a paused interruption —
     /// and, over a reply speaking that the user is no longer talking over, interrupts it as
     /// LiveKit does (a committed user turn interrupts the speech in progress): the model has no
-    /// turn commit, so this is the speech that counted, then its transcript.
+    /// turn commit, so this is the speech that counted, then its transcript. A turn of fewer
+    /// words than `min_interruption_words` interrupts nothing (`_interrupt_by_audio_activity`
+    /// and `on_end_of_turn` return first); one whose own words are fewer but whose earlier
+    /// finals make up the count interrupts unless the app cleared the turn
+    /// (`clear_user_turn`, no event): not judged.
     pub(super) fn transcribed(&self, s: &mut Session) -> Events {
-        let mut out = self.release_speech(s);
+        let own = word_count(self.ev.transcript.as_deref().unwrap_or_default());
+        s.turn_words = s.turn_words.saturating_add(own);
+        s.interim_words = 0;
+        if let Some(sp) = s.speech.as_mut() {
+            sp.transcribed |= own > 0;
+        }
+        let mut out = self.release_speech(s, false);
         if let Some(reply) = s.current.as_mut().filter(|r| r.paused) {
             reply.confirmed_at.get_or_insert(self.at);
         }
-        let speaking = s.current.as_ref().is_some_and(|r| r.spoke && !r.paused);
-        if speaking && s.speech.is_none() && s.options.allow_interruptions {
-            out.push(self.input(InputKind::SpeechStarted {
-                confidence: 1.0,
-                since: Some(0),
-            }));
-            out.push(self.input(InputKind::Transcribed));
-            out.push(self.input(InputKind::SpeechStopped));
-            return out;
+        let speaking = s
+            .current
+            .as_ref()
+            .filter(|r| r.spoke && !r.paused)
+            .map(|r| r.id.clone());
+        let min = s.options.min_words;
+        let interrupts = speaking.filter(|_| s.speech.is_none() && s.options.allow_interruptions);
+        match interrupts {
+            Some(_) if s.turn_words >= min && own >= min => {
+                out.push(self.input(InputKind::SpeechStarted {
+                    confidence: 1.0,
+                    since: Some(0),
+                }));
+                out.push(self.input(InputKind::Transcribed));
+                out.push(self.input(InputKind::SpeechStopped));
+                return out;
+            }
+            Some(reply) if s.turn_words >= min => {
+                let needs = format!(
+                    "whether the app cleared the user's turn (clear_user_turn, no event): its final transcripts since the last user message have {} words, min_interruption_words {min}, this one {own}",
+                    s.turn_words
+                );
+                out.push(self.not_judged(
+                    TurnInvariant::InterruptionDecidedOnce,
+                    vec![reply],
+                    needs,
+                ));
+            }
+            _ => {}
         }
         out.push(self.input(InputKind::Transcribed));
         out
     }
 
+    /// An interim transcript: the user's turn so far has its words after the finals'.
+    pub(super) fn interim(&self, s: &mut Session) -> Events {
+        s.interim_words = word_count(self.ev.transcript.as_deref().unwrap_or_default());
+        if let Some(sp) = s.speech.as_mut() {
+            sp.transcribed |= s.interim_words > 0;
+        }
+        Vec::new()
+    }
+
     /// `agent_false_interruption{resumed}`: a resumed pause is the output going on — with no
     /// reply in progress, of the last one. Not resumed while the reply is still paused: the
-    /// session says its output stays paused.
-    pub(super) fn false_interruption(&self, s: &Session) -> Events {
+    /// session says its output stays paused. A pause LiveKit opened while the agent was not
+    /// speaking (`pre_paused`: before the reply's first audio) held none of the audio the model
+    /// knows, so its resume is nothing to the model; not resumed, the speech LiveKit holds
+    /// current (begun here if the log had not shown it yet) stays paused, undecided.
+    pub(super) fn false_interruption(&self, s: &mut Session) -> Events {
+        let paused = s.current.as_ref().is_some_and(|r| r.paused);
+        if self.ev.resumed == Some(true) {
+            // Resumed, LiveKit restores the agent's state as it was at the pause (1.6.4 may say
+            // `thinking` while the reply plays on): the reply is not paused any more.
+            if let Some(r) = s.current.as_mut() {
+                r.paused = false;
+            }
+        }
+        let pre = std::mem::take(&mut s.pre_paused) && !paused;
+        let mut out = Vec::new();
+        if pre && self.ev.resumed == Some(true) {
+            return out;
+        }
+        if pre && s.current.is_none() && s.continuing.is_none() {
+            out.push(self.begin_reply(s));
+        }
         let turn = s
             .current
             .as_ref()
             .map(|r| r.id.clone())
+            .or_else(|| s.continuing.clone())
             .unwrap_or_else(|| format!("speech_{}", s.replies));
         match self.ev.resumed {
-            Some(true) => vec![self.observed(Output::PlaybackResumed { turn: turn.into() })],
-            _ if s.current.as_ref().is_some_and(|r| r.paused) => vec![Event::Fact {
+            Some(true) => out.push(self.observed(Output::PlaybackResumed { turn: turn.into() })),
+            _ if paused || pre => out.push(Event::Fact {
                 session: self.session.to_owned(),
                 at: self.at,
                 fact: Fact::Turn {
                     turn,
                     what: TurnFact::KeptPaused,
                 },
-            }],
-            _ => Vec::new(),
+            }),
+            _ => {}
         }
+        out
+    }
+}
+
+impl Session {
+    /// A speech is current, or about to be, and not paused: a reply in progress, a speech
+    /// created and not yet begun, or a reply waiting on its tool calls to speak again.
+    pub(super) fn holds_unpaused(&self) -> bool {
+        match &self.current {
+            Some(r) => !r.paused,
+            None => self.may_begin || self.continuing.is_some(),
+        }
+    }
+}
+
+/// The words of a transcript as LiveKit counts them (`split_words(text, split_character=True)`):
+/// runs between spaces that hold a letter or digit, each character of a script written without
+/// spaces (kana, CJK ideographs, Thai) a word of its own.
+pub(super) fn word_count(text: &str) -> u64 {
+    let by_character = |c: char| matches!(c, '\u{3040}'..='\u{30ff}' | '\u{3400}'..='\u{4dbf}' | '\u{4e00}'..='\u{9fff}' | '\u{0e00}'..='\u{0e7f}');
+    let mut count = 0u64;
+    for run in text.split(char::is_whitespace) {
+        let mut word = false;
+        for c in run.chars() {
+            if by_character(c) {
+                count += u64::from(word) + 1;
+                word = false;
+            } else if c.is_alphanumeric() {
+                word = true;
+            }
+        }
+        count += u64::from(word);
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::word_count;
+
+    #[test]
+    fn words_are_counted_as_livekit_splits_them() {
+        assert_eq!(word_count("Question0 juliet"), 2);
+        assert_eq!(word_count("  hello,   world! "), 2);
+        assert_eq!(word_count("... - ?"), 0);
+        assert_eq!(word_count("你好 world"), 3);
+        assert_eq!(word_count("ok你好"), 3);
+        assert_eq!(word_count(""), 0);
     }
 }

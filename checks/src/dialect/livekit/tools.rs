@@ -7,7 +7,7 @@ impl Line<'_> {
     /// tool call not answered by now never will be: a call its task ended is given its end (the
     /// model answers it; the log never does), and every one is stated unanswered.
     pub(super) fn close(&self, s: &mut Session) -> Events {
-        let mut out = self.release_speech(s);
+        let mut out = self.release_speech(s, false);
         out.push(self.input(InputKind::Tick));
         // LiveKit interrupts every speech still running when the session closes, with force
         // (`AgentSession._teardown_activity`: `interrupt(force=True)`, no event): a reply whose
