@@ -238,7 +238,7 @@ fn opens_with_object(path: &Path) -> bool {
 
 /// The buffer a trace file is read through: a line it holds whole is read where it lies, and one
 /// that crosses a refill is gathered apart first (a copy more), so it is large beside a stack's
-/// longest lines (a realtime audio delta of 100 ms is 13 kB).
+/// longest lines (an audio delta of 100 ms in base64 is 13 kB).
 const READ_BUFFER: usize = 1 << 20;
 
 #[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.

@@ -105,8 +105,8 @@ enum Command {
         #[arg(long, value_parser = profile_arg())]
         profile: Option<turnfence_checks::trace::Profile>,
         /// The field of a line that names its session (a room, a call id), for a log of many
-        /// sessions; by default the meta line's `session_key`, else `session`
-        /// (`livekit-agents` only).
+        /// sessions; by default the meta line's `session_key`, else `session` (read by the
+        /// dialects that name sessions by a field of their own choosing).
         #[arg(long, value_name = "FIELD")]
         session_key: Option<String>,
         /// How the outcome is written: `text`; `json`, every finding; `junit`, JUnit XML;

@@ -29,8 +29,8 @@ pub enum Fact {
     CancelTargets { generation: u64 },
     /// The resume window, in ms.
     ResumeTtlMs { ms: u64 },
-    /// The session closed with this tool call unanswered (`livekit-agents`: a tool may answer
-    /// until the session closes, and not after).
+    /// The session closed with this tool call unanswered (where a stack lets a tool answer until
+    /// the session closes, and not after).
     Unanswered { turn: String, child: String },
     /// A function call of `turn` (the response that made or began it) answered or left as the
     /// tool-call rules forbid.
@@ -39,9 +39,9 @@ pub enum Fact {
         call: String,
         what: ToolCallFact,
     },
-    /// The user's player began to play `turn` (a response outside the turn-taking: the
-    /// Realtime API's out-of-band response): heard at once with `other` if `other` had begun to
-    /// play and still had audio to play.
+    /// The user's player began to play `turn` (a response outside the turn-taking, which a
+    /// stack may make beside the conversation's): heard at once with `other` if `other` had
+    /// begun to play and still had audio to play.
     HeardBeside { turn: String, other: String },
 }
 
@@ -77,8 +77,7 @@ pub enum TurnFact {
     /// The turn's delivery stopped (its gate is closed).
     DeliveryStopped(bool),
     /// The system reports the pause of the turn's output a false interruption and the output not
-    /// resumed (`livekit-agents`: `agent_false_interruption` with `resumed: false`): it stays
-    /// paused, neither resumed nor interrupted, unless the turn has ended.
+    /// resumed: it stays paused, neither resumed nor interrupted, unless the turn has ended.
     KeptPaused,
 }
 
