@@ -250,6 +250,10 @@ struct Session {
     held: Option<(Millis, usize)>,
     /// What the lines after the held speech made of the stop, given after it.
     reactions: Vec<Event<TurnMachine>>,
+    /// The latest time of the session's lines that made events so far: a held speech given later
+    /// is given no earlier (what was read while it waited, a position the player read, is
+    /// before it, and the session's clock is past it).
+    last_at: Millis,
 }
 
 impl Default for Session {
@@ -268,6 +272,7 @@ impl Default for Session {
             calls: BTreeMap::new(),
             held: None,
             reactions: Vec::new(),
+            last_at: 0,
         }
     }
 }
@@ -378,6 +383,9 @@ impl StackDialect<TurnMachine> for Realtime {
             return Ok(out);
         }
         out.extend(x.translate(kind, state)?);
+        if !out.is_empty() {
+            state.last_at = state.last_at.max(at);
+        }
         Ok(out)
     }
 

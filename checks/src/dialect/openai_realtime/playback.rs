@@ -34,6 +34,7 @@ impl Line<'_> {
             .machine
             .map_or(at, |m| m.session().now)
             .max(at)
+            .max(s.last_at)
             .max(not_before);
         let mut out = vec![Event::Held {
             line,
