@@ -207,6 +207,8 @@ struct Response {
     /// Audio bytes received, and the milliseconds they made so far.
     bytes: u64,
     ms: u64,
+    /// Its audio's milliseconds in all, however the deltas state them.
+    audio_ms: u64,
     /// Out of band (`conversation: "none"`): it runs beside the conversation's responses and
     /// takes no part in its turns; only its audio heard over another's is judged.
     out_of_band: bool,

@@ -222,7 +222,14 @@ impl Line<'_> {
             // `output_audio_buffer.cleared` after the app's own clear), saying nothing more.
             return Ok(out);
         }
-        let frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
+        let mut frames = stated.map_or(0, |ms| u32::try_from(ms).unwrap_or(u32::MAX));
+        // The player drops its whole queue at a clear and says so once, naming what it was
+        // playing: past the named response's own queued audio, what it states is an out-of-band
+        // response's, queued behind it.
+        let beside = u64::from(frames.saturating_sub(left));
+        if beside > 0 && beside <= self.out_of_band_queued(s) {
+            frames = left;
+        }
         let wildcards: &'static [&'static str] = if stated.is_some() { &[] } else { &["frames"] };
         out.push(self.observed(
             Output::PlaybackCleared {
@@ -352,6 +359,26 @@ impl Line<'_> {
             }));
         }
         Ok(out)
+    }
+}
+
+impl Line<'_> {
+    /// The milliseconds of the out-of-band responses' audio received and not yet played, as
+    /// the player's positions say.
+    fn out_of_band_queued(&self, s: &Session) -> u64 {
+        s.responses
+            .iter()
+            .filter(|(_, r)| r.out_of_band)
+            .map(|(id, r)| {
+                let played: u64 = s
+                    .positions
+                    .iter()
+                    .filter(|(key, _)| *key == id || s.items.get(*key) == Some(id))
+                    .map(|(_, ms)| *ms)
+                    .sum();
+                r.audio_ms.saturating_sub(played)
+            })
+            .sum()
     }
 }
 

@@ -177,9 +177,6 @@ impl Line<'_> {
         };
         let bpm = s.bytes_per_ms.max(1);
         let (turn, r) = self.next_delta(s)?;
-        if r.out_of_band {
-            return Ok(Vec::new());
-        }
         let frames = match (stated, bytes) {
             (Some(ms), _) => ms,
             (None, Some(b)) => {
@@ -196,6 +193,11 @@ impl Line<'_> {
             }
         };
         let frames = u32::try_from(frames).map_err(|_| self.error_at("`audio_ms` too large"))?;
+        r.audio_ms = r.audio_ms.saturating_add(u64::from(frames));
+        if r.out_of_band {
+            // Not the conversation's: only its audio queued at a clear is counted.
+            return Ok(Vec::new());
+        }
         Ok(vec![self.input(InputKind::Delta {
             turn: turn.into(),
             generation: r.generation,
