@@ -302,6 +302,57 @@ impl Line<'_> {
         ]
     }
 
+    /// What a `STTMuteFilter` that pushes no `STTMuteFrame` (after 0.0.84) does with this
+    /// interruption, where it sees it: pushed into it (`dst`), or injected at the pipeline's
+    /// start by the task (`PipelineTask#N::Source`, 0.0.85 on: `push_interruption_task_frame`).
+    fn filter_decides(&self, s: &Pipecat) -> Option<Mute> {
+        let filter = s.mute_filter.as_ref().filter(|_| !s.mute_frames)?;
+        let into_filter = self
+            .f
+            .dst
+            .as_deref()
+            .is_some_and(|d| d.starts_with("STTMuteFilter"));
+        let from_task = self
+            .f
+            .src
+            .as_deref()
+            .is_some_and(|d| d.starts_with("PipelineTask#") && d.ends_with("::Source"));
+        if !(into_filter || from_task) {
+            return None;
+        }
+        if filter.is_guessed() {
+            Some(Mute::Unknown)
+        } else if filter.is_muted() {
+            Some(Mute::Drops)
+        } else {
+            None
+        }
+    }
+
+    /// A filter whose strategy the log cannot follow (`CUSTOM`'s callback, or an unknown name):
+    /// whether it dropped the interruption is not guessed, so late audio of the replies it
+    /// would cut is not judged.
+    fn mute_not_judged(&self, s: &Pipecat) -> Events {
+        let ids: Vec<String> = s
+            .tts_order
+            .iter()
+            .chain(s.queue.iter().map(|q| &q.reply))
+            .filter(|r| s.replies[**r].interruptible)
+            .map(|r| s.replies[*r].id.clone())
+            .collect();
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        vec![Event::NotJudged {
+            session: SESSION.to_owned(),
+            rule: "no_late_delivery",
+            ids,
+            needs: "the STTMuteFilter's mute state at this interruption: its strategy is the \
+                    application's (CUSTOM) or unknown, and after 0.0.84 it pushes no STTMuteFrame"
+                .to_owned(),
+        }]
+    }
+
     /// An interruption (`InterruptionFrame`; `StartInterruptionFrame` before 0.0.85): the
     /// user's speech, given to the model — unless it was pushed into a `STTMuteFilter` that mutes
     /// the user, which drops it (0.0.84). Where chunks are logged at the end of their playback,
@@ -316,8 +367,14 @@ impl Line<'_> {
         if into_filter && s.filter_muted {
             return Vec::new();
         }
+        let mut out = Vec::new();
+        match self.filter_decides(s) {
+            Some(Mute::Drops) => return Vec::new(),
+            Some(Mute::Unknown) => out.extend(self.mute_not_judged(s)),
+            None => {}
+        }
         s.interruptions.push(self.line);
-        let mut out = self.accept_up_to(s, s.replies.len());
+        out.extend(self.accept_up_to(s, s.replies.len()));
         let head_interruptible = s
             .queue
             .front()
@@ -379,4 +436,12 @@ fn take_head(s: &mut Pipecat, ms: Millis) -> Option<(usize, u64, Millis)> {
 /// (the TTS re-splits words into sentences, its spacing differs).
 fn letters(text: Option<&str>) -> usize {
     text.map_or(0, |t| t.chars().filter(|c| c.is_alphanumeric()).count())
+}
+
+/// What a `STTMuteFilter` the log does not show does with an interruption it sees.
+enum Mute {
+    /// It mutes: the interruption goes no further.
+    Drops,
+    /// Its strategy is the application's: not guessed.
+    Unknown,
 }

@@ -16,6 +16,7 @@
 mod audio;
 mod end;
 pub mod entry;
+mod mute;
 mod options;
 mod tools;
 
@@ -66,7 +67,6 @@ struct Frame {
     frame: Option<String>,
     #[allow(dead_code)]
     id: Option<Value>,
-    #[allow(dead_code)]
     src: Option<String>,
     dst: Option<String>,
     #[allow(dead_code)]
@@ -190,6 +190,10 @@ pub struct Pipecat {
     in_write: Option<Millis>,
     /// A `STTMuteFilter` mutes the user (0.0.84: `STTMuteFrame`).
     filter_muted: bool,
+    /// After 0.0.84: the `STTMuteFilter` the options state, followed through the frames it reacts
+    /// to (it pushes no `STTMuteFrame`); and whether a `STTMuteFrame` came all the same.
+    mute_filter: Option<mute::MuteFilter>,
+    mute_frames: bool,
     /// Tool calls: each call's reply, and whether it was spawned cancellable.
     calls: BTreeMap<String, (usize, bool)>,
     /// The lines of each interruption: where a story of output that went on starts.
@@ -206,6 +210,12 @@ impl StackDialect<TurnMachine> for Pipecat {
 
     fn meta(&mut self, meta: &Value) -> Result<(), InputError> {
         self.options = Options::from_meta(meta)?;
+        self.mute_filter = self
+            .options
+            .stt_mute
+            .clone()
+            .filter(|_| self.options.version > (0, 0, 84))
+            .map(mute::MuteFilter::new);
         Ok(())
     }
 
@@ -316,6 +326,23 @@ struct Line<'a> {
 
 impl Line<'_> {
     fn translate(&self, name: &str, s: &mut Pipecat) -> Result<Events, InputError> {
+        let seen = match name {
+            "StartFrame" => Some(mute::Seen::Start),
+            "FunctionCallInProgressFrame" => Some(mute::Seen::CallInProgress),
+            "FunctionCallResultFrame" => Some(mute::Seen::CallResult),
+            "BotStartedSpeakingFrame" => Some(mute::Seen::BotStarted),
+            "BotStoppedSpeakingFrame" => Some(mute::Seen::BotStopped),
+            _ => None,
+        };
+        let out = self.translate_frame(name, s)?;
+        // The filter passes the frame on, then decides on its new state.
+        if let Some((filter, seen)) = s.mute_filter.as_mut().zip(seen) {
+            filter.saw(seen);
+        }
+        Ok(out)
+    }
+
+    fn translate_frame(&self, name: &str, s: &mut Pipecat) -> Result<Events, InputError> {
         match name {
             "StartFrame" => {
                 // Before 1.0 the StartFrame states the pipeline's allow_interruptions.
@@ -342,6 +369,7 @@ impl Line<'_> {
             "InterruptionFrame" | "StartInterruptionFrame" => Ok(self.interruption(s)),
             "STTMuteFrame" => {
                 s.filter_muted = self.f.mute.ok_or_else(|| self.error("STTMuteFrame needs `mute`"))?;
+                s.mute_frames = true;
                 Ok(Vec::new())
             }
             // The 1.x aggregator drops the muted user's frames itself: none reaches the log's

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 use turnfence_model::Millis;
 
+use super::mute::Strategy;
 use crate::trace::stack_options::{flag, seconds};
 use crate::trace::InputError;
 
@@ -34,6 +35,9 @@ pub struct Options {
     pub tools: BTreeMap<String, Tool>,
     /// The output transport's chunk, in ms (`audio_out_10ms_chunks`, 4 by default).
     pub chunk_ms: Millis,
+    /// The strategies of the pipeline's `STTMuteFilter` (`stt_mute_filter`, before 1.0), if it
+    /// has one.
+    pub stt_mute: Option<Vec<Strategy>>,
 }
 
 /// The version when the meta line names none: the newest the corpus pins.
@@ -43,7 +47,6 @@ const NEWEST: (u64, u64, u64) = (1, 14, 0);
 const LEFT: &[&str] = &[
     "user_turn_stop_strategies",
     "user_mute_strategies",
-    "stt_mute_filter",
     "aggregation_timeout",
     "vad",
     "audio_out_sample_rate",
@@ -57,6 +60,7 @@ impl Default for Options {
             call_timeout_ms: None,
             tools: BTreeMap::new(),
             chunk_ms: 40,
+            stt_mute: None,
         }
     }
 }
@@ -121,6 +125,7 @@ impl Options {
                 }
                 "function_call_timeout_secs" => self.call_timeout_ms = seconds(k, v)?,
                 "tools" => self.apply_tools(v)?,
+                "stt_mute_filter" => self.stt_mute = Some(strategies(k, v)?),
                 "audio_out_10ms_chunks" => {
                     let n = v
                         .as_u64()
@@ -186,6 +191,20 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// A list of strategy names: those the dialect does not know are kept as unknown (never guessed).
+fn strategies(k: &str, v: &Value) -> Result<Vec<Strategy>, String> {
+    let Value::Array(list) = v else {
+        return Err(format!("option `{k}` is a list of strategy names"));
+    };
+    list.iter()
+        .map(|s| {
+            s.as_str()
+                .map(Strategy::named)
+                .ok_or_else(|| format!("option `{k}`: a strategy is a name, not {s}"))
+        })
+        .collect()
 }
 
 /// `MAJOR.MINOR.PATCH` (a suffix after the patch number, `1.14.0rc1`, is ignored).
