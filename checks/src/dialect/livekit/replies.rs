@@ -12,6 +12,9 @@ impl Line<'_> {
     pub(super) fn agent_state(&self, s: &mut Session) -> Events {
         let mut out = Vec::new();
         s.agent_speaking = self.ev.new_state.as_deref() == Some("speaking");
+        if matches!(self.ev.new_state.as_deref(), Some("thinking" | "speaking")) {
+            self.end_unheard(s);
+        }
         match self.ev.new_state.as_deref() {
             Some("thinking")
                 if s.current.is_none()
@@ -63,6 +66,30 @@ impl Line<'_> {
             _ => {}
         }
         out
+    }
+
+    /// A new speech was created since the current reply, which the model already ended (its
+    /// interruption confirmed), began: interrupted with nothing heard, LiveKit commits no message
+    /// for it (`_tts_task_impl` adds one only `if forwarded_text`), so it ended unheard and what
+    /// begins now is the new speech's reply.
+    fn end_unheard(&self, s: &mut Session) {
+        let ended = |id: &str| {
+            self.machine
+                .and_then(|m| m.session().turn(id))
+                .is_some_and(|t| t.phase.is_terminal())
+        };
+        if !(s.records_speeches && s.may_begin) {
+            return;
+        }
+        let Some(reply) = s.current.take_if(|r| ended(&r.id)) else {
+            return;
+        };
+        s.pre_paused = false;
+        s.last = Some(Reply {
+            id: reply.id,
+            generation: reply.generation,
+            ..Reply::default()
+        });
     }
 
     /// A speech was made (`say()`, `generate_reply()`): the next `thinking` or `speaking` may
