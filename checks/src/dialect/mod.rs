@@ -47,3 +47,26 @@ pub fn by_name(name: &str) -> Option<Dialect> {
 fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::DIALECTS;
+
+    /// Each dialect says what it reads (`--dialect`'s help), in words of its own, and answers to
+    /// its name alone.
+    #[test]
+    fn each_dialect_says_what_it_reads_and_answers_to_its_name() {
+        let mut abouts: Vec<&str> = DIALECTS.iter().map(|d| d.about()).collect();
+        assert!(
+            abouts.iter().all(|a| a.split_whitespace().count() >= 3),
+            "{abouts:?}"
+        );
+        abouts.sort_unstable();
+        abouts.dedup();
+        assert_eq!(abouts.len(), DIALECTS.len());
+        for d in DIALECTS {
+            assert_eq!(super::by_name(d.name()).map(|x| x.name()), Some(d.name()));
+        }
+        assert!(super::by_name("livekit").is_none());
+    }
+}

@@ -96,6 +96,35 @@ mod tests {
             (Party::Tools, "model response.started")
         );
         assert_eq!(said(d("lab"), None, "[1,").words, "(not JSON)");
+        // Who passed it: a LiveKit TTS's metrics come from the TTS; a Pipecat audio chunk played
+        // goes from the pipeline to the loudspeaker, one synthesized comes from the TTS.
+        let s = said(
+            d("livekit-agents"),
+            None,
+            r#"{"type":"metrics_collected","metrics":{"type":"tts_metrics"}}"#,
+        );
+        assert_eq!((s.from, s.to), (Party::Tts, Party::Agent));
+        let chunk = |played: bool| {
+            let line = format!(r#"{{"t_ms":1,"frame":"TTSAudioRawFrame","played":{played}}}"#);
+            let s = said(d("pipecat"), None, &line);
+            (s.from, s.to, s.words)
+        };
+        assert_eq!(
+            chunk(true),
+            (
+                Party::App,
+                Party::Player,
+                "TTSAudioRawFrame played".to_owned()
+            )
+        );
+        assert_eq!(
+            chunk(false),
+            (
+                Party::Tts,
+                Party::App,
+                "TTSAudioRawFrame synthesized".to_owned()
+            )
+        );
     }
 
     /// Whatever a line holds, it is said (a line `check` refused is never read again, but a

@@ -415,3 +415,31 @@ fn a_reports_options_stay_with_its_own_events() {
     assert_eq!(findings(alone.clone()).len(), 1);
     assert_eq!(findings(after_report), findings(alone));
 }
+
+/// A Pipecat call still running when the pipeline ends leaves its reply not judged left open,
+/// and says what would decide it: the call's result, which the pipeline's cleanup never pushes
+/// (not the LLM's end, which came).
+#[test]
+fn a_pipecat_call_running_at_the_end_leaves_its_reply_not_judged_for_its_result() {
+    for v in ["0.0.84", "1.14.0"] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(
+            "../fixtures/generated/pipecat@{v}/false_alarm_call_running_at_end.jsonl"
+        ));
+        let text = read(&path);
+        let verdict = dialect::check_input(text.as_bytes(), &Default::default())
+            .verdict
+            .unwrap();
+        assert!(verdict.conforms(), "{v}");
+        let needs: Vec<&str> = verdict
+            .not_judged
+            .iter()
+            .filter(|n| n.rule == "left_open")
+            .map(|n| n.needs.as_str())
+            .collect();
+        assert_eq!(needs.len(), 1, "{v}: {needs:?}");
+        assert!(
+            needs[0].starts_with("call call_1's FunctionCallResultFrame"),
+            "{v}: {needs:?}"
+        );
+    }
+}
