@@ -127,6 +127,235 @@ mod tests {
         );
     }
 
+    /// Every way each stack's line is said: who passes it to whom, in the stack's words.
+    #[test]
+    fn every_stack_line_is_said_between_the_parties_it_passes() {
+        use Party::*;
+        let cases: &[(&str, &str, Party, Party, &str)] = &[
+            (
+                "livekit-agents",
+                r#"{"type":"user_state_changed","new_state":"speaking"}"#,
+                User,
+                Agent,
+                "user_state_changed speaking",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"user_input_transcribed","transcript":"hi"}"#,
+                User,
+                Agent,
+                "user_input_transcribed",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"agent_state_changed","new_state":"thinking"}"#,
+                Agent,
+                Agent,
+                "agent_state_changed thinking",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"metrics_collected","metrics":{"type":"llm_metrics"}}"#,
+                Llm,
+                Agent,
+                "metrics_collected llm_metrics",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"metrics_collected","metrics":{"type":"eou_metrics"}}"#,
+                Agent,
+                Agent,
+                "metrics_collected eou_metrics",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"function_tools_executed"}"#,
+                Tools,
+                Agent,
+                "function_tools_executed",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"tool_execution_updated"}"#,
+                Tools,
+                Agent,
+                "tool_execution_updated",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"conversation_item_added","item":{"role":"user"}}"#,
+                User,
+                Agent,
+                "conversation_item_added user",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"conversation_item_added","item":{"role":"assistant"}}"#,
+                Agent,
+                User,
+                "conversation_item_added assistant",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"conversation_item_added","item":{"type":"function_call"}}"#,
+                Agent,
+                Tools,
+                "conversation_item_added function_call",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"conversation_item_added","item":{"type":"function_call_output"}}"#,
+                Tools,
+                Agent,
+                "conversation_item_added function_call_output",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"conversation_item_added","item":{"type":"agent_handoff"}}"#,
+                Agent,
+                Agent,
+                "conversation_item_added agent_handoff",
+            ),
+            (
+                "livekit-agents",
+                r#"{"type":"close"}"#,
+                Agent,
+                Agent,
+                "close",
+            ),
+            (
+                "livekit-agents",
+                r#"{"events":[]}"#,
+                Agent,
+                Agent,
+                "session report",
+            ),
+            ("livekit-agents", r#"{"x":1}"#, Agent, Agent, "(unknown)"),
+            (
+                "pipecat",
+                r#"{"frame":"BotStartedSpeakingFrame"}"#,
+                Player,
+                App,
+                "BotStartedSpeakingFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"BotStoppedSpeakingFrame"}"#,
+                Player,
+                App,
+                "BotStoppedSpeakingFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"TTSStartedFrame"}"#,
+                Tts,
+                App,
+                "TTSStartedFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"LLMFullResponseEndFrame"}"#,
+                Llm,
+                App,
+                "LLMFullResponseEndFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"FunctionCallResultFrame"}"#,
+                Tools,
+                App,
+                "FunctionCallResultFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"UserStartedSpeakingFrame"}"#,
+                User,
+                App,
+                "UserStartedSpeakingFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"VADUserStoppedSpeakingFrame"}"#,
+                User,
+                App,
+                "VADUserStoppedSpeakingFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"StartInterruptionFrame"}"#,
+                User,
+                App,
+                "StartInterruptionFrame",
+            ),
+            (
+                "pipecat",
+                r#"{"frame":"TranscriptionFrame"}"#,
+                User,
+                App,
+                "TranscriptionFrame",
+            ),
+            ("pipecat", r#"{"frame":"EndFrame"}"#, App, App, "EndFrame"),
+            ("pipecat", r#"{"t_ms":0}"#, App, App, "(unknown)"),
+            (
+                "openai-realtime",
+                r#"{"dir":"server","event":{"type":"response.done"}}"#,
+                Server,
+                App,
+                "response.done",
+            ),
+            (
+                "openai-realtime",
+                r#"{"dir":"app","event":{"type":"playback.played"}}"#,
+                Player,
+                App,
+                "playback.played",
+            ),
+            (
+                "openai-realtime",
+                r#"{"dir":"app","event":{"type":"playback.cleared"}}"#,
+                App,
+                Player,
+                "playback.cleared",
+            ),
+            (
+                "openai-realtime",
+                r#"{"dir":"app","event":{"type":"session.closed"}}"#,
+                App,
+                App,
+                "session.closed",
+            ),
+            (
+                "openai-realtime",
+                r#"{"dir":"client","event":{"type":"input_audio_buffer.append"}}"#,
+                User,
+                Server,
+                "input_audio_buffer.append",
+            ),
+            (
+                "openai-realtime",
+                r#"{"dir":"client","event":{"type":"conversation.item.create","item":{"type":"function_call_output"}}}"#,
+                Tools,
+                Server,
+                "conversation.item.create",
+            ),
+            (
+                "openai-realtime",
+                r#"{"type":"response.create"}"#,
+                App,
+                Server,
+                "response.create",
+            ),
+        ];
+        for (dialect, line, from, to, words) in cases {
+            let s = said(d(dialect), None, line);
+            assert_eq!(
+                (s.from, s.to, s.words.as_str()),
+                (*from, *to, *words),
+                "{dialect}: {line}"
+            );
+        }
+    }
+
     /// Whatever a line holds, it is said (a line `check` refused is never read again, but a
     /// trace can change between the two readings).
     #[test]
