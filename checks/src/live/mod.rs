@@ -224,20 +224,9 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::FindingKind;
 
     fn finding(line: usize) -> Finding {
-        Finding {
-            line,
-            session: "s".into(),
-            at: 0,
-            kind: FindingKind::Invariant,
-            invariant: Some("no_late_delivery"),
-            ids: Vec::new(),
-            message: "late".into(),
-            since: None,
-            derived: Vec::new(),
-        }
+        crate::trace::live::tests::finding(line, Vec::new())
     }
 
     #[test]

@@ -475,11 +475,13 @@ impl<S: Conform, R: Reader<S>> Judge for Live<S, R> {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::{at_the_end, session_field};
     use crate::trace::{Finding, FindingKind};
 
-    fn finding(line: usize, derived: Vec<Finding>) -> Finding {
+    /// A `no_late_delivery` finding at `line` of session `s`, explaining `derived` (the live
+    /// monitor's tests too).
+    pub(crate) fn finding(line: usize, derived: Vec<Finding>) -> Finding {
         Finding {
             line,
             session: "s".into(),
