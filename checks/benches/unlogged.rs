@@ -13,8 +13,9 @@ use std::time::Instant;
 use turnfence_checks::dialect::livekit::Livekit;
 use turnfence_checks::trace::conform::Unlogged;
 use turnfence_checks::trace::{
-    check_as, Event, InputError, Keep, Sessions, StackDialect, StackReader, Verdict,
+    check_as, Event, Finding, InputError, Keep, Sessions, StackDialect, StackReader,
 };
+use turnfence_model::said::Vocabulary;
 use turnfence_model::turn::{Profile, TurnMachine};
 
 /// A stack's dialect with its unlogged steps left out: what `check` would be without the search.
@@ -29,8 +30,12 @@ impl<D: StackDialect<TurnMachine> + Send> StackDialect<TurnMachine> for NoSearch
         self.0.meta(meta)
     }
 
-    fn reword(&self, verdict: &mut Verdict) {
-        self.0.reword(verdict)
+    fn words(&self) -> &dyn Vocabulary {
+        self.0.words()
+    }
+
+    fn place(&self, finding: &mut Finding) {
+        self.0.place(finding)
     }
 
     fn split(text: &str, line: usize) -> Result<Option<Vec<String>>, InputError> {

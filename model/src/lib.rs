@@ -126,7 +126,12 @@ macro_rules! monitor {
         }
 
         impl Monitor {
-            pub(super) fn violate(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+            pub(super) fn violate(
+                &mut self,
+                invariant: Invariant,
+                ids: &[&str],
+                message: impl Into<$crate::said::Said>,
+            ) {
                 self.findings.violate(invariant, self.now, ids, message);
             }
 
@@ -403,6 +408,7 @@ pub mod fence;
 mod hashed;
 mod machine;
 mod plant;
+pub mod said;
 pub mod turn;
 
 pub use machine::{

@@ -17,6 +17,7 @@ use std::hash::{Hash, Hasher};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::said::Said;
 use crate::Millis;
 
 /// One thing that happens to a machine: its kind of input, at virtual time `at` (one JSON object,
@@ -182,7 +183,8 @@ pub struct Violation<V> {
     pub at: Millis,
     /// The ids involved, as the case needs (turn, child, seq, token, req, …).
     pub ids: Vec<String>,
-    pub message: String,
+    /// Why, its subjects typed: said in the model's words, or in a stack's.
+    pub message: Said,
     /// The earlier step the story starts at, where one does (the stop a late delivery came
     /// after, the first of two terminal states, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -250,7 +252,7 @@ impl<V: Invariant> Findings<V> {
     }
 
     /// The invariant is broken at `at` by the current step, about `ids`, for the reason given.
-    pub fn violate(&mut self, invariant: V, at: Millis, ids: &[&str], message: String) {
+    pub fn violate(&mut self, invariant: V, at: Millis, ids: &[&str], message: impl Into<Said>) {
         self.violate_since(invariant, at, ids, message, None);
     }
 
@@ -260,7 +262,7 @@ impl<V: Invariant> Findings<V> {
         invariant: V,
         at: Millis,
         ids: &[&str],
-        message: String,
+        message: impl Into<Said>,
         since: Option<usize>,
     ) {
         if self.only.is_some_and(|o| o != invariant) {
@@ -271,7 +273,7 @@ impl<V: Invariant> Findings<V> {
             step: self.step,
             at,
             ids: ids.iter().map(|s| (*s).to_owned()).collect(),
-            message,
+            message: message.into(),
             since,
         });
     }

@@ -48,6 +48,25 @@ fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
+/// A sentence naming every thing of the model a vocabulary names: each noun alone, each with an
+/// id (a turn with each of `turns`), and as an output's field — for the vocabularies' tests.
+#[cfg(test)]
+pub(crate) fn every_thing(turns: &[&str]) -> turnfence_model::said::Said {
+    use turnfence_model::said::{self, Noun, Part, Said};
+    let mut parts: Vec<Part> = vec![Noun::Turn.into(), Noun::Frame.into()];
+    parts.extend(turns.iter().map(|t| said::turn(t)));
+    parts.extend([said::child("c"), said::call("call_1")]);
+    parts.extend([Noun::Turn, Noun::Child, Noun::Call].map(|n| Part::Field(n, "x".into())));
+    let mut said: Vec<Part> = Vec::new();
+    for (i, p) in parts.into_iter().enumerate() {
+        if i > 0 {
+            said.push(", ".into());
+        }
+        said.push(p);
+    }
+    Said::of(said)
+}
+
 #[cfg(test)]
 mod tests {
     use super::DIALECTS;

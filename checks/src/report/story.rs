@@ -105,6 +105,7 @@ mod tests {
             invariant: Some("no_late_delivery"),
             ids: Vec::new(),
             message: String::new(),
+            said: Default::default(),
             since,
             derived: Vec::new(),
         }

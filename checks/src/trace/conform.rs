@@ -12,6 +12,7 @@ use std::mem::Discriminant;
 
 use serde::Serialize;
 use serde_json::Value;
+use turnfence_model::said::{Noun, Part, Said};
 use turnfence_model::{Invariant, Millis};
 
 use super::{limits, Finding, FindingKind, InputError};
@@ -349,7 +350,7 @@ impl<M: Conform> SessionCheck<M> {
             None => (
                 FindingKind::RefusedInput,
                 None,
-                format!("the model refuses this input: {misuse}"),
+                format!("the model refuses this input: {misuse}").into(),
             ),
         };
         let ids = M::input_subject(&input)
@@ -449,14 +450,11 @@ impl<M: Conform> SessionCheck<M> {
             out.output = concrete;
             out.line = Some((line, self.last_at));
             out.seen = Seen::Deviant;
-            (
-                FindingKind::ContradictedOutput,
-                format!(
-                    "the trace shows {} where the model gives {}",
-                    compact(&value, observed.wildcards),
-                    compact(&model, &[])
-                ),
-            )
+            let mut said = vec![Part::from("the trace shows ")];
+            said.extend(compact_parts(&value, observed.wildcards));
+            said.push(" where the model gives ".into());
+            said.extend(compact_parts(&model, &[]));
+            (FindingKind::ContradictedOutput, Said::of(said))
         } else {
             let instead = M::counterpart(&self.recent_outputs(), &observed.output);
             let deviant = EffOutput {
@@ -474,13 +472,10 @@ impl<M: Conform> SessionCheck<M> {
                     outputs: vec![deviant],
                 }),
             }
-            (
-                FindingKind::UnexpectedOutput,
-                format!(
-                    "the model does not produce {}{instead}",
-                    compact(&value, observed.wildcards)
-                ),
-            )
+            let mut said = vec![Part::from("the model does not produce ")];
+            said.extend(compact_parts(&value, observed.wildcards));
+            said.push(instead.into());
+            (FindingKind::UnexpectedOutput, Said::of(said))
         };
         self.found(line, self.last_at, kind, None, ids, message);
     }
@@ -492,7 +487,7 @@ impl<M: Conform> SessionCheck<M> {
         kind: FindingKind,
         invariant: Option<&'static str>,
         ids: Vec<String>,
-        message: String,
+        said: Said,
     ) {
         self.findings.push(Finding {
             line,
@@ -501,7 +496,8 @@ impl<M: Conform> SessionCheck<M> {
             kind,
             invariant,
             ids,
-            message,
+            message: said.to_string(),
+            said,
             since: None,
             derived: Vec::new(),
         });
@@ -567,19 +563,36 @@ fn fill<M: Conform>(observed: &M::Output, wildcards: &[&str], model: &Value) -> 
 
 /// An output as a short `kind{field=value,…}` for messages, wildcards left out.
 pub fn compact(value: &Value, wildcards: &[&str]) -> String {
+    Said::of(compact_parts(value, wildcards)).to_string()
+}
+
+/// [`compact`] as parts of a sentence: a field naming a turn or a child is typed.
+pub(super) fn compact_parts(value: &Value, wildcards: &[&str]) -> Vec<Part> {
     let Value::Object(m) = value else {
-        return value.to_string();
+        return vec![value.to_string().into()];
     };
     let kind = m.get("output").and_then(Value::as_str).unwrap_or("?");
-    let fields: Vec<String> = m
+    let mut parts = vec![Part::Text(format!("{kind}{{"))];
+    let fields = m
         .iter()
-        .filter(|(k, _)| *k != "output" && !wildcards.contains(&k.as_str()))
-        .map(|(k, v)| match v {
-            Value::String(s) => format!("{k}={s}"),
-            other => format!("{k}={other}"),
-        })
-        .collect();
-    format!("{kind}{{{}}}", fields.join(","))
+        .filter(|(k, _)| *k != "output" && !wildcards.contains(&k.as_str()));
+    for (i, (k, v)) in fields.enumerate() {
+        if i > 0 {
+            parts.push(",".into());
+        }
+        let noun = match k.as_str() {
+            "turn" => Some(Noun::Turn),
+            "child" => Some(Noun::Child),
+            _ => None,
+        };
+        parts.push(match (noun, v) {
+            (Some(noun), Value::String(s)) => Part::Field(noun, s.clone()),
+            (_, Value::String(s)) => format!("{k}={s}").into(),
+            (_, other) => format!("{k}={other}").into(),
+        });
+    }
+    parts.push("}".into());
+    parts
 }
 
 #[cfg(test)]

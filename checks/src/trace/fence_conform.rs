@@ -3,6 +3,7 @@
 
 use turnfence_model::fence;
 use turnfence_model::fence::{Action, FenceMachine};
+use turnfence_model::said::Said;
 
 use super::conform::Conform;
 
@@ -57,7 +58,7 @@ impl Conform for FenceMachine {
         &self,
         outputs: &[&fence::Output],
         misuse: &fence::Misuse,
-    ) -> Option<(fence::Invariant, String)> {
+    ) -> Option<(fence::Invariant, Said)> {
         let fence::Misuse::NoToken { worker } = misuse else {
             return None;
         };
@@ -67,7 +68,7 @@ impl Conform for FenceMachine {
         ended.then(|| {
             (
                 fence::Invariant::DeadTokenHarmless,
-                format!("worker {worker}'s loop sends a token its end already dropped"),
+                format!("worker {worker}'s loop sends a token its end already dropped").into(),
             )
         })
     }

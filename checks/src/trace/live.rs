@@ -228,7 +228,7 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
             }
         }
         self.given_early += decided.len();
-        let early = self.reworded(decided);
+        let early = self.told(decided);
         reports.extend(early.into_iter().map(Report::Finding));
         for ended in self
             .checker
@@ -242,13 +242,13 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         reports
     }
 
-    /// `findings` in the stack's words.
-    fn reworded(&self, findings: Vec<Finding>) -> Vec<Finding> {
+    /// `findings` told in the stack's words.
+    fn told(&self, findings: Vec<Finding>) -> Vec<Finding> {
         let mut v = Verdict {
             findings,
             ..Verdict::default()
         };
-        self.reader.reword(&mut v);
+        self.reader.tell(&mut v);
         v.findings
     }
 
@@ -261,7 +261,7 @@ impl<S: Conform, R: Reader<S>> Live<S, R> {
         } = ended;
         self.ended.push(session.clone());
         let (new, held, gone) = at_the_end(findings, given);
-        let (new, held, gone) = (self.reworded(new), self.reworded(held), self.reworded(gone));
+        let (new, held, gone) = (self.told(new), self.told(held), self.told(gone));
         self.settled.extend(held);
         self.checker
             .verdict
@@ -490,6 +490,7 @@ pub mod tests {
             invariant: Some("no_late_delivery"),
             ids: Vec::new(),
             message: "late".into(),
+            said: "late".into(),
             since: None,
             derived,
         }

@@ -18,7 +18,6 @@ pub mod limits;
 pub mod live;
 mod stack;
 pub mod stack_options;
-pub mod stack_words;
 mod stream;
 pub mod turn_conform;
 pub mod turn_facts;
@@ -40,6 +39,7 @@ use std::fmt;
 use std::io::BufRead;
 
 use serde::Serialize;
+use turnfence_model::said::{Said, Vocabulary};
 use turnfence_model::Millis;
 
 use conform::{Conform, Observed, SessionCheck, Unlogged};
@@ -199,7 +199,12 @@ pub struct Finding {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub invariant: Option<&'static str>,
     pub ids: Vec<String>,
+    /// Why, in the words of the trace's stack once the verdict is said in them
+    /// ([`Verdict::say_in`]), in the model's until then.
     pub message: String,
+    /// Why, its subjects typed: what `message` says, in no one's words yet.
+    #[serde(skip)]
+    pub said: Said,
     /// The earlier line the story starts at (the stop a late delivery came after, the first of
     /// two terminal states, …), where there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -214,6 +219,14 @@ impl Finding {
     /// The name a report leads with: the invariant's, or the kind of non-conformance.
     pub fn name(&self) -> &'static str {
         self.invariant.unwrap_or(self.kind.name())
+    }
+
+    /// Its message, and those of the findings it explains, said in `words`.
+    pub fn say_in(&mut self, words: &dyn Vocabulary) {
+        self.message = self.said.said_in(words);
+        for d in &mut self.derived {
+            d.say_in(words);
+        }
     }
 }
 
@@ -297,9 +310,10 @@ pub trait Reader<S: Conform> {
     /// The two halves, borrowed apart.
     fn halves(&mut self) -> (&mut Self::Lines, &mut Self::Events);
 
-    /// The verdict said in the stack's words (a real stack's dialect: its replies, tool calls
-    /// and speech, not turns, children and frames), once every line is read.
-    fn reword(&self, _verdict: &mut Verdict) {}
+    /// The verdict told as the stack tells it, once every line is read: each finding said in
+    /// the stack's vocabulary (a real stack's replies, tool calls and audio, not turns, children
+    /// and frames), its story starting where the stack's does.
+    fn tell(&self, _verdict: &mut Verdict) {}
 
     /// The steps the stack may take without a line of its log (its dialect's declaration).
     fn unlogged(&self) -> &'static [Unlogged<S>] {
@@ -448,7 +462,7 @@ fn check_batched<S: Conform, R: Reader<S>>(
     let mut checker = Checker::new(keep, fresh);
     checker.sessions.unlogged = reader.unlogged();
     let mut verdict = stream::check(input, reader, checker, batch)?;
-    reader.reword(&mut verdict);
+    reader.tell(&mut verdict);
     Ok(verdict)
 }
 
@@ -474,6 +488,7 @@ pub fn check_events_as<S: Conform>(
                 kind: FindingKind::RefusedInput,
                 invariant: None,
                 ids: Vec::new(),
+                said: e.message.as_str().into(),
                 message: e.message,
                 since: None,
                 derived: Vec::new(),

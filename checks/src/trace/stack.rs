@@ -2,11 +2,12 @@
 //! events by the stack's dialect ([`StackDialect`]) where it is judged. Every stack's dialect
 //! is this one reader and an implementation of the trait.
 
+use turnfence_model::said::{ModelWords, Vocabulary};
 use turnfence_model::turn::TurnMachine;
 
 use super::{
-    Conform, Event, FindingKind, InputError, MakeEvents, ReadLines, Reader, Sessions, Unlogged,
-    Verdict,
+    Conform, Event, Finding, FindingKind, InputError, MakeEvents, ReadLines, Reader, Sessions,
+    Unlogged, Verdict,
 };
 
 /// A line of a real stack's log, as its dialect holds it until its events are made: the meta
@@ -104,8 +105,15 @@ pub trait StackDialect<S: Conform>: Default {
         Ok(())
     }
 
-    /// The verdict in the stack's words ([`Reader::reword`]).
-    fn reword(&self, _verdict: &mut Verdict) {}
+    /// How the stack names the model's things: its findings are said in these words
+    /// ([`Reader::tell`]).
+    fn words(&self) -> &dyn Vocabulary {
+        &ModelWords
+    }
+
+    /// Where a finding's story starts, and which of its ids the stack has (an interruption's
+    /// story at the speech it came after, say), before it is said ([`Reader::tell`]).
+    fn place(&self, _finding: &mut Finding) {}
 
     /// A line that holds several records (a session report and its events), as those records,
     /// each read at this line in turn (so each sees the sessions as the one before left them);
@@ -160,8 +168,12 @@ impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
         (&mut self.lines, &mut self.events)
     }
 
-    fn reword(&self, verdict: &mut Verdict) {
-        self.events.0.reword(verdict);
+    fn tell(&self, verdict: &mut Verdict) {
+        let dialect = &self.events.0;
+        for f in &mut verdict.findings {
+            dialect.place(f);
+            f.say_in(dialect.words());
+        }
     }
 
     fn unlogged(&self) -> &'static [Unlogged<S>] {

@@ -3,6 +3,8 @@
 //! and its invariants.
 
 use serde::Deserializer;
+use turnfence_model::said;
+use turnfence_model::said::{Noun, Said};
 use turnfence_model::turn::state::{ChildState, Phase, Session, Turn};
 use turnfence_model::turn::{
     ChildKind, Input, InputKind, Invariant, Misuse, NotStartedReason, Output, Terminal, TurnMachine,
@@ -89,7 +91,7 @@ impl Conform for TurnMachine {
     }
 
     /// A turn that neither the model nor the trace ended, and what it waits for.
-    fn left_open(&self, shown: &[&Output]) -> Vec<(String, String)> {
+    fn left_open(&self, shown: &[&Output]) -> Vec<(String, Said)> {
         let s = self.session();
         let ended = |turn: &str| {
             shown
@@ -105,7 +107,7 @@ impl Conform for TurnMachine {
 
     /// Some refusals are evidence of a broken invariant: work from something the model never
     /// let start.
-    fn refusal_cause(&self, outputs: &[&Output], misuse: &Misuse) -> Option<(Invariant, String)> {
+    fn refusal_cause(&self, outputs: &[&Output], misuse: &Misuse) -> Option<(Invariant, Said)> {
         match misuse {
             Misuse::UnknownTurn { turn } if was_refused(outputs, turn) => {
                 // Refused beside a turn that was only cancelling: one active turn until it ends.
@@ -113,12 +115,22 @@ impl Conform for TurnMachine {
                 Some(if running || !self.profile().active_until_terminal() {
                     (
                         Invariant::SingleRunningTurn,
-                        format!("turn {turn} runs although it was accepted while another turn was running"),
+                        said![
+                            said::turn(turn),
+                            " runs although it was accepted while another ",
+                            Noun::Turn,
+                            " was running"
+                        ],
                     )
                 } else {
                     (
                         Invariant::OneActiveResponse,
-                        format!("turn {turn} runs although it was accepted before the turn before it ended"),
+                        said![
+                            said::turn(turn),
+                            " runs although it was accepted before the ",
+                            Noun::Turn,
+                            " before it ended"
+                        ],
                     )
                 })
             }
@@ -134,11 +146,17 @@ impl Conform for TurnMachine {
                 Some(match reason {
                     NotStartedReason::NoBudget => (
                         Invariant::DeadlineRespected,
-                        format!("child {child} runs although it had less time left than it needs"),
+                        said![
+                            said::child(child),
+                            " runs although it had less time left than it needs"
+                        ],
                     ),
                     NotStartedReason::TurnCancelled => (
                         Invariant::CancelTreeDrained,
-                        format!("child {child} runs although it was spawned after the cancel"),
+                        said![
+                            said::child(child),
+                            " runs although it was spawned after the cancel"
+                        ],
                     ),
                 })
             }
@@ -343,14 +361,14 @@ fn received_up_to(s: &Session, seq: u64) -> Vec<InputKind> {
 }
 
 /// What an unfinished turn waits for, as a clause: its state, then each thing it needs.
-fn waits_for(s: &Session, t: &Turn) -> String {
+fn waits_for(s: &Session, t: &Turn) -> Said {
     let state = match t.phase {
         Phase::CancelRequested { cause } => {
             let cause = serde_json::to_value(cause).unwrap_or_default();
             let cause = cause.as_str().unwrap_or("?");
-            format!("turn {} cancelled (by {cause}) but never ended", t.id)
+            format!(" cancelled (by {cause}) but never ended")
         }
-        _ => format!("turn {} still running", t.id),
+        _ => " still running".to_owned(),
     };
     let mut needs = Vec::new();
     if t.phase.is_running() && !t.model_done {
@@ -373,8 +391,10 @@ fn waits_for(s: &Session, t: &Turn) -> String {
     if frames > 0 {
         needs.push(format!("{frames} buffered frames to play"));
     }
-    if needs.is_empty() {
-        return state;
-    }
-    format!("{state}: it waits for {}", needs.join(", "))
+    let needs = if needs.is_empty() {
+        String::new()
+    } else {
+        format!(": it waits for {}", needs.join(", "))
+    };
+    said![said::turn(&t.id), state, needs]
 }

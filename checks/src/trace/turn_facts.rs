@@ -9,6 +9,8 @@ use turnfence_model::turn::RESUME_TTL_MS;
 use turnfence_model::turn::{Invariant, Mode, Output, StopAnswer, Terminal, TurnMachine};
 
 use super::conform::{History, Judged};
+use turnfence_model::said;
+use turnfence_model::said::{Gist, Noun, Said};
 
 /// A fact a turn log states.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,10 +99,10 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
             (
                 None,
                 Vec::new(),
-                format!(
+                Said::from(format!(
                     "the log states last_acked_seq={seq}; the client acknowledged up to {}",
                     s.client.acked
-                ),
+                )),
             )
         }),
         Fact::Unanswered { turn, child } => {
@@ -113,7 +115,11 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 (
                     Some(Invariant::ToolCallSettled),
                     vec![turn.clone(), child.clone()],
-                    format!("the session closed with tool call {child} never answered: it stays in progress forever"),
+                    said![
+                        "the session closed with ",
+                        said::call(child),
+                        " never answered: it stays in progress forever"
+                    ],
                 )
             })
         }
@@ -121,8 +127,15 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
             Some(Invariant::ToolCallSettled),
             vec![turn.clone(), call.clone()],
             match what {
-                ToolCallFact::AnsweredUnmade => format!("function call {call} was answered, but the model never made it: its response was cancelled before the call's arguments were done"),
-                ToolCallFact::AnsweredTwice => format!("function call {call} was answered a second time"),
+                ToolCallFact::AnsweredUnmade => said![
+                    said::call(call),
+                    " was answered, but the model never made it: its ",
+                    Noun::Turn,
+                    " was cancelled before the call's arguments were done"
+                ],
+                ToolCallFact::AnsweredTwice => {
+                    said![said::call(call), " was answered a second time"]
+                }
             },
         )),
         Fact::HeardBeside { turn, other } => {
@@ -132,7 +145,12 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 (
                     Some(Invariant::SingleRunningTurn),
                     vec![turn.clone(), other.clone()],
-                    format!("{turn} began to play while {left} frames of {other} were still to play: two heard at once"),
+                    said![
+                        said::turn(turn),
+                        format!(" began to play while {left} frames of "),
+                        said::turn(other),
+                        " were still to play: two heard at once"
+                    ],
                 )
             })
         }
@@ -142,12 +160,20 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 Some(t) if !t.phase.is_running() => None,
                 Some(t) => Some(contradicted(
                     &t.id,
-                    format!("a cancel aimed at generation {generation}, whose turn is still running and was never stopped"),
+                    said![
+                        format!("a cancel aimed at generation {generation}, whose "),
+                        Noun::Turn,
+                        " is still running and was never stopped"
+                    ],
                 )),
                 None => Some((
                     None,
                     Vec::new(),
-                    format!("a cancel aimed at generation {generation}, which no turn of the session has"),
+                    said![
+                        format!("a cancel aimed at generation {generation}, which no "),
+                        Noun::Turn,
+                        " of the session has"
+                    ],
                 )),
             }
         }
@@ -155,7 +181,7 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
             (
                 None,
                 Vec::new(),
-                format!("the log states a resume window of {ms} ms; the model's is {RESUME_TTL_MS} ms, so its expiry verdicts would not be this system's"),
+                Said::from(format!("the log states a resume window of {ms} ms; the model's is {RESUME_TTL_MS} ms, so its expiry verdicts would not be this system's")),
             )
         }),
     }
@@ -173,7 +199,11 @@ fn judge_turn(
         TurnFact::RemainingMs(ms) => {
             let left = s.turn(turn)?.remaining_ms(at)?;
             (left != ms).then(|| {
-                format!("the log states remaining_ms={ms}; the turn has {left} ms left before its deadline")
+                said![
+                    format!("the log states remaining_ms={ms}; the "),
+                    Noun::Turn,
+                    format!(" has {left} ms left before its deadline")
+                ]
             })
         }
         TurnFact::TerminalEvents(count) => {
@@ -181,9 +211,11 @@ fn judge_turn(
                 (
                     Some(Invariant::OneTerminalState),
                     vec![turn.to_owned()],
-                    format!(
-                        "the log states {count} terminal events for the turn; it ends exactly once"
-                    ),
+                    said![
+                        format!("the log states {count} terminal events for the "),
+                        Noun::Turn,
+                        "; it ends exactly once"
+                    ],
                 )
             })
         }
@@ -193,7 +225,11 @@ fn judge_turn(
                 (
                     Some(Invariant::InterruptionDecidedOnce),
                     vec![turn.to_owned()],
-                    format!("the pause of reply {turn} is reported a false interruption, and its output not resumed: it stays paused, neither resumed nor interrupted"),
+                    said![
+                        "the pause of ",
+                        said::turn(turn),
+                        " is reported a false interruption, and its output not resumed: it stays paused, neither resumed nor interrupted"
+                    ],
                 )
             })
         }
@@ -201,51 +237,71 @@ fn judge_turn(
             let since = cancel_began(history, turn)?;
             let took = at.saturating_sub(since);
             (took != ms).then(|| {
-                format!("the log states propagation_ms={ms}; the turn's cancel began at {since} ms and it ends at {at} ms ({took} ms)")
+                said![
+                    format!("the log states propagation_ms={ms}; the "),
+                    Noun::Turn,
+                    format!("'s cancel began at {since} ms and it ends at {at} ms ({took} ms)")
+                ]
             })
         }
         TurnFact::ClearedFrames(frames) => {
             let held = last_cleared(history, turn)?;
             (frames < held).then(|| {
-                format!("the log clears {frames} frames; {held} were buffered for the turn, so some would still play")
+                said![
+                    format!("the log clears {frames} frames; {held} were buffered for the "),
+                    Noun::Turn,
+                    ", so some would still play"
+                ]
             })
         }
         TurnFact::TerminalSeq(seq) => {
             let stored = s.store.iter().position(|e| e.turn == turn && e.terminal)? as u64 + 1;
             (stored != seq).then(|| {
-                format!("the log states terminal_seq={seq}; the store persisted the turn's terminal event as seq {stored}")
+                said![
+                    format!("the log states terminal_seq={seq}; the store persisted the "),
+                    Noun::Turn,
+                    format!("'s terminal event as seq {stored}")
+                ]
             })
         }
         TurnFact::Mode(mode) => {
             let actual = s.turn(turn)?.mode;
             (actual != mode).then(|| {
-                format!(
-                    "the log states the stream is {}; the turn was accepted in {} mode",
-                    mode_name(mode),
-                    mode_name(actual)
-                )
+                said![
+                    format!("the log states the stream is {}; the ", mode_name(mode)),
+                    Noun::Turn,
+                    format!(" was accepted in {} mode", mode_name(actual))
+                ]
             })
         }
         TurnFact::Generation(generation) => {
             let actual = s.turn(turn)?.generation;
             (actual != generation)
-                .then(|| format!("the log states generation {generation}; the turn's is {actual}"))
+                .then(|| said![
+                    format!("the log states generation {generation}; the "),
+                    Noun::Turn,
+                    format!("'s is {actual}")
+                ])
         }
         TurnFact::DeliveryStopped(stopped) => {
             let running = s.turn(turn)?.phase.is_running();
             (stopped == running).then(|| {
                 let state = if running { "still running" } else { "stopped" };
-                format!(
-                    "the log says the turn's delivery {}; its delivery is {state}",
-                    if stopped { "stopped" } else { "goes on" }
-                )
+                said![
+                    "the log says the ",
+                    Noun::Turn,
+                    format!(
+                        "'s delivery {}; its delivery is {state}",
+                        if stopped { "stopped" } else { "goes on" }
+                    )
+                ]
             })
         }
     };
     message.map(|m| contradicted(turn, m))
 }
 
-fn contradicted(turn: &str, message: String) -> Judged<TurnMachine> {
+fn contradicted(turn: &str, message: Said) -> Judged<TurnMachine> {
     (None, vec![turn.to_owned()], message)
 }
 
@@ -264,7 +320,11 @@ fn cancel_effects(t: &Turn, count: u64) -> Verdict {
         return Some((
             Some(Invariant::IdempotentStop),
             vec![t.id.to_string()],
-            format!("the log states {count} cancel effects for the turn; at most one"),
+            said![
+                format!("the log states {count} cancel effects for the "),
+                Noun::Turn,
+                "; at most one"
+            ],
         ));
     }
     let expected = match t.phase {
@@ -283,7 +343,7 @@ fn cancel_effects(t: &Turn, count: u64) -> Verdict {
     (count != expected).then(|| {
         contradicted(
             &t.id,
-            format!("the log states {count} cancel effects; the model counts {expected}"),
+            format!("the log states {count} cancel effects; the model counts {expected}").into(),
         )
     })
 }
@@ -312,13 +372,21 @@ fn committed(t: &Turn, child: &str, count: u64, claims_cancelled: bool) -> Verdi
         return Some((
             Some(invariant),
             ids,
-            format!("child {child} is logged cancelled with {count} committed side effects"),
+            said![
+                said::child(child),
+                format!(" is logged cancelled with {count} committed side effects")
+            ]
+            .with_gist(Gist::CancelledResultTaken),
         ));
     }
     Some((
         None,
         ids,
-        format!("the log states {count} committed side effects for child {child}; the model knows of {known}"),
+        said![
+            format!("the log states {count} committed side effects for "),
+            said::child(child),
+            format!("; the model knows of {known}")
+        ],
     ))
 }
 

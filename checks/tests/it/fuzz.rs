@@ -52,7 +52,7 @@ fn hunt<M: Fuzz + 'static>(
         if broken.is_empty() {
             Ok(())
         } else {
-            Err(TestCaseError::fail(broken[0].message.clone()))
+            Err(TestCaseError::fail(broken[0].message.to_string()))
         }
     });
     match result {

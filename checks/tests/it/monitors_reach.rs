@@ -433,7 +433,7 @@ fn a_duplicate_receive_or_a_resume_left_unanswered_breaks_replay_exactly_once() 
             .iter()
             .chain(rest)
             .flat_map(|s| monitor.observe(s))
-            .map(|v| (v.invariant, v.message))
+            .map(|v| (v.invariant, v.message.to_string()))
             .collect::<Vec<_>>()
     };
     let unanswered = |at, kind| Step {
@@ -513,7 +513,7 @@ fn a_stop_answered_under_another_request_id_is_unanswered() {
             .iter()
             .chain([&last])
             .flat_map(|s| monitor.observe(s))
-            .map(|v| (v.invariant, v.message))
+            .map(|v| (v.invariant, v.message.to_string()))
             .collect::<Vec<_>>()
     };
     assert_eq!(

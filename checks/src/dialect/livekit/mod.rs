@@ -27,6 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use turnfence_model::said::Vocabulary;
 use turnfence_model::turn::{
     ChildKind, InputKind, Invariant as TurnInvariant, Mode, Output, Terminal, ToolAnswer,
     TurnMachine,
@@ -36,7 +37,7 @@ use turnfence_model::Millis;
 use crate::trace::conform::{Observed, Unlogged};
 use crate::trace::turn_facts::{Fact, TurnFact};
 use crate::trace::{
-    running_where_the_log_stops, Event, InputError, Sessions, StackDialect, StackReader, Verdict,
+    running_where_the_log_stops, Event, Finding, InputError, Sessions, StackDialect, StackReader,
 };
 pub use options::Options;
 pub use unlogged::UNLOGGED;
@@ -308,10 +309,12 @@ impl StackDialect<TurnMachine> for Livekit {
     const COMPLETE: &'static [&'static str] = COMPLETE;
     const UNLOGGED: &'static [Unlogged<TurnMachine>] = UNLOGGED;
 
-    fn reword(&self, verdict: &mut Verdict) {
-        for f in &mut verdict.findings {
-            self.reword_finding(f);
-        }
+    fn words(&self) -> &dyn Vocabulary {
+        &wording::Words
+    }
+
+    fn place(&self, f: &mut Finding) {
+        self.place_finding(f);
     }
 
     fn meta(&mut self, meta: &Value) -> Result<(), InputError> {

@@ -15,6 +15,7 @@ use std::cell::Cell;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use turnfence_model::said::Vocabulary;
 use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
 
@@ -22,6 +23,7 @@ pub mod entry;
 mod playback;
 mod responses;
 mod tools;
+mod wording;
 
 use crate::trace::borrowed;
 use crate::trace::conform::Observed;
@@ -299,6 +301,10 @@ type Events = Vec<Event<TurnMachine>>;
 
 impl StackDialect<TurnMachine> for Realtime {
     const COMPLETE: &'static [&'static str] = COMPLETE;
+
+    fn words(&self) -> &dyn Vocabulary {
+        &wording::Words
+    }
 
     fn line(
         &mut self,

@@ -19,16 +19,18 @@ pub mod entry;
 mod mute;
 mod options;
 mod tools;
+mod wording;
 
 use std::collections::{BTreeMap, VecDeque};
 
 use serde::Deserialize;
 use serde_json::Value;
+use turnfence_model::said::Vocabulary;
 use turnfence_model::turn::{InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
 
 use crate::trace::conform::Observed;
-use crate::trace::{Event, Finding, InputError, Sessions, StackDialect, StackReader, Verdict};
+use crate::trace::{Event, Finding, InputError, Sessions, StackDialect, StackReader};
 pub use options::Options;
 
 /// The output kinds a Pipecat log records completely: each tool call's answer (its
@@ -219,10 +221,12 @@ impl StackDialect<TurnMachine> for Pipecat {
         Ok(())
     }
 
-    fn reword(&self, verdict: &mut Verdict) {
-        for f in &mut verdict.findings {
-            self.reword_finding(f);
-        }
+    fn words(&self) -> &dyn Vocabulary {
+        &wording::Words
+    }
+
+    fn place(&self, f: &mut Finding) {
+        self.place_finding(f);
     }
 
     fn line(
@@ -280,11 +284,10 @@ impl StackDialect<TurnMachine> for Pipecat {
 }
 
 impl Pipecat {
-    /// A finding in Pipecat's words: responses, tool calls and audio, not turns, children and
-    /// frames; a finding about output that went on after an interruption starts its story at
-    /// that interruption, unless it names an earlier line already.
-    fn reword_finding(&self, f: &mut Finding) {
-        crate::trace::stack_words::reword(f, words);
+    /// A finding as Pipecat tells it: the ids it has (not the model's sequence numbers); a
+    /// finding about output that went on after an interruption starts its story at that
+    /// interruption, unless it names an earlier line already.
+    fn place_finding(&self, f: &mut Finding) {
         f.ids.retain(|i| i.parse::<u64>().is_err());
         // Audio that went on after an interruption: its story starts at the interruption that
         // cut it (a reply whose generation ended before is cut there, not where it ended).
@@ -295,25 +298,6 @@ impl Pipecat {
             }
         }
     }
-}
-
-/// A model's sentence in Pipecat's words.
-fn words(message: &str) -> String {
-    if crate::trace::stack_words::is_late_audio(message) {
-        return "audio of the response played after it was interrupted".to_owned();
-    }
-    if let Some(rest) = message.strip_prefix("child ") {
-        if let Some((call, _)) = rest.split_once(" is logged cancelled with") {
-            return format!("tool call {call}'s result was taken after the interruption cancelled it (cancel_on_interruption): a cancelled call leaves nothing");
-        }
-    }
-    message
-        .replace("a frame of turn ", "audio of reply ")
-        .replace("turn response_", "response response_")
-        .replace("turn speak_", "TTSSpeakFrame speak_")
-        .replace("the turn ", "the response ")
-        .replace("child ", "tool call ")
-        .replace("child=", "tool_call=")
 }
 
 struct Line<'a> {

@@ -3,6 +3,7 @@
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
+use turnfence_model::said::Said;
 use turnfence_model::turn::Profile;
 use turnfence_model::{Machine, Millis, Timed};
 
@@ -78,7 +79,7 @@ pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send + 's
         &self,
         _: &[&Self::Output],
         _: &Self::Misuse,
-    ) -> Option<(Self::Invariant, String)> {
+    ) -> Option<(Self::Invariant, Said)> {
         None
     }
 
@@ -98,7 +99,7 @@ pub trait Conform: Machine<Input: Send, Output: Send, Monitor: Send> + Send + 's
     /// When a session ends: each subject the trace leaves unfinished (neither the machine nor
     /// the trace ended it, `shown` being every output of the effective trace), and a sentence
     /// saying what it still waits for.
-    fn left_open(&self, _shown: &[&Self::Output]) -> Vec<(String, String)> {
+    fn left_open(&self, _shown: &[&Self::Output]) -> Vec<(String, Said)> {
         Vec::new()
     }
 }
@@ -120,7 +121,7 @@ pub struct Unlogged<M: Conform> {
 }
 
 /// A stated fact that does not hold: the invariant it breaks, if one, the ids, and why.
-pub type Judged<M> = (Option<<M as Machine>::Invariant>, Vec<String>, String);
+pub type Judged<M> = (Option<<M as Machine>::Invariant>, Vec<String>, Said);
 
 /// What happened in a session so far, as a stated fact is judged against it: each step's input
 /// and outputs, oldest first.

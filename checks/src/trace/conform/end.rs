@@ -6,11 +6,12 @@ use std::collections::HashMap;
 use std::mem::Discriminant;
 
 use serde_json::Value;
+use turnfence_model::said::Said;
 use turnfence_model::{Millis, Monitor, Violation};
 
 use super::findings::attach_derived;
 use super::{
-    compact, superseded, value_of, Conform, Finding, FindingKind, Seen, SessionCheck, Shown,
+    compact_parts, superseded, value_of, Conform, Finding, FindingKind, Seen, SessionCheck, Shown,
 };
 
 impl<M: Conform> SessionCheck<M> {
@@ -63,7 +64,8 @@ impl<M: Conform> SessionCheck<M> {
                 invariant: Some(v.name()),
                 since: v.since.and_then(since_line).filter(|s| *s < line),
                 ids: v.ids,
-                message: v.message,
+                message: v.message.to_string(),
+                said: v.message,
                 derived: Vec::new(),
             })
             .collect();
@@ -76,7 +78,8 @@ impl<M: Conform> SessionCheck<M> {
         let shown = self.all_outputs();
         let open = self.machine.left_open(&shown);
         for (subject, waits) in open {
-            let message = format!("the session ended with {waits}");
+            let mut message = waits;
+            message.prefix("the session ended with ");
             self.found(
                 line,
                 self.last_at,
@@ -115,15 +118,15 @@ impl<M: Conform> SessionCheck<M> {
                 if gone {
                     let value = value_of(&o.output);
                     let subject = M::subject(&o.output).map(str::to_owned);
-                    missing.push((line, at, subject, compact(&value, &[])));
+                    missing.push((line, at, subject, compact_parts(&value, &[])));
                 }
                 !gone
             });
         }
         for (line, at, subject, what) in missing {
-            let message = format!(
-                "the model gives {what} here; the trace, complete for its kind, never shows it"
-            );
+            let mut message = Said::of(what);
+            message.prefix("the model gives ");
+            message.push(" here; the trace, complete for its kind, never shows it");
             self.found(
                 line,
                 at,

@@ -223,7 +223,8 @@ impl<M: Conform> SessionCheck<M> {
                 invariant: Some(v.name()),
                 since: v.since.and_then(|s| self.steps.get(s)).map(|s| s.line),
                 ids: v.ids,
-                message: v.message,
+                message: v.message.to_string(),
+                said: v.message,
                 derived: Vec::new(),
             };
             if place.is_none() {

@@ -3,6 +3,8 @@
 
 use super::memory::{Moment, Monitor, StoredSeen};
 use super::Invariant;
+use crate::said;
+use crate::said::{Gist, Noun};
 use crate::turn::machine::RESUME_TTL_MS;
 use crate::turn::types::*;
 
@@ -63,7 +65,12 @@ impl Monitor {
             self.violate_after(
                 Invariant::NoLateDelivery,
                 &[turn, &g, &s],
-                format!("a frame of generation {generation} (seq {seq}) was played after its turn was stopped or fenced"),
+                said![
+                    format!("a frame of generation {generation} (seq {seq}) was played after its "),
+                    Noun::Turn,
+                    " was stopped or fenced"
+                ]
+                .with_gist(Gist::LateFrame),
                 Moment::Stopped,
             );
         }

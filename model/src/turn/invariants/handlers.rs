@@ -273,7 +273,7 @@ impl Monitor {
             // Started anyway: judged at the start. Neither refused nor started: the spawn ran
             // all the same, unannounced.
             if !expect.not_started && !expect.started {
-                self.spawn_violation(turn, child, why);
+                self.spawn_violation(turn, child, *why);
             }
         }
         self.seq_unanswered(expect.receive_dup, expect.duplicate_ignored, |seq| {

@@ -4,6 +4,8 @@
 
 use super::memory::{Moment, Monitor};
 use super::Invariant;
+use crate::said;
+use crate::said::Noun;
 use crate::turn::output::*;
 use crate::turn::types::*;
 
@@ -48,7 +50,7 @@ impl Monitor {
             return self.violate_after(
                 Invariant::ToolCallSettled,
                 &[turn, child],
-                format!("tool call {child} {message}"),
+                said![said::call(child), " ", message],
                 Moment::Stopped,
             );
         }
@@ -73,7 +75,13 @@ impl Monitor {
             self.violate(
                 Invariant::ToolCallSettled,
                 &[turn, &child],
-                format!("the turn ended with tool call {child} never answered: it stays in progress forever"),
+                said![
+                    "the ",
+                    Noun::Turn,
+                    " ended with ",
+                    said::call(&child),
+                    " never answered: it stays in progress forever"
+                ],
             );
         }
     }
@@ -124,7 +132,11 @@ impl Monitor {
             self.violate(
                 Invariant::UninterruptibleOutputSurvives,
                 &[turn],
-                format!("speech {what} turn {turn}, which is uninterruptible"),
+                said![
+                    format!("speech {what} "),
+                    said::turn(turn),
+                    ", which is uninterruptible"
+                ],
             );
         }
     }
@@ -140,7 +152,12 @@ impl Monitor {
                 self.violate(
                     Invariant::InterruptionDecidedOnce,
                     &[turn, &open],
-                    format!("turn {turn} was paused while turn {open}'s pause was undecided"),
+                    said![
+                        said::turn(turn),
+                        " was paused while ",
+                        said::turn(&open),
+                        "'s pause was undecided"
+                    ],
                 );
             }
         }
@@ -163,7 +180,10 @@ impl Monitor {
                 self.violate_after(
                     Invariant::InterruptionDecidedOnce,
                     &[turn],
-                    format!("turn {turn} resumed with no pause open: its interruption was already decided"),
+                    said![
+                        said::turn(turn),
+                        " resumed with no pause open: its interruption was already decided"
+                    ],
                     Moment::Stopped,
                 );
             }
@@ -198,7 +218,14 @@ impl Monitor {
                 self.violate(
                     Invariant::InterruptionDecidedOnce,
                     &[turn, &open],
-                    format!("a frame of turn {turn} played while turn {open}'s output was paused"),
+                    said![
+                        Noun::Frame,
+                        " of ",
+                        said::turn(turn),
+                        " played while ",
+                        said::turn(&open),
+                        "'s output was paused"
+                    ],
                 );
             }
         }

@@ -5,6 +5,7 @@
 use crate::fence::{Map, Set};
 
 use super::Invariant;
+use crate::said::Said;
 use crate::turn::output::*;
 use crate::turn::types::*;
 use crate::turn::{Interruption, Profile};
@@ -120,7 +121,7 @@ impl TurnSeen {
 #[derive(Clone, Debug, Default)]
 pub(super) struct StepExpect {
     pub(super) stop: Option<(TurnId, String)>,
-    pub(super) spawn: Option<(TurnId, ChildId, &'static str)>,
+    pub(super) spawn: Option<(TurnId, ChildId, Unallowed)>,
     pub(super) accept: Option<TurnId>,
     pub(super) receive_dup: Option<Seq>,
     pub(super) resume: Option<Seq>,
@@ -195,7 +196,7 @@ pub struct Monitor {
     /// (`child_started` or `tool_not_started`), where the step's expectation judges it, so in an
     /// explored run a refusal never decides a later step's verdict. Only a log shows a start
     /// later than its spawn, and a log is checked, not explored.
-    pub(super) refusals: Map<TurnId, Map<ChildId, &'static str>>,
+    pub(super) refusals: Map<TurnId, Map<ChildId, Unallowed>>,
     /// Each turn's audio (`openai-realtime` only; empty otherwise).
     pub(super) audio: Hashed<Map<TurnId, Audio>>,
     /// Every generation below this one was fenced off (`openai-realtime` only): its frames
@@ -267,7 +268,7 @@ impl Monitor {
         &mut self,
         invariant: Invariant,
         ids: &[&str],
-        message: String,
+        message: impl Into<Said>,
         moment: Moment,
     ) {
         let since = ids
@@ -289,7 +290,12 @@ impl Monitor {
     }
 
     /// Reports a standing condition once per (invariant, subject), not at every step it persists.
-    pub(super) fn violate_once(&mut self, invariant: Invariant, ids: &[&str], message: String) {
+    pub(super) fn violate_once(
+        &mut self,
+        invariant: Invariant,
+        ids: &[&str],
+        message: impl Into<Said>,
+    ) {
         if self.reported.insert((invariant, ids.join(","))) {
             self.violate(invariant, ids, message);
         }
@@ -304,4 +310,13 @@ impl Monitor {
             f(c);
         }
     }
+}
+
+/// Why a child may not start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Unallowed {
+    /// The turn's deadline leaves it less time than it needs.
+    Late,
+    /// Its turn was already cancelled.
+    Cancelled,
 }

@@ -4,6 +4,8 @@
 
 use super::memory::{Moment, Monitor};
 use super::Invariant;
+use crate::said;
+use crate::said::Noun;
 use crate::turn::output::*;
 use crate::turn::types::*;
 
@@ -127,7 +129,12 @@ impl Monitor {
             self.violate(
                 Invariant::CancelTargetsItsResponse,
                 &[turn, &request],
-                format!("stop {request} named turn {named} but acted on turn {turn}"),
+                said![
+                    format!("stop {request} named "),
+                    said::turn(&named),
+                    " but acted on ",
+                    said::turn(turn)
+                ],
             );
         }
     }
@@ -164,9 +171,12 @@ impl Monitor {
             self.violate(
                 Invariant::CancelTargetsItsResponse,
                 &[turn, &request],
-                format!(
-                    "turn {turn} ended cancelled though nothing named it; the last stop, {request}, named turn {named}, which had already ended"
-                ),
+                said![
+                    said::turn(turn),
+                    format!(" ended cancelled though nothing named it; the last stop, {request}, named "),
+                    said::turn(&named),
+                    ", which had already ended"
+                ],
             );
         }
     }
@@ -195,7 +205,12 @@ impl Monitor {
                 self.violate_after(
                     Invariant::OneActiveResponse,
                     &[&other, &turn],
-                    format!("turn {turn} was accepted while turn {other} had not ended"),
+                    said![
+                        said::turn(&turn),
+                        " was accepted while ",
+                        said::turn(&other),
+                        " had not ended"
+                    ],
                     Moment::Stopped,
                 );
             }
@@ -221,10 +236,14 @@ impl Monitor {
             self.violate_after(
                 Invariant::TruncatedToHeard,
                 &[&turn],
-                format!(
-                    "its audio was cleared after {} of {} frames played, but the turn was not truncated to what was heard",
-                    a.played, a.delivered
-                ),
+                said![
+                    format!(
+                        "its audio was cleared after {} of {} frames played, but the ",
+                        a.played, a.delivered
+                    ),
+                    Noun::Turn,
+                    " was not truncated to what was heard"
+                ],
                 Moment::Stopped,
             );
         }

@@ -3,6 +3,8 @@
 
 use super::memory::{ChildObs, Moment, Monitor};
 use super::Invariant;
+use crate::said;
+use crate::said::Noun;
 use crate::turn::types::*;
 
 impl Monitor {
@@ -44,7 +46,11 @@ impl Monitor {
             self.violate_after(
                 Invariant::IdempotentStop,
                 &[turn],
-                "a stop was answered requested, yet the turn ended COMPLETED".to_owned(),
+                said![
+                    "a stop was answered requested, yet the ",
+                    Noun::Turn,
+                    " ended COMPLETED"
+                ],
                 Moment::StopRequested,
             );
         }
@@ -85,10 +91,13 @@ impl Monitor {
         self.violate_after(
             Invariant::NoFalseCancelClaim,
             &[turn, child],
-            format!(
-                "the commit of child {child} {how} after the turn claimed {}",
-                claim.label()
-            ),
+            said![
+                "the commit of ",
+                said::child(child),
+                format!(" {how} after the "),
+                Noun::Turn,
+                format!(" claimed {}", claim.label())
+            ],
             Moment::Terminal,
         );
     }
@@ -108,10 +117,13 @@ impl Monitor {
             self.violate(
                 Invariant::CancelTreeDrained,
                 &[turn, child],
-                format!(
-                    "the turn ended {} while child {child} was still running",
-                    state.label()
-                ),
+                said![
+                    "the ",
+                    Noun::Turn,
+                    format!(" ended {} while ", state.label()),
+                    said::child(child),
+                    " was still running"
+                ],
             );
         }
     }
@@ -131,7 +143,11 @@ impl Monitor {
             self.violate(
                 Invariant::DeadlineRespected,
                 &[turn],
-                format!("the turn ended {} after its deadline fired", state.label()),
+                said![
+                    "the ",
+                    Noun::Turn,
+                    format!(" ended {} after its deadline fired", state.label())
+                ],
             );
         }
     }
@@ -147,21 +163,29 @@ impl Monitor {
         }
         for (child, key, uncertain, enqueued) in effects {
             let problem = match state {
-                Terminal::Cancelled | Terminal::Failed { .. } => Some(format!(
-                    "the turn claimed {} after side effect {key} was {}",
-                    state.label(),
-                    if *uncertain {
-                        "possibly committed"
-                    } else {
-                        "committed"
-                    }
-                )),
-                Terminal::Completed if *uncertain => Some(format!(
-                    "the turn claimed COMPLETED with side effect {key} in doubt"
-                )),
-                Terminal::ReconcileRequired if !enqueued => Some(format!(
-                    "the turn ended RECONCILE_REQUIRED without enqueuing {key}"
-                )),
+                Terminal::Cancelled | Terminal::Failed { .. } => Some(said![
+                    "the ",
+                    Noun::Turn,
+                    format!(
+                        " claimed {} after side effect {key} was {}",
+                        state.label(),
+                        if *uncertain {
+                            "possibly committed"
+                        } else {
+                            "committed"
+                        }
+                    )
+                ]),
+                Terminal::Completed if *uncertain => Some(said![
+                    "the ",
+                    Noun::Turn,
+                    format!(" claimed COMPLETED with side effect {key} in doubt")
+                ]),
+                Terminal::ReconcileRequired if !enqueued => Some(said![
+                    "the ",
+                    Noun::Turn,
+                    format!(" ended RECONCILE_REQUIRED without enqueuing {key}")
+                ]),
                 _ => None,
             };
             if let Some(message) = problem {

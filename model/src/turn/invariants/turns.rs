@@ -2,8 +2,10 @@
 //! stop answers, deadlines, and the standing conditions (two turns running, a turn past its
 //! deadline).
 
-use super::memory::{ChildObs, ChildSeen, Moment, Monitor, TurnSeen};
+use super::memory::{ChildObs, ChildSeen, Moment, Monitor, TurnSeen, Unallowed};
 use super::Invariant;
+use crate::said;
+use crate::said::Noun;
 use crate::turn::types::*;
 
 impl Monitor {
@@ -50,9 +52,9 @@ impl Monitor {
             .deadline_at
             .is_some_and(|d| now >= d || d.saturating_sub(now) < need);
         let why = if late {
-            Some("it had less time left than it needs")
+            Some(Unallowed::Late)
         } else if t.stopping() {
-            Some("its turn was already cancelled")
+            Some(Unallowed::Cancelled)
         } else {
             None
         };
@@ -88,18 +90,26 @@ impl Monitor {
     }
 
     /// A child ran that had to be refused, and why.
-    pub(super) fn spawn_violation(&mut self, turn: &str, child: &str, why: &str) {
-        let (invariant, what) = if why.starts_with("its turn") {
-            (Invariant::CancelTreeDrained, "after the cancel")
-        } else {
-            (Invariant::DeadlineRespected, "without the time it needs")
+    pub(super) fn spawn_violation(&mut self, turn: &str, child: &str, why: Unallowed) {
+        let (invariant, said) = match why {
+            Unallowed::Cancelled => (
+                Invariant::CancelTreeDrained,
+                said![
+                    said::child(child),
+                    " started after the cancel: its ",
+                    Noun::Turn,
+                    " was already cancelled"
+                ],
+            ),
+            Unallowed::Late => (
+                Invariant::DeadlineRespected,
+                said![
+                    said::child(child),
+                    " started without the time it needs: it had less time left than it needs"
+                ],
+            ),
         };
-        self.violate_after(
-            invariant,
-            &[turn, child],
-            format!("child {child} started {what}: {why}"),
-            Moment::Stopped,
-        );
+        self.violate_after(invariant, &[turn, child], said, Moment::Stopped);
     }
 
     pub(super) fn on_child_cancelled(&mut self, turn: &str, child: &str) {
@@ -151,26 +161,38 @@ impl Monitor {
                     t.cancel_effects
                 });
                 (was_cancelled || terminal.is_some()).then(|| {
-                    format!("stop {request_id} caused cancel effect #{effects} of the turn")
+                    said![
+                        format!("stop {request_id} caused cancel effect #{effects} of the "),
+                        Noun::Turn
+                    ]
                 })
             }
             (StopAnswer::AlreadyTerminal { state }, Some(actual)) if state != actual => {
-                Some(format!(
-                    "stop {request_id} answered already_terminal {} but the turn ended {}",
-                    state.label(),
-                    actual.label()
-                ))
+                Some(said![
+                    format!(
+                        "stop {request_id} answered already_terminal {} but the ",
+                        state.label()
+                    ),
+                    Noun::Turn,
+                    format!(" ended {}", actual.label())
+                ])
             }
-            (StopAnswer::AlreadyTerminal { .. }, None) => Some(format!(
-                "stop {request_id} answered already_terminal for a turn that has not ended"
-            )),
-            (StopAnswer::AlreadyRequested, Some(actual)) => Some(format!(
-                "stop {request_id} answered already_requested for a turn that ended {}",
-                actual.label()
-            )),
-            (StopAnswer::AlreadyRequested, None) if !was_cancelled => Some(format!(
-                "stop {request_id} answered already_requested but nothing had cancelled the turn"
-            )),
+            (StopAnswer::AlreadyTerminal { .. }, None) => Some(said![
+                format!("stop {request_id} answered already_terminal for a "),
+                Noun::Turn,
+                " that has not ended"
+            ]),
+            (StopAnswer::AlreadyRequested, Some(actual)) => Some(said![
+                format!("stop {request_id} answered already_requested for a "),
+                Noun::Turn,
+                format!(" that ended {}", actual.label())
+            ]),
+            (StopAnswer::AlreadyRequested, None) if !was_cancelled => Some(said![
+                format!(
+                    "stop {request_id} answered already_requested but nothing had cancelled the "
+                ),
+                Noun::Turn
+            ]),
             _ => None,
         };
         if answer != StopAnswer::Requested {
@@ -238,15 +260,21 @@ impl Monitor {
                 continue;
             }
             if !t.cancelled {
-                let message = format!(
-                    "the turn is still running at {now} ms, past its deadline at {deadline} ms"
-                );
+                let message = said![
+                    "the ",
+                    Noun::Turn,
+                    format!(" is still running at {now} ms, past its deadline at {deadline} ms")
+                ];
                 found.push((Invariant::DeadlineRespected, id.clone(), message));
             }
             if t.pending_children().is_empty() {
-                let message = format!(
-                    "every child is resolved and the deadline ({deadline} ms) has passed, yet the turn has not ended"
-                );
+                let message = said![
+                    "every ",
+                    Noun::Child,
+                    format!(" is resolved and the deadline ({deadline} ms) has passed, yet the "),
+                    Noun::Turn,
+                    " has not ended"
+                ];
                 found.push((Invariant::QuiescentTurnsTerminal, id.clone(), message));
             }
         }
