@@ -139,14 +139,6 @@ impl Said {
         self.parts.push(part.into());
     }
 
-    pub fn gist(&self) -> Option<Gist> {
-        self.gist
-    }
-
-    pub fn parts(&self) -> &[Part] {
-        &self.parts
-    }
-
     /// The things it names, in order, each once.
     pub fn subjects(&self) -> Vec<(Noun, &str)> {
         let mut out: Vec<(Noun, &str)> = Vec::new();
