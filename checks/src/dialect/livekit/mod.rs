@@ -34,7 +34,7 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 use crate::trace::conform::{Observed, Unlogged};
-use crate::trace::turn_facts::{Fact, TurnFact};
+use crate::trace::turn_facts::{Fact, ToolCallFact, TurnFact};
 use crate::trace::{
     running_where_the_log_stops, Event, InputError, Sessions, StackDialect, StackReader, Verdict,
 };
