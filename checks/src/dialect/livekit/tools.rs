@@ -150,8 +150,9 @@ impl Line<'_> {
             ));
         }
         let mut out = Vec::new();
-        // A reply to the results may follow, without a speech of its own.
+        // A reply to the results may follow, without a speech of its own: its speech's.
         s.may_begin = true;
+        s.tool_reply_flag = s.current.as_ref().or(s.last.as_ref()).map(|r| r.allows);
         if !s.sees_starts && !s.said_starts {
             s.said_starts = true;
             out.push(self.not_judged(
