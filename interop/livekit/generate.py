@@ -248,6 +248,21 @@ def build_session(d: Drawn, f: fakes.Fakes) -> AgentSession:
 # -- one session ------------------------------------------------------------------------------
 
 
+def dump(event_type: str, ev: Any) -> str:
+    """An event's line as the harness writes it, and on ``speech_created`` the speech's own
+    ``allow_interruptions``, which ``model_dump`` leaves out (``SpeechCreatedEvent.speech_handle``
+    is ``exclude=True``), as an app that logs it states it (docs/MAPPING.md). The flag is the
+    handle's at its creation: ``say()``/``generate_reply()``'s argument, else the agent's or the
+    session's (``AgentActivity.say``, ``_generate_reply``); nothing here changes it later (no
+    tool calls ``RunContext.disallow_interruptions()``)."""
+    line = harness._dump(event_type, ev)
+    if event_type == "speech_created":
+        d = json.loads(line)
+        d["allow_interruptions"] = ev.speech_handle.allow_interruptions
+        line = json.dumps(d)
+    return line
+
+
 class Run:
     """What one session left: its lines, report, options, and what the harness observed."""
 
@@ -279,8 +294,12 @@ async def run_session(d: Drawn, r: Run) -> None:
     )
     session = build_session(d, f)
     r.options = harness.configured_options(session)
+    # The turn detection mode, read back from the session: under manual (and realtime_llm)
+    # LiveKit lets no audio activity interrupt a speech (docs/MAPPING.md).
+    td = session.turn_detection
+    r.options["turn_detection"] = td if isinstance(td, str) or td is None else type(td).__name__
     for event_type in harness.EVENT_TYPES:
-        session.on(event_type, lambda ev, _t=event_type: r.lines.append(harness._dump(_t, ev)))
+        session.on(event_type, lambda ev, _t=event_type: r.lines.append(dump(_t, ev)))
     sync = TranscriptSynchronizer(next_in_chain_audio=f.audio_sink, next_in_chain_text=f.text_sink)
     session.input.audio = f.audio_input
     session.output.audio = sync.audio_output
@@ -516,8 +535,25 @@ def write_logs(base: Path, d: Drawn, r: Run, note: str, patch: str | None) -> tu
     with open(rep_path, "w") as fh:
         fh.write(json.dumps({"meta": corpus.nest({**m, **({"line": 2} if "line" in m else {})})}) + "\n")
         if r.report is not None:
-            fh.write(json.dumps(r.report.to_dict(), default=str) + "\n")
+            fh.write(json.dumps(stated_report(r), default=str) + "\n")
     return ev_path, rep_path
+
+
+def stated_report(r: Run) -> dict[str, Any]:
+    """The session report as ``to_dict()`` makes it, each ``speech_created`` of its events
+    stating its speech's ``allow_interruptions`` as the events log's does (``dump``): the
+    report's events are the same events, in the same order (``SessionReport.events``)."""
+    report = r.report.to_dict()
+    flags = [
+        json.loads(line).get("allow_interruptions")
+        for line in r.lines
+        if json.loads(line).get("type") == "speech_created"
+    ]
+    created = [e for e in report.get("events") or [] if e.get("type") == "speech_created"]
+    if len(created) == len(flags):
+        for e, flag in zip(created, flags):
+            e["allow_interruptions"] = flag
+    return report
 
 
 def judge(turnfence: str, paths: tuple[Path, Path], patch: str | None, r: Run) -> list[dict[str, Any]]:

@@ -10,8 +10,9 @@
 //! `thinking` (or `speaking`, for `say()`) to its assistant message (`speech_1`, `speech_2`, …).
 //! The session's interruption options are the ones its log states (a report's `options`), else
 //! the meta line's `options` (LiveKit's names and units), else LiveKit's defaults.
-//! What a log cannot show is reported not judged: whether a speech allowed interruptions, a tool
-//! call's start before `tool_execution_updated` (livekit-agents 1.6.5). docs/MAPPING.md ("The
+//! What a log cannot show is reported not judged: whether a speech allowed interruptions (where no
+//! `speech_created` states its flag), a tool call's start before `tool_execution_updated`
+//! (livekit-agents 1.6.5). docs/MAPPING.md ("The
 //! livekit-agents dialect") gives each event's reading; an event type, or a key, it neither
 //! reads nor lists is an input error at its line.
 
@@ -35,7 +36,7 @@ use turnfence_model::turn::{
 use turnfence_model::Millis;
 
 use crate::trace::conform::{Observed, Unlogged};
-use crate::trace::turn_facts::{Fact, TurnFact};
+use crate::trace::turn_facts::{Fact, ToolCallFact, TurnFact};
 use crate::trace::{
     running_where_the_log_stops, Event, Finding, InputError, Sessions, StackDialect, StackReader,
 };
@@ -84,6 +85,9 @@ const KEYS: &[&str] = &[
     "user_initiated",
     "source",
     "speech_handle",
+    // A speech's own flag, which `speech_created` does not serialize (its handle is excluded):
+    // an app that logs it adds it there (docs/MAPPING.md).
+    "allow_interruptions",
     "update",
     "error",
     "reason",
@@ -141,6 +145,8 @@ struct Ev {
     function_calls: Vec<Call>,
     /// Before 1.6.5 an output may be `null` (a call without one).
     function_call_outputs: Vec<Option<CallOutput>>,
+    /// `speech_created`: the speech handle's `allow_interruptions`, where the app states it.
+    allow_interruptions: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -190,6 +196,9 @@ struct Reply {
     paused: bool,
     /// When a final transcript confirmed its pause an interruption.
     confirmed_at: Option<Millis>,
+    /// It may be interrupted: its speech's `allow_interruptions` where the log states it (and
+    /// the speech it began from is certain), else the session's.
+    allows: bool,
 }
 
 /// The user's speech in progress, as the dialect holds it while the reply it falls on may not
@@ -264,6 +273,13 @@ struct Session {
     /// queued speeches one by one (`AgentActivity._scheduling_task`), so each begins a reply of
     /// its own when its turn comes.
     queued: u32,
+    /// The log states each speech's `allow_interruptions` (on `speech_created`); the flags of the
+    /// speeches created and not yet begun, oldest first; and, tool results committed since, the
+    /// flag of the reply they answer (a tool reply goes on in its speech, whose flag it keeps:
+    /// `_pipeline_reply_task_impl` schedules the same `speech_handle` again).
+    states_flags: bool,
+    flags: std::collections::VecDeque<Option<bool>>,
+    tool_reply_flag: Option<bool>,
     /// The last reply, ended.
     last: Option<Reply>,
     /// When the agent first spoke (ms): AEC warm-up runs from there.

@@ -25,6 +25,12 @@ pub struct Options {
     pub min_words: u64,
     /// The meta line states the options (a report does not state how a pause is decided).
     pub pause_stated: bool,
+    /// The user's speech (its voice activity, its transcripts) pauses or interrupts a speech:
+    /// not under `turn_detection` `manual` or `realtime_llm`, where LiveKit turns interruption
+    /// by audio activity off (`AgentActivity.__init__`: `_interruption_by_audio_activity_enabled`,
+    /// checked first by `_interrupt_by_audio_activity`; `on_interim_transcript` and
+    /// `on_final_transcript` do not call it under those modes; 1.6.4 and 1.8.9 alike).
+    pub speech_interrupts: bool,
 }
 
 impl Default for Options {
@@ -37,6 +43,7 @@ impl Default for Options {
             aec_warmup_ms: Some(3_000),
             min_words: 0,
             pause_stated: false,
+            speech_interrupts: true,
         }
     }
 }
@@ -109,6 +116,19 @@ impl Options {
                         format!("option `{k}` is a whole number of words, not {v}")
                     })?
                 }
+                "turn_detection" => {
+                    // A mode's name, `null` (LiveKit's default), or a turn detector's.
+                    let mode = match v {
+                        Value::String(m) => Some(m.as_str()),
+                        Value::Null => None,
+                        _ => {
+                            return Err(format!(
+                                "option `{k}` is a mode's name (vad, stt, manual, realtime_llm) or null, not {v}"
+                            ))
+                        }
+                    };
+                    self.speech_interrupts = !matches!(mode, Some("manual" | "realtime_llm"));
+                }
                 k if LEFT.contains(&k) => {}
                 k => {
                     return Err(format!(
@@ -118,5 +138,34 @@ impl Options {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Options;
+    use serde_json::json;
+
+    /// Under `manual` and `realtime_llm` the user's speech interrupts nothing; any other mode, a
+    /// turn detector's name or `null` (LiveKit's default) leaves it on; another type is an error.
+    #[test]
+    fn turn_detection_decides_whether_speech_interrupts() {
+        let read = |mode| Options::from_meta(&json!({ "options": { "turn_detection": mode } }));
+        for (mode, interrupts) in [
+            (json!("manual"), false),
+            (json!("realtime_llm"), false),
+            (json!("vad"), true),
+            (json!("stt"), true),
+            (json!("MultilingualModel"), true),
+            (json!(null), true),
+        ] {
+            assert_eq!(
+                read(mode.clone()).unwrap().speech_interrupts,
+                interrupts,
+                "{mode}"
+            );
+        }
+        assert!(Options::default().speech_interrupts);
+        assert!(read(json!(1)).is_err());
     }
 }

@@ -55,10 +55,11 @@ impl Line<'_> {
                 if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
                     reply.paused = true;
                     let turn = reply.id.clone();
+                    let allows = reply.allows;
                     out.extend(self.release_speech(s, true));
                     // A reply that allows no interruption, paused by speech: said, for the
                     // model (which never pauses it) to judge.
-                    if !s.options.allow_interruptions {
+                    if !allows {
                         out.push(self.observed(Output::PlaybackPaused { turn: turn.into() }));
                     }
                 }
@@ -88,6 +89,7 @@ impl Line<'_> {
         s.last = Some(Reply {
             id: reply.id,
             generation: reply.generation,
+            allows: reply.allows,
             ..Reply::default()
         });
     }
@@ -96,6 +98,8 @@ impl Line<'_> {
     /// begin a reply, or, one already waiting, the one after.
     pub(super) fn speech_created(&self, s: &mut Session) -> Events {
         s.records_speeches = true;
+        s.states_flags |= self.ev.allow_interruptions.is_some();
+        s.flags.push_back(self.ev.allow_interruptions);
         // Created while the user speaks: once current, its output is paused before its first
         // audio (`AgentActivity._reconcile_playout_pause`).
         if s.speech.is_some() && s.current.is_none() {
@@ -123,6 +127,7 @@ impl Line<'_> {
         s.last = Some(Reply {
             id: reply.id,
             generation: reply.generation,
+            allows: reply.allows,
             ..Reply::default()
         });
         vec![self.input(InputKind::Stop {
@@ -148,11 +153,16 @@ impl Line<'_> {
         ]
     }
 
-    /// The next reply begins: its accept (interruptible as the session's `allow_interruptions`
-    /// says: a speech's own is not in the log).
+    /// The next reply begins: its accept (interruptible as its speech's `allow_interruptions`
+    /// says where the log states it, else as the session's).
     pub(super) fn begin_reply(&self, s: &mut Session) -> Event<TurnMachine> {
         s.replies += 1;
-        // The next queued speech, if one waits, may begin once this one has ended.
+        let allows = s.reply_allows();
+        // The next queued speech, if one waits, may begin once this one has ended; none does,
+        // the flags of speeches that never began (a preemptive generation dropped) go.
+        if s.queued == 0 {
+            s.flags.clear();
+        }
         s.may_begin = s.queued > 0;
         s.queued = s.queued.saturating_sub(1);
         let turn = format!("speech_{}", s.replies);
@@ -164,9 +174,12 @@ impl Line<'_> {
         let reply = Reply {
             id: turn.clone(),
             generation: s.replies,
+            allows,
             ..Reply::default()
         };
-        let interruptible = s.options.allow_interruptions;
+        // Speech leaves it alone where it allows no interruption, or where the session's turn
+        // detection lets no audio activity interrupt (`Options::speech_interrupts`).
+        let interruptible = allows && s.options.speech_interrupts;
         s.current = Some(reply);
         self.input(InputKind::Accept {
             turn: turn.into(),
@@ -262,6 +275,7 @@ impl Line<'_> {
         s.last = Some(Reply {
             id: reply.id.clone(),
             generation: reply.generation,
+            allows: reply.allows,
             ..Reply::default()
         });
         let turn = reply.id;
@@ -274,7 +288,7 @@ impl Line<'_> {
             .iter()
             .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
         if interrupted {
-            if !s.options.allow_interruptions && reply.spoke && s.speech.is_some() {
+            if !reply.allows && reply.spoke && s.speech.is_some() {
                 // Speech cut a reply the session lets nothing interrupt: said as the pause it
                 // is (for the model, which never pauses it, to judge), then the reply stopped,
                 // so that what follows is judged from where LiveKit went.

@@ -4,10 +4,11 @@
 use super::*;
 
 impl Line<'_> {
-    /// The user starts speaking, dated to the detector's start. Over a reply speaking that the
-    /// session lets be interrupted, it is held back until LiveKit shows what it made of it (the
-    /// reply's own `allow_interruptions` is not in the log): a pause or an interruption gives it
-    /// to the model; its end with neither leaves the reply's interruption unjudged.
+    /// The user starts speaking, dated to the detector's start. Over a reply speaking that
+    /// speech may interrupt (it allows interruptions, as far as the log says, and the turn
+    /// detection lets audio activity interrupt), it is held back until LiveKit shows what it
+    /// made of it: a pause or an interruption gives it to the model; its end with neither leaves
+    /// the reply's interruption unjudged.
     pub(super) fn speech_started(&self, s: &mut Session) -> Events {
         let began = self.stated.min(self.at);
         let warm = s
@@ -21,7 +22,7 @@ impl Line<'_> {
         let over = s
             .current
             .as_ref()
-            .filter(|r| r.spoke && !r.paused && s.options.allow_interruptions)
+            .filter(|r| r.spoke && !r.paused && r.allows && s.options.speech_interrupts)
             .map(|r| r.id.clone());
         let held = over.is_some();
         if !s.agent_speaking && s.holds_unpaused() {
@@ -179,10 +180,10 @@ impl Line<'_> {
         let speaking = s
             .current
             .as_ref()
-            .filter(|r| r.spoke && !r.paused)
+            .filter(|r| r.spoke && !r.paused && r.allows && s.options.speech_interrupts)
             .map(|r| r.id.clone());
         let min = s.options.min_words;
-        let interrupts = speaking.filter(|_| s.speech.is_none() && s.options.allow_interruptions);
+        let interrupts = speaking.filter(|_| s.speech.is_none());
         match interrupts {
             Some(_) if s.turn_words >= min && own >= min => {
                 out.push(self.input(InputKind::SpeechStarted {
@@ -265,6 +266,28 @@ impl Line<'_> {
 }
 
 impl Session {
+    /// Whether the reply beginning now may be interrupted: where the log states each speech's
+    /// `allow_interruptions`, the flag every speech it may be (the speeches created and not yet
+    /// begun, a tool reply's) states alike, else (they differ, or one is not stated) taken to
+    /// allow them, which judges no interruption wrong; where it states none, the session's.
+    pub(super) fn reply_allows(&mut self) -> bool {
+        let tool = self.tool_reply_flag.take();
+        let first = self.flags.pop_front();
+        if !self.states_flags {
+            return self.options.allow_interruptions;
+        }
+        let candidates: Vec<Option<bool>> = first
+            .into_iter()
+            .chain(self.flags.iter().copied())
+            .chain(tool.map(Some))
+            .collect();
+        match candidates.split_first() {
+            None => self.options.allow_interruptions,
+            Some((one, rest)) if rest.iter().all(|c| c == one) => one.unwrap_or(true),
+            Some(_) => true,
+        }
+    }
+
     /// A speech is current, or about to be, and not paused: a reply in progress, a speech
     /// created and not yet begun, or a reply waiting on its tool calls to speak again.
     pub(super) fn holds_unpaused(&self) -> bool {

@@ -150,8 +150,9 @@ impl Line<'_> {
             ));
         }
         let mut out = Vec::new();
-        // A reply to the results may follow, without a speech of its own.
+        // A reply to the results may follow, without a speech of its own: its speech's.
         s.may_begin = true;
+        s.tool_reply_flag = s.current.as_ref().or(s.last.as_ref()).map(|r| r.allows);
         if !s.sees_starts && !s.said_starts {
             s.said_starts = true;
             out.push(self.not_judged(
@@ -166,15 +167,34 @@ impl Line<'_> {
             let id = o.call_id.clone().ok_or_else(|| {
                 InputError::at(self.line, "a function_call_output needs `call_id`")
             })?;
+            if !s.calls.contains_key(&id) && s.answered.contains(&id) {
+                // Answered before, where its start could not be placed: LiveKit answers a call
+                // once, in the one `function_tools_executed` of its tool step
+                // (`AgentActivity._pipeline_reply_task_impl`, after `exe_task`, or on the
+                // interrupted path): a second answer is one too many, placed or not.
+                let turn = s.last.as_ref().map(|r| r.id.clone()).unwrap_or_default();
+                out.push(Event::Fact {
+                    session: self.session.to_owned(),
+                    at: self.at,
+                    fact: Fact::ToolCall {
+                        turn,
+                        call: id,
+                        what: ToolCallFact::AnsweredTwice,
+                    },
+                });
+                continue;
+            }
             if !s.calls.contains_key(&id) && !s.answered.contains(&id) {
                 // First seen at its answer (before 1.6.5 every call is; later, a call LiveKit
                 // refused — an unknown tool, bad arguments — is answered without a start): a call
-                // of the reply in progress. One whose reply already ended cannot be placed.
+                // of the reply in progress. One whose reply already ended cannot be placed: when
+                // it started is not judged, a part of the rule named without subjects, for its
+                // answers are still counted (a second is one too many, above).
                 if s.current.is_none() {
                     s.answered.insert(id.clone());
                     out.push(self.not_judged(
                         TurnInvariant::ToolCallSettled,
-                        vec![id.clone()],
+                        Vec::new(),
                         format!("when tool call {id} started (tool_execution_updated, from livekit-agents 1.6.5): it is answered after its reply ended"),
                     ));
                     continue;
