@@ -200,7 +200,7 @@ pub struct Finding {
     pub invariant: Option<&'static str>,
     pub ids: Vec<String>,
     /// Why, in the words of the trace's stack once the verdict is said in them
-    /// ([`Verdict::say_in`]), in the model's until then.
+    /// ([`Finding::say_in`]), in the model's until then.
     pub message: String,
     /// Why, its subjects typed: what `message` says, in no one's words yet.
     #[serde(skip)]
