@@ -3,13 +3,17 @@
 //! contradicts not used, and said — and the check of a whole trace from its first line on.
 
 use std::io::BufRead;
+use std::sync::Arc;
 
 use serde_json::Value;
 use turnfence_model::turn::Profile;
 
 use super::{CANONICAL, DIALECTS};
 use crate::trace::DialectEntry;
-use crate::trace::{check_dialect, Dialect, InputError, Keep, Machine, Reading, Verdict};
+use crate::trace::{
+    check_dialect, check_dialect_keeping_lines, Dialect, InputError, Keep, KeepLines, Machine,
+    Reading, Verdict,
+};
 
 /// The keys that give a canonical line its kind (a line has exactly one): a line with one is no
 /// stack's.
@@ -298,7 +302,27 @@ pub fn check_input(input: impl BufRead, flags: &Flags) -> Checked {
 }
 
 /// [`check_input`], keeping what `keep` asks for beside the findings.
-pub fn check_input_keeping(mut input: impl BufRead, flags: &Flags, keep: Keep) -> Checked {
+pub fn check_input_keeping(input: impl BufRead, flags: &Flags, keep: Keep) -> Checked {
+    check_input_with(input, flags, keep, None)
+}
+
+/// [`check_input`], each line handed to `lines` as it is read and each finding as it is found:
+/// what is said of the findings after the pass (their stories, their fingerprints) is said from
+/// what `lines` kept, the input read once.
+pub fn check_input_keeping_lines(
+    input: impl BufRead,
+    flags: &Flags,
+    lines: Arc<dyn KeepLines>,
+) -> Checked {
+    check_input_with(input, flags, Keep::Findings, Some(lines))
+}
+
+fn check_input_with(
+    mut input: impl BufRead,
+    flags: &Flags,
+    keep: Keep,
+    lines: Option<Arc<dyn KeepLines>>,
+) -> Checked {
     use std::io::Read;
     let mut first = String::new();
     if let Err(e) = input.read_line(&mut first) {
@@ -319,7 +343,11 @@ pub fn check_input_keeping(mut input: impl BufRead, flags: &Flags, keep: Keep) -
     };
     let unnamed = read.dialect == CANONICAL && flags.dialect.is_none() && kindless(&first);
     let whole = std::io::Cursor::new(first.into_bytes()).chain(input);
-    let verdict = check_dialect(whole, &read, keep).map_err(|mut e| {
+    let verdict = match lines {
+        Some(lines) => check_dialect_keeping_lines(whole, &read, keep, lines),
+        None => check_dialect(whole, &read, keep),
+    };
+    let verdict = verdict.map_err(|mut e| {
         if unnamed && e.line == 1 {
             e.message.push_str(
                 "; read as canonical, as no meta line names its dialect, no stack's shape fits its \

@@ -16,7 +16,10 @@ pub mod livekit;
 pub mod openai_realtime;
 pub mod pipecat;
 
-pub use choose::{check_input, check_input_keeping, reading, reading_among, Checked, Flags};
+pub use choose::{
+    check_input, check_input_keeping, check_input_keeping_lines, reading, reading_among, Checked,
+    Flags,
+};
 
 use serde_json::Value;
 
