@@ -385,18 +385,7 @@ mod tests {
 
     #[test]
     fn each_stack_is_recognised_by_the_keys_it_writes_and_nothing_else_is() {
-        let realtime = r#"{"t_ms":0,"dir":"client","event":{"type":"session.update"}}"#;
-        assert_eq!(dialect(realtime), Some("openai-realtime"));
-        let bare = r#"{"t_ms":0,"type":"response.created","response":{}}"#;
-        assert_eq!(dialect(bare), Some("openai-realtime"));
-        let error = r#"{"t_ms":0,"dir":"server","event":{"type":"error","error":{}}}"#;
-        assert_eq!(dialect(error), Some("openai-realtime"));
-        let livekit = r#"{"type":"agent_state_changed","old_state":"initializing","new_state":"listening","created_at":1.5}"#;
-        assert_eq!(dialect(livekit), Some("livekit-agents"));
-        let report = r#"{"job_id":"j","events":[],"options":{}}"#;
-        assert_eq!(dialect(report), Some("livekit-agents"));
-        let pipecat = r#"{"t_ms":0,"frame":"StartFrame","id":1,"src":"a","dst":"b","dir":"down"}"#;
-        assert_eq!(dialect(pipecat), Some("pipecat"));
+        // Each real stack's first lines are recognised in its own folder's tests (`entry.rs`).
         let lab = r#"{"t_ms":0,"scenario":"s","turn_id":"t","component":"turn","event":"accepted","detail":{}}"#;
         assert_eq!(dialect(lab), Some("lab"));
         for none in [

@@ -70,6 +70,25 @@ pub(crate) fn every_thing(turns: &[&str]) -> turnfence_model::said::Said {
     Said::of(said)
 }
 
+/// The table tests each stack's folder holds: each `(line, from, to, words)` said by `entry` as
+/// the row says, and each of `firsts` recognised as `entry`'s among every dialect here.
+#[cfg(test)]
+pub(crate) fn assert_said_and_recognised(
+    entry: &'static dyn DialectEntry,
+    cases: &[(&str, crate::trace::Party, crate::trace::Party, &str)],
+    firsts: &[&str],
+) {
+    for (line, from, to, words) in cases {
+        let s = crate::report::words::said(Dialect(entry), None, line);
+        let got = (s.from, s.to, s.words.as_str());
+        assert_eq!(got, (*from, *to, *words), "{}: {line}", entry.name());
+    }
+    for first in firsts {
+        let read = reading(first, &Flags::default()).unwrap();
+        assert_eq!(read.dialect, Dialect(entry), "{first}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::DIALECTS;

@@ -22,6 +22,7 @@ use turnfence_model::Millis;
 pub mod entry;
 mod playback;
 mod responses;
+pub mod sample;
 mod tools;
 mod wording;
 
