@@ -35,6 +35,10 @@ pub static DIALECTS: &[&dyn DialectEntry] = &[
     &pipecat::entry::Entry,
 ];
 
+/// Every real stack's profile's own gate, beside the lab's (`gate::scenarios::names`): its
+/// scenarios and checks, in its folder.
+pub static GATES: &[&crate::gate::Suite] = &[&openai_realtime::gate::SUITE];
+
 /// The canonical form.
 pub const CANONICAL: Dialect = Dialect(&canonical::Entry);
 

@@ -84,10 +84,10 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
         since: None,
     });
     if m.profile().pauses_on_speech() {
-        livekit_kinds(m, b, &mut out);
+        pause_kinds(m, b, &mut out);
     }
     if m.profile().times_out_calls() {
-        pipecat_kinds(m, b, &mut out);
+        timeout_kinds(m, b, &mut out);
     }
     if b.client {
         client_kinds(m, &mut out);
@@ -95,12 +95,12 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
     out
 }
 
-/// A deadline long enough for a pause to be resumed before it (`livekit-agents`).
+/// A deadline long enough for a pause to be resumed before it (a profile that pauses on speech).
 const LONG_DEADLINE_MS: u64 = 3 * turnfence_model::turn::FALSE_INTERRUPTION_TIMEOUT_MS;
 
-/// Under `livekit-agents`: an uninterruptible turn, a transcript, the end of speech, a tool's
+/// Under a profile that pauses on speech: an uninterruptible turn, a transcript, the end of speech, a tool's
 /// error.
-fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
+fn pause_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
         // Turns whose deadline lets speech count as an interruption and a pause outlast its
@@ -155,9 +155,9 @@ fn accept_like(
     })
 }
 
-/// Under `pipecat`: an uninterruptible turn, a cancellable tool call with a timeout (half the
+/// Under a profile that times out calls: an uninterruptible turn, a cancellable tool call with a timeout (half the
 /// turn's deadline), and a result that comes after its call was cancelled.
-fn pipecat_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
+fn timeout_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
         out.extend(accept_like(out, Some(b.deadline_ms), false));
@@ -436,10 +436,10 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
         };
         // Pieces, not a formatted string: the explorer's hot path (every transition).
         point(&[subject, "/", input.kind.name()]);
-        // The realtime moments are looked for under that profile only (the explorer's hot
-        // path: every transition).
-        if self.profile() == Profile::OpenaiRealtime {
-            for p in realtime_points(self, input, outputs) {
+        // The moments of truncation are looked for under a profile that truncates only (the
+        // explorer's hot path: every transition).
+        if self.profile().truncates_to_heard() {
+            for p in truncation_points(self, input, outputs) {
                 point(&[p]);
             }
         }
@@ -454,11 +454,11 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     }
 }
 
-/// The realtime profile's moments, from the state before the input and its outputs: a turn
+/// The moments of a profile that truncates to what was heard, from the state before the input and its outputs: a turn
 /// truncated to what was heard, speech over a turn that had ended while its audio still played,
 /// a create refused while the active turn was only cancelling, a stop naming a turn that had
 /// ended while another ran.
-fn realtime_points(
+fn truncation_points(
     m: &TurnMachine<impl Plant<Flaw>>,
     input: &Input,
     outputs: &[Output],
@@ -518,7 +518,7 @@ pub fn coverage() -> Coverage {
             required.push(format!("{phase}/{k}"));
         }
     }
-    // The realtime profile's moments (reached by the `realtime` bounds).
+    // The moments of truncation (reached by the bounds under the profile that truncates).
     for k in [
         "truncated",
         "speech_over_an_ended_turn",
@@ -539,8 +539,8 @@ pub fn coverage() -> Coverage {
         required.push(format!("session/{k}"));
     }
     let no_child = "a terminal turn has no running child and no commit in flight: every child was resolved before it ended";
-    // (`terminal/child_completed` is reached: under `livekit-agents` a cancelled tool's result
-    // comes late, after its turn ended.)
+    // (`terminal/child_completed` is reached: where tools run through an interruption a
+    // cancelled tool's result comes late, after its turn ended.)
     let impossible: BTreeMap<String, &'static str> = [
         ("terminal/checkpoint", no_child),
         ("terminal/commit_sent", no_child),
