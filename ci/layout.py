@@ -48,7 +48,6 @@ BY_RIGHT = re.compile("|".join(pattern for pattern, _ in NAMED_BY_RIGHT))
 # Files of `checks/src` outside a stack's folder that still name a stack, and why: each a piece
 # of a stack's knowledge not yet moved into its folder or behind the registry (issue 53).
 STACK_NAMES_ALLOWED = {
-    "explore/turn.rs": "the names of the bound sets of each profile and of the moments of truncation, which the CLI, CI and snapshots show",
 }
 
 

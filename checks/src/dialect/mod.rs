@@ -5,7 +5,9 @@
 //! log is to the machine, read by the reader every stack shares
 //! ([`StackReader`](crate::trace::StackReader)), with the steps its stack takes without a line.
 //! The lab's reader implements the checker's [`Reader`](crate::trace::Reader) itself (it holds
-//! a scenario's lines back). Adding a stack is its folder and its line in [`DIALECTS`].
+//! a scenario's lines back). Adding a stack is its folder and its line in [`DIALECTS`] — and,
+//! where its profile has a gate of its own or bound sets the explorer walks, its line in
+//! [`GATES`] and [`EXPLORED`]: the gate and the explorer know no stack by name.
 //!
 //! `choose` decides how a trace is read: its dialect, machine and profile.
 
@@ -38,6 +40,14 @@ pub static DIALECTS: &[&dyn DialectEntry] = &[
 /// Every real stack's profile's own gate, beside the lab's (`gate::scenarios::names`): its
 /// scenarios and checks, in its folder.
 pub static GATES: &[&crate::gate::Suite] = &[&openai_realtime::gate::SUITE];
+
+/// Every real stack's profile as the explorer explores it (`explore::turn`): its bound sets and
+/// the word its moments are named under, in its folder.
+pub static EXPLORED: &[&crate::explore::turn::ProfileBounds] = &[
+    &openai_realtime::explore::EXPLORED,
+    &livekit::explore::EXPLORED,
+    &pipecat::explore::EXPLORED,
+];
 
 /// The canonical form.
 pub const CANONICAL: Dialect = Dialect(&canonical::Entry);

@@ -20,6 +20,7 @@ use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
 
 pub mod entry;
+pub mod explore;
 pub mod gate;
 mod playback;
 mod responses;
