@@ -18,9 +18,10 @@ use crate::trace::{Dialect, Finding, KeepLines, Reading, Verdict};
 /// **Bound:** it holds the lines from the first line of the oldest session still open (or still
 /// held back by the reader), less a story's length ([`MAX_STORY_LINES`]), on — the lines read
 /// ahead of the judging among them, six batches of 1 024 at most — and the lines the findings
-/// already found name (a story's at most, each). A conforming log whose sessions end keeps what
-/// its open sessions span, as the checker does, never the file; each line kept is what the stack
-/// said (who to whom, the event's name, its session), not its text.
+/// already found name (a story's at most, each; where the reader's rewording may move a story's
+/// start, the finding's session's lines up to its own). A conforming log whose sessions end
+/// keeps what its open sessions span, as the checker does, never the file; each line kept is
+/// what the stack said (who to whom, the event's name, its session), not its text.
 #[derive(Default)]
 pub struct Kept {
     state: Mutex<State>,
@@ -36,6 +37,9 @@ struct State {
     named: BTreeMap<usize, Said>,
     /// The lines the findings found so far name.
     wanted: BTreeSet<usize>,
+    /// Spans of lines kept whole: a session's, up to a finding whose story its reader's
+    /// rewording may start anywhere in it.
+    spans: Vec<(usize, usize)>,
     /// The most lines held at once.
     most: usize,
 }
@@ -85,7 +89,7 @@ impl KeepLines for Kept {
         state.most = state.most.max(state.recent.len() + state.named.len());
     }
 
-    fn found(&self, f: &Finding) {
+    fn found(&self, f: &Finding, span: Option<(usize, usize)>) {
         let mut state = self
             .state
             .lock()
@@ -93,6 +97,10 @@ impl KeepLines for Kept {
         state
             .wanted
             .extend(story::wanted(f, MAX_STORY_LINES).chain([f.line]));
+        if let Some((first, last)) = span {
+            let first = first.saturating_sub(MAX_STORY_LINES - 1);
+            state.spans.push((first, last));
+        }
     }
 
     fn settled(&self, line: usize) {
@@ -103,8 +111,15 @@ impl KeepLines for Kept {
         let from = line.saturating_sub(MAX_STORY_LINES - 1);
         let rest = state.recent.split_off(&from);
         let before = std::mem::replace(&mut state.recent, rest);
-        let State { named, wanted, .. } = &mut *state;
-        named.extend(before.into_iter().filter(|(n, _)| wanted.contains(n)));
+        let State {
+            named,
+            wanted,
+            spans,
+            ..
+        } = &mut *state;
+        let kept =
+            |n: usize| wanted.contains(&n) || spans.iter().any(|(a, b)| (*a..=*b).contains(&n));
+        named.extend(before.into_iter().filter(|(n, _)| kept(*n)));
     }
 }
 

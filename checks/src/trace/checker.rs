@@ -19,6 +19,8 @@ pub(super) struct Checker<S: Conform> {
     pub(super) lines: Option<Arc<dyn KeepLines>>,
     /// Each open session's first line (the lowest of its events'), where lines are kept.
     first_lines: BTreeMap<String, usize>,
+    /// The reader's rewording may start a story earlier than the checker found it.
+    pub(super) stories_move: bool,
 }
 
 /// A session judged as its lines came, ended: its findings, and those its walk gave before.
@@ -166,9 +168,12 @@ impl<S: Conform> Checker<S> {
                 .filter(|f| !not_judged.iter().any(|n| n.covers(f)))
                 .collect();
             if let Some(lines) = &self.lines {
-                self.first_lines.remove(session);
+                let first = self.first_lines.remove(session);
                 for f in &judged {
-                    lines.found(f);
+                    let span = first
+                        .filter(|_| self.stories_move)
+                        .map(|first| (first, f.line));
+                    lines.found(f, span);
                 }
             }
             match &mut self.ended {
@@ -192,6 +197,7 @@ impl<S: Conform> Checker<S> {
             ended: None,
             lines: None,
             first_lines: BTreeMap::new(),
+            stories_move: false,
         };
         c.sessions.keep = keep;
         c.sessions.fresh = fresh;

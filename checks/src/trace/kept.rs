@@ -19,8 +19,10 @@ pub trait KeepLines: Send + Sync {
     /// Line `line` of the trace, as read (its line ending cut).
     fn line(&self, line: usize, text: &str);
 
-    /// A finding, found: the lines it names are kept.
-    fn found(&self, finding: &Finding);
+    /// A finding, found: the lines it names are kept, and with `span`, every line of that span
+    /// (the first line of its session to its own, where the reader's rewording may yet start
+    /// its story anywhere in it).
+    fn found(&self, finding: &Finding, span: Option<(usize, usize)>);
 
     /// No finding still to come names a line before `line` (as its own, or as the first of its
     /// story).
