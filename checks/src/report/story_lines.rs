@@ -18,7 +18,7 @@ use crate::trace::{Dialect, Finding, KeepLines, Reading, Verdict};
 /// **Bound:** it holds the lines from the first line of the oldest session still open (or still
 /// held back by the reader), less a story's length ([`MAX_STORY_LINES`]), on — the lines read
 /// ahead of the judging among them, six batches of 1 024 at most — and the lines the findings
-/// already found name (a story's at most, each; where the reader's rewording may move a story's
+/// already found name (a story's at most, each; where the reader's telling may move a story's
 /// start, the finding's session's lines up to its own). A conforming log whose sessions end
 /// keeps what its open sessions span, as the checker does, never the file; each line kept is
 /// what the stack said (who to whom, the event's name, its session), not its text.
@@ -38,7 +38,7 @@ struct State {
     /// The lines the findings found so far name.
     wanted: BTreeSet<usize>,
     /// Spans of lines kept whole: a session's, up to a finding whose story its reader's
-    /// rewording may start anywhere in it.
+    /// telling may start anywhere in it.
     spans: Vec<(usize, usize)>,
     /// The most lines held at once.
     most: usize,

@@ -19,7 +19,7 @@ pub(super) struct Checker<S: Conform> {
     pub(super) lines: Option<Arc<dyn KeepLines>>,
     /// Each open session's first line (the lowest of its events'), where lines are kept.
     first_lines: BTreeMap<String, usize>,
-    /// The reader's rewording may start a story earlier than the checker found it.
+    /// The reader's telling may start a story earlier than the checker found it.
     pub(super) stories_move: bool,
 }
 

@@ -20,7 +20,7 @@ pub trait KeepLines: Send + Sync {
     fn line(&self, line: usize, text: &str);
 
     /// A finding, found: the lines it names are kept, and with `span`, every line of that span
-    /// (the first line of its session to its own, where the reader's rewording may yet start
+    /// (the first line of its session to its own, where the reader's telling may yet start
     /// its story anywhere in it).
     fn found(&self, finding: &Finding, span: Option<(usize, usize)>);
 

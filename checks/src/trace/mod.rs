@@ -318,10 +318,10 @@ pub trait Reader<S: Conform> {
     /// and frames), its story starting where the stack's does.
     fn tell(&self, _verdict: &mut Verdict) {}
 
-    /// Whether [`Reader::reword`] may start a finding's story at an earlier line of its session
+    /// Whether [`Reader::tell`] may start a finding's story at an earlier line of its session
     /// than the checker found (what a pass keeps of its lines then keeps the session's lines up
     /// to the finding's).
-    fn rewords_stories(&self) -> bool {
+    fn moves_stories(&self) -> bool {
         false
     }
 
@@ -478,7 +478,7 @@ fn check_batched<S: Conform, R: Reader<S>>(
 ) -> Result<Verdict, InputError> {
     let mut checker = Checker::new(keep, fresh);
     checker.lines = lines;
-    checker.stories_move = reader.rewords_stories();
+    checker.stories_move = reader.moves_stories();
     checker.sessions.unlogged = reader.unlogged();
     let mut verdict = stream::check(input, reader, checker, batch)?;
     reader.tell(&mut verdict);

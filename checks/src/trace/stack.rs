@@ -176,7 +176,7 @@ impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
         }
     }
 
-    fn rewords_stories(&self) -> bool {
+    fn moves_stories(&self) -> bool {
         true
     }
 
