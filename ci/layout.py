@@ -39,10 +39,11 @@ STACKS = {
 # Named by right: the registry lists every stack, one line each.
 STACK_REGISTRY = ["dialect/mod.rs"]
 # Words that hold a stack's name by right, each with why: the model's profiles are the model's
-# own names for the stacks' rules; `realtime_audio` is a mode of the lab's log, the lab's word.
+# own names for the stacks' rules; others are a stack's own words that contain another's name.
 NAMED_BY_RIGHT = [
     (r"Profile::(OpenaiRealtime|LivekitAgents|Pipecat)\b", "a model's profile, the model's name"),
     (r"\brealtime_audio\b", "the lab log's audio mode, the lab's own word"),
+    (r"\brealtime_llm\b", "a LiveKit turn-detection mode, LiveKit's own word"),
 ]
 BY_RIGHT = re.compile("|".join(pattern for pattern, _ in NAMED_BY_RIGHT))
 # Files of `checks/src` outside a stack's folder that still name a stack, and why: each a piece
