@@ -1,6 +1,10 @@
 """The house's layout, held: no Rust file of the workspace longer than 600 lines, no file
-that imports one that imports it back, and no import across a boundary `NO_IMPORT` names (the
-engine, `trace/`, imports nothing from the dialects, `dialect/`: it knows them by one trait).
+that imports one that imports it back, no import across a boundary `NO_IMPORT` names (the
+engine, `trace/`, imports nothing from the dialects, `dialect/`: it knows them by one trait), and
+no stack named outside its folder: in `checks/src`, a real stack's name (`STACKS`, case aside,
+comments and tests included) stands only in its dialect's folder, the registry, the model's
+profiles' own names (`Profile::Pipecat`), and the files `STACK_NAMES_ALLOWED` lists, each with
+why. `python3 ci/layout.py --self-test` shows that rule failing on a file made to break it.
 
 A file's imports are the paths it names that start with `crate::`, `super::` or `self::` (in
 `use` items or inline), and its own child modules it names (`one_pass::read`); each is resolved
@@ -10,8 +14,8 @@ they name what it declares — so edges to and from roots are not counted; a fil
 of its own (`canonical.rs` beside `canonical/`) is a file like any other. Test modules
 (`#[cfg(test)] mod tests { … }` to the end of the file) are left out.
 
-Exit 0 when both hold; 1, listing each file too long and each circle (every file in it, and
-the imports that close it), when not.
+Exit 0 when all hold; 1, listing each file too long, each circle (every file in it, and the
+imports that close it) and each stack's name out of its folder, when not.
 """
 
 import os
@@ -24,6 +28,28 @@ SIZED = ["model", "checks"]
 # Floors that must not import another (crate root, from, to): the engine knows dialects through
 # its one trait, and the registry is above it.
 NO_IMPORT = [("checks/src", "trace", "dialect")]
+# A real stack's names (matched case aside) and the one folder of `checks/src` that names it.
+STACK_ROOT = "checks/src"
+STACKS = {
+    "livekit": "dialect/livekit/",
+    "pipecat": "dialect/pipecat/",
+    "realtime": "dialect/openai_realtime/",
+    "openai": "dialect/openai_realtime/",
+}
+# Named by right: the registry lists every stack, one line each.
+STACK_REGISTRY = ["dialect/mod.rs"]
+# Words that hold a stack's name by right, each with why: the model's profiles are the model's
+# own names for the stacks' rules; others are a stack's own words that contain another's name.
+NAMED_BY_RIGHT = [
+    (r"Profile::(OpenaiRealtime|LivekitAgents|Pipecat)\b", "a model's profile, the model's name"),
+    (r"\brealtime_audio\b", "the lab log's audio mode, the lab's own word"),
+    (r"\brealtime_llm\b", "a LiveKit turn-detection mode, LiveKit's own word"),
+]
+BY_RIGHT = re.compile("|".join(pattern for pattern, _ in NAMED_BY_RIGHT))
+# Files of `checks/src` outside a stack's folder that still name a stack, and why: each a piece
+# of a stack's knowledge not yet moved into its folder or behind the registry (issue 53).
+STACK_NAMES_ALLOWED = {
+}
 
 
 def module_files(root):
@@ -147,9 +173,67 @@ def circles(edges):
     return out
 
 
+def stack_names_outside(files, allowed):
+    """Each (file, line number, name) where a stack is named outside its folder: `files` maps a
+    path under `checks/src` to its text; `allowed` the paths excused."""
+    names = re.compile("|".join(STACKS), re.IGNORECASE)
+    out = []
+    for path, text in sorted(files.items()):
+        if path in STACK_REGISTRY or path in allowed:
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            for found in names.finditer(BY_RIGHT.sub("", line)):
+                name = found.group(0).lower()
+                if not path.startswith(STACKS[name]):
+                    out.append((path, n, name))
+    return out
+
+
+def rust_files(root):
+    """Each Rust file under `root`, by its path under it, with its text."""
+    out = {}
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith(".rs"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    out[os.path.relpath(path, root).replace(os.sep, "/")] = f.read()
+    return out
+
+
+def self_test():
+    """The stack-name rule on files made for it: it fails where it must, and only there."""
+    files = {
+        "dialect/pipecat/mod.rs": "//! Pipecat's frames.\n",
+        "dialect/mod.rs": "pub mod pipecat;\npub mod livekit;\n",
+        "gate/mod.rs": "let p = Profile::Pipecat;\n// as LiveKit does\n",
+        "dialect/livekit/mod.rs": "// unlike Pipecat\n",
+        "explore/turn.rs": "fn pipecat_kinds() {}\n",
+        "dialect/lab/reader/turn.rs": 'Some("realtime_audio") => Mode::Audio,\n',
+    }
+    got = stack_names_outside(files, {"explore/turn.rs": "why"})
+    want = [("dialect/livekit/mod.rs", 1, "pipecat"), ("gate/mod.rs", 2, "livekit")]
+    if got != want:
+        print(f"layout: self-test: the stack-name rule found {got}, not {want}")
+        return 1
+    print("layout: self-test ok (the stack-name rule fails on a stack named out of its folder)")
+    return 0
+
+
 def main():
     os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     bad = 0
+    for path, n, name in stack_names_outside(rust_files(STACK_ROOT), STACK_NAMES_ALLOWED):
+        print(f"layout: {STACK_ROOT}/{path}:{n} names {name}: a stack is named in its folder "
+              f"({STACK_ROOT}/{STACKS[name]}) and the registry only")
+        bad += 1
+    named = set(rust_files(STACK_ROOT))
+    for path in sorted(p for p in STACK_NAMES_ALLOWED if p not in named):
+        print(f"layout: STACK_NAMES_ALLOWED lists {path}, which is not a file of {STACK_ROOT}")
+        bad += 1
     for top in SIZED:
         for folder, dirs, names in os.walk(top):
             dirs[:] = sorted(d for d in dirs if d != "target")
@@ -185,7 +269,7 @@ def main():
     if bad:
         return 1
     print(f"layout: ok (every file {MAX_LINES} lines or fewer; no import circle; "
-          "trace/ imports nothing from dialect/)")
+          "trace/ imports nothing from dialect/; no stack named outside its folder)")
     return 0
 
 

@@ -22,7 +22,7 @@ mod common;
 
 use std::time::Instant;
 
-use turnfence_checks::dialect::openai_realtime::RealtimeReader;
+use turnfence_checks::dialect::openai_realtime::{sample, RealtimeReader};
 use turnfence_checks::gate::synthetic::SyntheticTrace;
 use turnfence_checks::trace::{canonical::CanonicalReader, check, check_as, Keep};
 use turnfence_model::turn::{Profile, TurnMachine};
@@ -53,12 +53,13 @@ fn run(target_events: usize) {
 
 /// The realtime dialect over a synthetic realtime log of about `target_events` lines.
 fn run_realtime(target_events: usize) {
-    let per_round = SyntheticTrace::realtime(0).lines_per_round();
+    let per_round =
+        SyntheticTrace::of_session(sample::SESSION_NAME, sample::SESSION, 0).lines_per_round();
     let sessions = target_events / per_round;
     #[allow(clippy::disallowed_methods)] // Benchmarks measure wall-clock time, by definition.
     let start = Instant::now();
     let verdict = check_as(
-        SyntheticTrace::realtime(sessions),
+        SyntheticTrace::of_session(sample::SESSION_NAME, sample::SESSION, sessions),
         &mut RealtimeReader::default(),
         Keep::Findings,
         TurnMachine::with_profile(Profile::OpenaiRealtime),

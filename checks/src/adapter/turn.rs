@@ -7,10 +7,10 @@
 //! each planted [`Variant`] decides one of them on what it read in an earlier acquisition, as real
 //! adapters get wrong, and loom finds the interleaving where that reading went stale.
 //!
-//! A session follows a [`Profile`]: the lab's rules, OpenAI Realtime's (audio outliving its
-//! response, truncation to what was heard) or LiveKit Agents' (output paused on speech until a
-//! transcript or a timer decides, tool calls that run through an interruption and are answered
-//! once).
+//! A session follows a [`Profile`]: the lab's rules or a real stack's, each rule read from the
+//! profile (audio outliving its response, truncation to what was heard, output paused on speech
+//! until a transcript or a timer decides, tool calls that run through an interruption and are
+//! answered once).
 
 use turnfence_model::turn::{Output, Profile, StopAnswer, TurnMachine};
 

@@ -3,10 +3,12 @@
 //! listed as skipped) on every core, a line each and a summary. Each trace is read as its own
 //! meta line says, else as its first line shows, else as the flags say.
 
+use std::collections::BTreeMap;
 use std::io::{BufReader, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 use turnfence_checks::dialect::{self, Flags};
@@ -17,7 +19,8 @@ use super::{write_stdout, Format};
 use turnfence_checks::report::outcome::{
     json_many, json_one, junit_cases, junit_report, markdown_report, text_many, text_one, Outcome,
 };
-use turnfence_checks::report::story_lines::{self, Extra, Source, Wants};
+use turnfence_checks::report::story_lines::{self, Extra, Kept, Wants};
+use turnfence_checks::report::words::Said;
 
 /// What the command was asked for.
 pub struct Ask {
@@ -68,37 +71,31 @@ pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
     let single = paths.len() == 1 && traces.len() == 1 && !paths[0].is_dir();
     let fingerprints = baseline.is_some() || ask.write_baseline.is_some();
     let stories = matches!(ask.format, Format::Markdown);
-    // Standard input is read once: kept whole where its findings' lines are read again.
-    let kept = ((fingerprints || stories) && traces.iter().any(|t| is_stdin(t))).then(read_stdin);
     let done = AtomicUsize::new(0);
     let progress = traces.len() > 1 && std::io::stderr().is_terminal();
-    let mut outcomes: Vec<Outcome> = traces
+    let (mut outcomes, kept): (Vec<Outcome>, Vec<BTreeMap<usize, Said>>) = traces
         .par_iter()
         .map(|t| {
-            let outcome = judge(t, ask, kept.as_deref());
+            let outcome = judge(t, ask, fingerprints || stories);
             if progress {
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 eprint!("\rchecked {n}/{}", traces.len());
             }
             outcome
         })
-        .collect();
+        .unzip();
     if progress {
         eprintln!();
     }
     let mut matcher = baseline.as_ref().map(Matcher::new);
-    for (t, outcome) in traces.iter().zip(outcomes.iter_mut()) {
-        if let Outcome::Judged(v, reading, extra) = outcome {
-            let source = match &kept {
-                Some(bytes) if is_stdin(t) => Source::Kept(bytes),
-                _ => Source::File(t),
-            };
+    for ((t, outcome), lines) in traces.iter().zip(outcomes.iter_mut()).zip(&kept) {
+        if let Outcome::Judged(v, _, extra) = outcome {
             let wants = Wants {
                 stories,
                 fingerprints,
                 matcher: matcher.as_mut(),
             };
-            *extra = story_lines::after(&t.display().to_string(), &source, v, reading, wants);
+            *extra = story_lines::after(&t.display().to_string(), lines, v, wants);
         }
     }
     let stale: Option<Vec<&Entry>> = matcher.as_ref().map(Matcher::stale);
@@ -147,14 +144,6 @@ pub fn run(paths: &[PathBuf], ask: &Ask) -> ExitCode {
 
 fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
-}
-
-/// All of standard input (what could not be read is left out: the checker then reads less).
-fn read_stdin() -> Vec<u8> {
-    use std::io::Read;
-    let mut bytes = Vec::new();
-    let _ = std::io::stdin().lock().read_to_end(&mut bytes);
-    bytes
 }
 
 /// The baseline file, read strictly: an error names the file and its line or entry.
@@ -241,30 +230,39 @@ fn opens_with_object(path: &Path) -> bool {
 /// longest lines (an audio delta of 100 ms in base64 is 13 kB).
 const READ_BUFFER: usize = 1 << 20;
 
+/// The trace at `path` (`-`: standard input) judged in one pass; with `keep_lines`, the lines its
+/// findings' stories and fingerprints need kept as it is read (nothing reads it again).
 #[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
-fn judge(path: &Path, ask: &Ask, kept: Option<&[u8]>) -> Outcome {
-    let checked = if let (true, Some(bytes)) = (is_stdin(path), kept) {
-        dialect::check_input(bytes, &ask.flags())
-    } else if is_stdin(path) {
-        dialect::check_input(std::io::stdin().lock(), &ask.flags())
+fn judge(path: &Path, ask: &Ask, keep_lines: bool) -> (Outcome, BTreeMap<usize, Said>) {
+    let kept = keep_lines.then(|| Arc::new(Kept::default()));
+    let flags = ask.flags();
+    let check = |input: &mut dyn std::io::BufRead| match &kept {
+        Some(kept) => dialect::check_input_keeping_lines(input, &flags, kept.clone()),
+        None => dialect::check_input(input, &flags),
+    };
+    let checked = if is_stdin(path) {
+        check(&mut std::io::stdin().lock())
     } else {
         match std::fs::File::open(path) {
-            Ok(f) => dialect::check_input(BufReader::with_capacity(READ_BUFFER, f), &ask.flags()),
+            Ok(f) => check(&mut BufReader::with_capacity(READ_BUFFER, f)),
             // Not a line of a trace: the file itself could not be opened.
             Err(e) => {
                 let message = format!("cannot read {}: {e}", path.display());
-                return Outcome::Unreadable(InputError::at(0, message), None);
+                let outcome = Outcome::Unreadable(InputError::at(0, message), None);
+                return (outcome, BTreeMap::new());
             }
         }
     };
-    match checked.verdict {
+    let lines = kept.map(|k| k.lines()).unwrap_or_default();
+    let outcome = match checked.verdict {
         Ok(verdict) => Outcome::Judged(
             verdict,
             checked.reading.unwrap_or_default(),
             Extra::default(),
         ),
         Err(e) => Outcome::Unreadable(e, checked.reading),
-    }
+    };
+    (outcome, lines)
 }
 
 /// 2 if any trace is unreadable, else 0 where a baseline is written, else 1 if any has findings

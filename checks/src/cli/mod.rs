@@ -64,7 +64,7 @@ pub struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Runs the release gate: the eight scenarios through the turn machine, 24 computed checks
-    /// (with `--profile openai-realtime`, the realtime profile's four scenarios and 12 checks).
+    /// (with a real stack's `--profile`, that profile's own scenarios and checks, if it has any).
     /// Exit 0 on PASS, 1 on FAIL, 2 on an input or IO error.
     Gate {
         /// One scenario of the profile's gate, or `all`.
@@ -217,9 +217,9 @@ fn scenario_name(s: &str) -> Result<String, String> {
     } else {
         Err(format!(
             "expected all or one of: {}",
-            suite_gate::NAMES
+            Profile::ALL
                 .iter()
-                .chain(&suite_gate::REALTIME_NAMES)
+                .flat_map(|p| suite_gate::scenarios::names(*p))
                 .copied()
                 .collect::<Vec<_>>()
                 .join(", ")

@@ -5,7 +5,9 @@
 //! log is to the machine, read by the reader every stack shares
 //! ([`StackReader`](crate::trace::StackReader)), with the steps its stack takes without a line.
 //! The lab's reader implements the checker's [`Reader`](crate::trace::Reader) itself (it holds
-//! a scenario's lines back). Adding a stack is its folder and its line in [`DIALECTS`].
+//! a scenario's lines back). Adding a stack is its folder and its line in [`DIALECTS`] — and,
+//! where its profile has a gate of its own or bound sets the explorer walks, its line in
+//! [`GATES`] and [`EXPLORED`]: the gate and the explorer know no stack by name.
 //!
 //! `choose` decides how a trace is read: its dialect, machine and profile.
 
@@ -16,7 +18,10 @@ pub mod livekit;
 pub mod openai_realtime;
 pub mod pipecat;
 
-pub use choose::{check_input, check_input_keeping, reading, reading_among, Checked, Flags};
+pub use choose::{
+    check_input, check_input_keeping, check_input_keeping_lines, reading, reading_among, Checked,
+    Flags,
+};
 
 use serde_json::Value;
 
@@ -30,6 +35,18 @@ pub static DIALECTS: &[&dyn DialectEntry] = &[
     &openai_realtime::entry::Entry,
     &livekit::entry::Entry,
     &pipecat::entry::Entry,
+];
+
+/// Every real stack's profile's own gate, beside the lab's (`gate::scenarios::names`): its
+/// scenarios and checks, in its folder.
+pub static GATES: &[&crate::gate::Suite] = &[&openai_realtime::gate::SUITE];
+
+/// Every real stack's profile as the explorer explores it (`explore::turn`): its bound sets and
+/// the word its moments are named under, in its folder.
+pub static EXPLORED: &[&crate::explore::turn::ProfileBounds] = &[
+    &openai_realtime::explore::EXPLORED,
+    &livekit::explore::EXPLORED,
+    &pipecat::explore::EXPLORED,
 ];
 
 /// The canonical form.
@@ -65,6 +82,25 @@ pub(crate) fn every_thing(turns: &[&str]) -> turnfence_model::said::Said {
         said.push(p);
     }
     Said::of(said)
+}
+
+/// The table tests each stack's folder holds: each `(line, from, to, words)` said by `entry` as
+/// the row says, and each of `firsts` recognised as `entry`'s among every dialect here.
+#[cfg(test)]
+pub(crate) fn assert_said_and_recognised(
+    entry: &'static dyn DialectEntry,
+    cases: &[(&str, crate::trace::Party, crate::trace::Party, &str)],
+    firsts: &[&str],
+) {
+    for (line, from, to, words) in cases {
+        let s = crate::report::words::said(Dialect(entry), None, line);
+        let got = (s.from, s.to, s.words.as_str());
+        assert_eq!(got, (*from, *to, *words), "{}: {line}", entry.name());
+    }
+    for first in firsts {
+        let read = reading(first, &Flags::default()).unwrap();
+        assert_eq!(read.dialect, Dialect(entry), "{first}");
+    }
 }
 
 #[cfg(test)]

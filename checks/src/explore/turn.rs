@@ -27,6 +27,37 @@ pub struct TurnBounds {
     pub profile: Option<Profile>,
 }
 
+impl TurnBounds {
+    /// A bound set under `profile`: so many turns, children and deltas (and the client side or
+    /// not), a deadline of 100 ms.
+    pub const fn under(
+        profile: Profile,
+        turns: usize,
+        children_per_turn: usize,
+        deltas_per_turn: u64,
+        client: bool,
+    ) -> TurnBounds {
+        TurnBounds {
+            turns,
+            children_per_turn,
+            deltas_per_turn,
+            deadline_ms: 100,
+            client,
+            profile: Some(profile),
+        }
+    }
+}
+
+/// A real stack's profile explored, as its folder declares it: the bound sets CI explores under
+/// it (`ci`, and with `--deep`, `deep`), and the word its moments of truncation are named under,
+/// where its profile truncates to what was heard.
+pub struct ProfileBounds {
+    pub profile: Profile,
+    pub ci: &'static [(&'static str, TurnBounds)],
+    pub deep: &'static [(&'static str, TurnBounds)],
+    pub moments: Option<&'static str>,
+}
+
 /// The times an input may happen at: now, or the next instant something happens without one.
 fn times(m: &TurnMachine<impl Plant<Flaw>>) -> Vec<u64> {
     let mut at = vec![m.session().now];
@@ -84,10 +115,10 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
         since: None,
     });
     if m.profile().pauses_on_speech() {
-        livekit_kinds(m, b, &mut out);
+        pause_kinds(m, b, &mut out);
     }
     if m.profile().times_out_calls() {
-        pipecat_kinds(m, b, &mut out);
+        timeout_kinds(m, b, &mut out);
     }
     if b.client {
         client_kinds(m, &mut out);
@@ -95,12 +126,12 @@ fn kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds) -> Vec<InputKind> {
     out
 }
 
-/// A deadline long enough for a pause to be resumed before it (`livekit-agents`).
+/// A deadline long enough for a pause to be resumed before it (a profile that pauses on speech).
 const LONG_DEADLINE_MS: u64 = 3 * turnfence_model::turn::FALSE_INTERRUPTION_TIMEOUT_MS;
 
-/// Under `livekit-agents`: an uninterruptible turn, a transcript, the end of speech, a tool's
+/// Under a profile that pauses on speech: an uninterruptible turn, a transcript, the end of speech, a tool's
 /// error.
-fn livekit_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
+fn pause_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
         // Turns whose deadline lets speech count as an interruption and a pause outlast its
@@ -155,9 +186,9 @@ fn accept_like(
     })
 }
 
-/// Under `pipecat`: an uninterruptible turn, a cancellable tool call with a timeout (half the
+/// Under a profile that times out calls: an uninterruptible turn, a cancellable tool call with a timeout (half the
 /// turn's deadline), and a result that comes after its call was cancelled.
-fn pipecat_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
+fn timeout_kinds(m: &TurnMachine<impl Plant<Flaw>>, b: &TurnBounds, out: &mut Vec<InputKind>) {
     let s = m.session();
     if s.turns.len() < b.turns {
         out.extend(accept_like(out, Some(b.deadline_ms), false));
@@ -319,16 +350,12 @@ fn client_kinds(m: &TurnMachine<impl Plant<Flaw>>, out: &mut Vec<InputKind>) {
 impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     type Bounds = TurnBounds;
 
-    /// The bounds CI explores exhaustively — six of them, each exhaustive, coverage and
-    /// reached invariants their union: two turns (successors, barge-in, refusal, deadlines) with
-    /// one child and one delta each; one turn with two children (every kind of child, commits,
-    /// temporaries); one turn streaming two deltas to a client that acks, drops and resumes; and
-    /// the first again under the `openai-realtime` profile (truncation, audio outliving its
-    /// turn, refusal while cancelling, stale stops); and one turn with a child and two deltas
-    /// under `livekit-agents` (tools answered, pauses resumed or interrupted, uninterruptible
-    /// turns); and two turns with a child each under `pipecat` (audio outliving its turn, calls
-    /// cancelled or run through by an interruption, cancelled at their timeout, answered once,
-    /// uninterruptible turns).
+    /// The bounds CI explores exhaustively, each exhaustive, coverage and reached invariants
+    /// their union: two turns (successors, barge-in, refusal, deadlines) with one child and one
+    /// delta each; one turn with two children (every kind of child, commits, temporaries); one
+    /// turn streaming two deltas to a client that acks, drops and resumes; two turns streaming
+    /// two deltas each beside a child; then each real stack's profile's own sets, in its folder
+    /// ([`crate::dialect::EXPLORED`]).
     fn ci_bounds() -> Vec<(&'static str, TurnBounds)> {
         let b = |turns, children_per_turn, deltas_per_turn, client| TurnBounds {
             turns,
@@ -338,39 +365,20 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             client,
             profile: None,
         };
-        vec![
+        let mut sets = vec![
             ("turns", b(2, 1, 1, false)),
             ("children", b(1, 2, 1, false)),
             ("stream", b(1, 0, 2, true)),
             // Two turns each streaming two deltas beside a child: the deeper set the explorer's
             // speed allows (778 161 states, depth 18).
             ("streams", b(2, 1, 2, false)),
-            (
-                "realtime",
-                TurnBounds {
-                    profile: Some(Profile::OpenaiRealtime),
-                    ..b(2, 1, 1, false)
-                },
-            ),
-            (
-                "livekit",
-                TurnBounds {
-                    profile: Some(Profile::LivekitAgents),
-                    ..b(1, 1, 2, false)
-                },
-            ),
-            (
-                "pipecat",
-                TurnBounds {
-                    profile: Some(Profile::Pipecat),
-                    ..b(2, 1, 1, false)
-                },
-            ),
-        ]
+        ];
+        sets.extend(crate::dialect::EXPLORED.iter().flat_map(|e| e.ci).cloned());
+        sets
     }
 
     /// Three turns: one delta each, streamed to a client that acks, drops and resumes across
-    /// all three (208 660 states, depth 22); and under `openai-realtime` (36 141 states).
+    /// all three (208 660 states, depth 22); then each real stack's profile's deeper sets.
     fn deep_bounds() -> Vec<(&'static str, TurnBounds)> {
         let three = TurnBounds {
             turns: 3,
@@ -380,17 +388,14 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             client: true,
             profile: None,
         };
-        vec![
-            ("three", three.clone()),
-            (
-                "three-realtime",
-                TurnBounds {
-                    client: false,
-                    profile: Some(Profile::OpenaiRealtime),
-                    ..three
-                },
-            ),
-        ]
+        let mut sets = vec![("three", three)];
+        sets.extend(
+            crate::dialect::EXPLORED
+                .iter()
+                .flat_map(|e| e.deep)
+                .cloned(),
+        );
+        sets
     }
 
     /// Larger, for hunting a flaw (not exhaustive: it stops at the first violation).
@@ -436,11 +441,18 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
         };
         // Pieces, not a formatted string: the explorer's hot path (every transition).
         point(&[subject, "/", input.kind.name()]);
-        // The realtime moments are looked for under that profile only (the explorer's hot
-        // path: every transition).
-        if self.profile() == Profile::OpenaiRealtime {
-            for p in realtime_points(self, input, outputs) {
-                point(&[p]);
+        // The moments of truncation are looked for under a profile that truncates only (the
+        // explorer's hot path: every transition), each named under its profile's own word.
+        if self.profile().truncates_to_heard() {
+            let profile = self.profile();
+            let word = crate::dialect::EXPLORED
+                .iter()
+                .find(|e| e.profile == profile)
+                .and_then(|e| e.moments);
+            if let Some(word) = word {
+                for p in truncation_points(self, input, outputs) {
+                    point(&[word, "/", p]);
+                }
             }
         }
     }
@@ -454,11 +466,11 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
     }
 }
 
-/// The realtime profile's moments, from the state before the input and its outputs: a turn
-/// truncated to what was heard, speech over a turn that had ended while its audio still played,
+/// The moments of a profile that truncates to what was heard, from the state before the input
+/// and its outputs: a turn truncated to what was heard, speech over a turn that had ended while its audio still played,
 /// a create refused while the active turn was only cancelling, a stop naming a turn that had
 /// ended while another ran.
-fn realtime_points(
+fn truncation_points(
     m: &TurnMachine<impl Plant<Flaw>>,
     input: &Input,
     outputs: &[Output],
@@ -469,7 +481,7 @@ fn realtime_points(
         .iter()
         .any(|o| matches!(o, Output::Truncated { .. }))
     {
-        points.push("realtime/truncated");
+        points.push("truncated");
     }
     let ended_audible = s
         .turns
@@ -477,7 +489,7 @@ fn realtime_points(
         .any(|t| t.phase.is_terminal() && s.playback.holds(&t.id));
     match &input.kind {
         InputKind::SpeechStarted { .. } if ended_audible => {
-            points.push("realtime/speech_over_an_ended_turn");
+            points.push("speech_over_an_ended_turn");
         }
         InputKind::Accept { .. }
             if outputs
@@ -485,13 +497,13 @@ fn realtime_points(
                 .any(|o| matches!(o, Output::TurnRefused { .. }))
                 && !s.turns.iter().any(|t| t.phase.is_running()) =>
         {
-            points.push("realtime/refused_while_cancelling");
+            points.push("refused_while_cancelling");
         }
         InputKind::Stop { turn, .. }
             if s.turn(turn).is_some_and(|t| t.phase.is_terminal())
                 && s.turns.iter().any(|t| !t.phase.is_terminal()) =>
         {
-            points.push("realtime/stale_stop");
+            points.push("stale_stop");
         }
         _ => {}
     }
@@ -518,14 +530,17 @@ pub fn coverage() -> Coverage {
             required.push(format!("{phase}/{k}"));
         }
     }
-    // The realtime profile's moments (reached by the `realtime` bounds).
-    for k in [
-        "truncated",
-        "speech_over_an_ended_turn",
-        "refused_while_cancelling",
-        "stale_stop",
-    ] {
-        required.push(format!("realtime/{k}"));
+    // The moments of truncation, under the word of each profile that names them (reached by its
+    // bounds).
+    for word in crate::dialect::EXPLORED.iter().filter_map(|e| e.moments) {
+        for k in [
+            "truncated",
+            "speech_over_an_ended_turn",
+            "refused_while_cancelling",
+            "stale_stop",
+        ] {
+            required.push(format!("{word}/{k}"));
+        }
     }
     for k in [
         "frame_played",
@@ -539,8 +554,8 @@ pub fn coverage() -> Coverage {
         required.push(format!("session/{k}"));
     }
     let no_child = "a terminal turn has no running child and no commit in flight: every child was resolved before it ended";
-    // (`terminal/child_completed` is reached: under `livekit-agents` a cancelled tool's result
-    // comes late, after its turn ended.)
+    // (`terminal/child_completed` is reached: where tools run through an interruption a
+    // cancelled tool's result comes late, after its turn ended.)
     let impossible: BTreeMap<String, &'static str> = [
         ("terminal/checkpoint", no_child),
         ("terminal/commit_sent", no_child),

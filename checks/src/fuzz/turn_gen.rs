@@ -92,10 +92,10 @@ impl<P: Plant<Flaw>> Fuzz for TurnMachine<P> {
                 *at = (*at).max(due);
                 return Input::new(*at, InputKind::Tick);
             }
-            return Input::new(*at, livekit_input(m, g).unwrap_or(InputKind::Tick));
+            return Input::new(*at, pause_input(m, g).unwrap_or(InputKind::Tick));
         }
         if m.profile().times_out_calls() && g.chance(20) {
-            return Input::new(*at, pipecat_input(m, g).unwrap_or(InputKind::Tick));
+            return Input::new(*at, timeout_input(m, g).unwrap_or(InputKind::Tick));
         }
         let kind = match PICKS[g.weighted(&weights(m, mix))] {
             Pick::Accept => accept(m, g),
@@ -233,10 +233,10 @@ fn uninterruptible_accept(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Opt
     }
 }
 
-/// Under `pipecat`: an uninterruptible audio turn (`TTSSpeakFrame(interruptible=False)`, or a
-/// pipeline without interruptions), a tool call with a timeout (registered
-/// `cancel_on_interruption` or not), a result after its call was stopped, or speech.
-fn pipecat_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
+/// Under a profile that times out calls: an uninterruptible audio turn (one spoken as
+/// uninterruptible, or a pipeline without interruptions), a tool call with a timeout (cancelled
+/// by an interruption or not), a result after its call was stopped, or speech.
+fn timeout_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     match g.range(0, 4) {
         0 => uninterruptible_accept(m, g),
         1 => match spawn(m, g)? {
@@ -279,9 +279,9 @@ fn pipecat_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<Input
     }
 }
 
-/// Under `livekit-agents`: a transcript confirming a pause, a tool's error, an uninterruptible
+/// Under a profile that pauses on speech: a transcript confirming a pause, a tool's error, an uninterruptible
 /// turn, the end of speech, or more speech.
-fn livekit_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
+fn pause_input(m: &TurnMachine<impl Plant<Flaw>>, g: &mut Gen) -> Option<InputKind> {
     match g.range(0, 5) {
         3 => Some(InputKind::SpeechStopped),
         0 => Some(InputKind::Transcribed),

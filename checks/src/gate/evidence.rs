@@ -10,7 +10,8 @@ use crate::shared::write_atomic;
 /// The run-wide evidence files besides `acceptance.log`, in the order `acceptance.log` lists them.
 pub const RUN_FILES: [&str; 4] = ["events.jsonl", "trace.jsonl", "metrics.json", "report.json"];
 
-/// Every file name a gate (the lab's or the realtime one) may write into its output directory.
+/// Every file name a gate (the lab's or a real stack's profile's) may write into its output
+/// directory.
 pub fn known_files() -> Vec<String> {
     let mut names: Vec<String> = RUN_FILES
         .iter()
@@ -20,7 +21,7 @@ pub fn known_files() -> Vec<String> {
     names.extend(
         scenarios::NAMES
             .iter()
-            .chain(&scenarios::REALTIME_NAMES)
+            .chain(crate::dialect::GATES.iter().flat_map(|g| g.names))
             .map(|n| format!("{n}.log")),
     );
     names

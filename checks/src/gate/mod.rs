@@ -1,7 +1,8 @@
 //! The release gate: the eight lab scenarios run through the turn machine, 24 checks computed
 //! from its outputs, the virtual clock and the invariants, and the evidence a reviewer reads; and
-//! beside it the `openai-realtime` profile's gate, four scenarios and 12 checks on the machine made
-//! with that profile ([`REALTIME_NAMES`]), judged by that machine's own monitor.
+//! beside it a real stack's profile's own gate ([`Suite`], in its folder, listed by the registry:
+//! [`crate::dialect::GATES`]), its scenarios and checks on the machine made with that profile,
+//! judged by that machine's own monitor.
 //!
 //! Dependencies: the gate writes its log and `events.jsonl` with the lab's writer
 //! (`crate::dialect::lab::writer`) and `trace.jsonl` in the checker's canonical form
@@ -9,9 +10,10 @@
 //! synthetic trace of the gate's scenarios (for benchmarks and tests) lives here, in
 //! [`synthetic`], and not in `trace`.
 
-mod checks;
+pub(crate) mod checks;
 mod evidence;
 pub mod scenarios;
+mod suite;
 pub mod synthetic;
 
 use std::collections::BTreeSet;
@@ -26,7 +28,8 @@ use turnfence_model::{Millis, Plant};
 
 pub use checks::{Check, CommitAfterCancel};
 pub use evidence::write_evidence;
-pub use scenarios::{Scenario, NAMES, REALTIME_NAMES};
+pub use scenarios::{Scenario, NAMES};
+pub use suite::Suite;
 
 use crate::dialect::lab::writer::{input_line, number_frames, output_line, LabEvent};
 

@@ -63,8 +63,8 @@ pub fn fingerprint(rule: &str, session: &str, deciding: &str, first: &str) -> St
     format!("{hash:016x}")
 }
 
-/// `f`'s fingerprint from the lines of its trace read again (at least its first line and its
-/// own); a line that could not be read is said as nothing.
+/// `f`'s fingerprint from the lines of its trace its pass kept (at least its first line and its
+/// own); a line not kept is said as nothing.
 pub fn fingerprint_of(f: &Finding, lines: &BTreeMap<usize, Said>) -> String {
     let words = |n: usize| lines.get(&n).map_or("", |s| s.words.as_str());
     fingerprint(f.name(), &f.session, words(f.line), words(first_line(f)))

@@ -157,4 +157,30 @@ mod tests {
         let s = story(&finding(Some(2), 9), &lines, 3);
         assert_eq!((s.missing, s.lines.len()), (2, 1));
     }
+
+    /// Past the line the judging settled at, a keeper holds the lines a found finding's story
+    /// names, and its whole span where the reader may move the story's start.
+    #[test]
+    fn a_settled_keeper_holds_what_its_findings_name_and_their_spans() {
+        use crate::trace::KeepLines;
+        let held = |span: Option<(usize, usize)>| {
+            let kept = super::super::story_lines::Kept::default();
+            for n in 1..=300 {
+                kept.line(n, r#"{"at":0,"input":"tick"}"#);
+            }
+            kept.found(&finding(Some(100), 200), span);
+            kept.settled(301);
+            kept.lines().into_keys().collect::<Vec<_>>()
+        };
+        // The story's first line, its last 39 up to its own, and the 39 before the settled line.
+        let story: Vec<usize> = [100]
+            .into_iter()
+            .chain(162..=200)
+            .chain(262..=300)
+            .collect();
+        assert_eq!(held(None), story);
+        // Its session from line 50 on (less a story's length) kept whole, up to its own line.
+        let span: Vec<usize> = (11..=200).chain(262..=300).collect();
+        assert_eq!(held(Some((50, 200))), span);
+    }
 }

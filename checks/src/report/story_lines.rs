@@ -1,16 +1,127 @@
-//! After a trace is judged: its findings' lines read again, in the stack's words — the line each
-//! is decided at and the one its story starts at for the baseline's fingerprints, each story's
-//! lines for the Markdown report — and the baseline applied. Only the lines needed are kept.
+//! What is said of a judged trace's findings after its one pass, in the stack's words — the line
+//! each is decided at and the one its story starts at for the baseline's fingerprints, each
+//! story's lines for the Markdown report — from the lines the pass kept ([`Kept`]), and the
+//! baseline applied. The trace is not read again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::BufReader;
-use std::path::Path;
+use std::sync::Mutex;
 
 use super::baseline::{self, Acknowledged, Entry, Matcher};
 use super::markdown::MAX_STORIES;
 use super::story::{self, Story, MAX_STORY_LINES};
-use super::words::Said;
-use crate::trace::{Finding, Reading, Verdict};
+use super::words::{said, Said};
+use crate::trace::{Dialect, Finding, KeepLines, Reading, Verdict};
+
+/// The lines of a trace a pass keeps for its findings' stories and fingerprints, each as the
+/// stack said it.
+///
+/// **Bound:** it holds the lines from the first line of the oldest session still open (or still
+/// held back by the reader), less a story's length ([`MAX_STORY_LINES`]), on — the lines read
+/// ahead of the judging among them, six batches of 1 024 at most — and the lines the findings
+/// already found name (a story's at most, each; where the reader's telling may move a story's
+/// start, the finding's session's lines up to its own). A conforming log whose sessions end
+/// keeps what its open sessions span, as the checker does, never the file; each line kept is
+/// what the stack said (who to whom, the event's name, its session), not its text.
+#[derive(Default)]
+pub struct Kept {
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// How the lines are said: the trace's dialect and its session key.
+    said_as: Option<(Dialect, Option<String>)>,
+    /// The lines from the first a finding still to come may name on.
+    recent: BTreeMap<usize, Said>,
+    /// Lines before those that a finding already found names.
+    named: BTreeMap<usize, Said>,
+    /// The lines the findings found so far name.
+    wanted: BTreeSet<usize>,
+    /// Spans of lines kept whole: a session's, up to a finding whose story its reader's
+    /// telling may start anywhere in it.
+    spans: Vec<(usize, usize)>,
+    /// The most lines held at once.
+    most: usize,
+}
+
+impl Kept {
+    /// Every line kept, by number.
+    pub fn lines(&self) -> BTreeMap<usize, Said> {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut lines = std::mem::take(&mut state.named);
+        lines.append(&mut state.recent);
+        lines
+    }
+
+    /// The most lines it held at once (its bound, measured).
+    pub fn most(&self) -> usize {
+        let state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.most
+    }
+}
+
+impl KeepLines for Kept {
+    fn begin(&self, reading: &Reading) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state.said_as = Some((reading.dialect, reading.session_key.clone()));
+    }
+
+    fn line(&self, line: usize, text: &str) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (dialect, key) = state
+            .said_as
+            .clone()
+            .unwrap_or((crate::dialect::CANONICAL, None));
+        let s = said(dialect, key.as_deref(), text);
+        state.recent.insert(line, s);
+        state.most = state.most.max(state.recent.len() + state.named.len());
+    }
+
+    fn found(&self, f: &Finding, span: Option<(usize, usize)>) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        state
+            .wanted
+            .extend(story::wanted(f, MAX_STORY_LINES).chain([f.line]));
+        if let Some((first, last)) = span {
+            let first = first.saturating_sub(MAX_STORY_LINES - 1);
+            state.spans.push((first, last));
+        }
+    }
+
+    fn settled(&self, line: usize) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let from = line.saturating_sub(MAX_STORY_LINES - 1);
+        let rest = state.recent.split_off(&from);
+        let before = std::mem::replace(&mut state.recent, rest);
+        let State {
+            named,
+            wanted,
+            spans,
+            ..
+        } = &mut *state;
+        let kept =
+            |n: usize| wanted.contains(&n) || spans.iter().any(|(a, b)| (*a..=*b).contains(&n));
+        named.extend(before.into_iter().filter(|(n, _)| kept(*n)));
+    }
+}
 
 /// What the report and the baseline made of a judged trace's findings.
 #[derive(Default)]
@@ -30,33 +141,15 @@ pub struct Wants<'m, 'b> {
     pub matcher: Option<&'m mut Matcher<'b>>,
 }
 
-/// Where a trace's lines are read again: its file, or standard input as it was kept.
-pub enum Source<'a> {
-    File(&'a Path),
-    Kept(&'a [u8]),
-}
-
-/// Reads again what `wants` needs of the trace `name` judged as `v`, and takes the findings the
-/// baseline acknowledges out of `v`.
-pub fn after(
-    name: &str,
-    source: &Source,
-    v: &mut Verdict,
-    reading: &Reading,
-    wants: Wants,
-) -> Extra {
+/// What `wants` asks of the trace `name` judged as `v`, from the `lines` its pass kept; the
+/// findings the baseline acknowledges are taken out of `v`.
+pub fn after(name: &str, lines: &BTreeMap<usize, Said>, v: &mut Verdict, wants: Wants) -> Extra {
     let mut extra = Extra::default();
     if wants.fingerprints {
-        let wanted: BTreeSet<usize> = v
-            .findings
-            .iter()
-            .flat_map(|f| [story::first_line(f), f.line])
-            .collect();
-        let lines = read(name, source, &wanted, reading);
         let printed: Vec<(Finding, String)> = std::mem::take(&mut v.findings)
             .into_iter()
             .map(|f| {
-                let fp = baseline::fingerprint_of(&f, &lines);
+                let fp = baseline::fingerprint_of(&f, lines);
                 (f, fp)
             })
             .collect();
@@ -90,39 +183,10 @@ pub fn after(
     }
     if wants.stories && !v.findings.is_empty() {
         let drawn = &v.findings[..v.findings.len().min(MAX_STORIES)];
-        let wanted: BTreeSet<usize> = drawn
-            .iter()
-            .flat_map(|f| story::wanted(f, MAX_STORY_LINES))
-            .collect();
-        let lines = read(name, source, &wanted, reading);
         extra.stories = drawn
             .iter()
-            .map(|f| story::story(f, &lines, MAX_STORY_LINES))
+            .map(|f| story::story(f, lines, MAX_STORY_LINES))
             .collect();
     }
     extra
-}
-
-/// The lines `wanted` of a trace, as the stack said them; none (and a warning) if it cannot be
-/// read again.
-#[allow(clippy::disallowed_methods)] // The CLI reads the traces it is asked to check.
-fn read(
-    name: &str,
-    source: &Source,
-    wanted: &BTreeSet<usize>,
-    reading: &Reading,
-) -> BTreeMap<usize, Said> {
-    if wanted.is_empty() {
-        return BTreeMap::new();
-    }
-    let key = reading.session_key.as_deref();
-    let read = match source {
-        Source::Kept(bytes) => story::read_lines(*bytes, wanted, reading.dialect, key),
-        Source::File(path) => std::fs::File::open(path)
-            .and_then(|f| story::read_lines(BufReader::new(f), wanted, reading.dialect, key)),
-    };
-    read.unwrap_or_else(|e| {
-        eprintln!("turnfence check: cannot read {name} again for its findings' lines: {e}");
-        BTreeMap::new()
-    })
 }

@@ -1,8 +1,12 @@
 //! The checker: a trace's events applied to its sessions, each session judged when it ends, the
 //! verdict gathered.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use super::{
-    Conform, Event, Finding, InputError, Keep, MakeEvents, Meta, NotJudged, Sessions, Verdict,
+    Conform, Event, Finding, InputError, Keep, KeepLines, MakeEvents, Meta, NotJudged, Sessions,
+    Verdict,
 };
 
 /// A trace's sessions as its events left them, and the verdict so far.
@@ -11,6 +15,12 @@ pub(super) struct Checker<S: Conform> {
     pub(super) verdict: Verdict,
     /// Judged as the lines come (`live`): each session that ended, with what its walk gave.
     pub(super) ended: Option<Vec<Ended>>,
+    /// What keeps the trace's lines for what is said after the pass, if anything does.
+    pub(super) lines: Option<Arc<dyn KeepLines>>,
+    /// Each open session's first line (the lowest of its events'), where lines are kept.
+    first_lines: BTreeMap<String, usize>,
+    /// The reader's telling may start a story earlier than the checker found it.
+    pub(super) stories_move: bool,
 }
 
 /// A session judged as its lines came, ended: its findings, and those its walk gave before.
@@ -23,6 +33,14 @@ pub(super) struct Ended {
 impl<S: Conform> Checker<S> {
     pub(super) fn event(&mut self, event: Event<S>, line: usize) -> Result<(), InputError> {
         self.verdict.events += 1;
+        if self.lines.is_some() {
+            if let Some(session) = opening(&event) {
+                self.first_lines
+                    .entry(session.to_owned())
+                    .and_modify(|first| *first = (*first).min(line))
+                    .or_insert(line);
+            }
+        }
         match event {
             Event::Meta(meta) if line == 1 => self.meta(&meta),
             Event::Meta(_) => Err(InputError::at(
@@ -144,15 +162,25 @@ impl<S: Conform> Checker<S> {
             }
             let given = s.given().to_vec();
             let not_judged = &self.verdict.not_judged;
-            let judged = s
+            let judged: Vec<Finding> = s
                 .finish(line)
                 .into_iter()
-                .filter(|f| !not_judged.iter().any(|n| n.covers(f)));
+                .filter(|f| !not_judged.iter().any(|n| n.covers(f)))
+                .collect();
+            if let Some(lines) = &self.lines {
+                let first = self.first_lines.remove(session);
+                for f in &judged {
+                    let span = first
+                        .filter(|_| self.stories_move)
+                        .map(|first| (first, f.line));
+                    lines.found(f, span);
+                }
+            }
             match &mut self.ended {
                 None => self.verdict.findings.extend(judged),
                 Some(ended) => ended.push(Ended {
                     session: session.to_owned(),
-                    findings: judged.collect(),
+                    findings: judged,
                     given,
                 }),
             }
@@ -167,6 +195,9 @@ impl<S: Conform> Checker<S> {
             sessions: Sessions::default(),
             verdict: Verdict::default(),
             ended: None,
+            lines: None,
+            first_lines: BTreeMap::new(),
+            stories_move: false,
         };
         c.sessions.keep = keep;
         c.sessions.fresh = fresh;
@@ -189,6 +220,16 @@ impl<S: Conform> Checker<S> {
         Ok(())
     }
 
+    /// Every record before `read_low` (the first line the reading may still make records of) is
+    /// judged: the lines before it and before every open session's first line are needed by no
+    /// finding still to come.
+    pub(super) fn settle(&self, read_low: usize) {
+        if let Some(lines) = &self.lines {
+            let open = self.first_lines.values().copied().min();
+            lines.settled(open.map_or(read_low, |first| first.min(read_low)));
+        }
+    }
+
     /// The end of a trace of `lines` lines, every one read and applied: the sessions still open
     /// are judged.
     pub(super) fn conclude(mut self, lines: usize) -> Verdict {
@@ -199,5 +240,18 @@ impl<S: Conform> Checker<S> {
         }
         self.verdict.findings.sort_by_key(|f| f.line);
         self.verdict
+    }
+}
+
+/// The session an event opens or carries on (none: the meta line, and a rule left unjudged, which
+/// opens no session).
+fn opening<S: Conform>(event: &Event<S>) -> Option<&str> {
+    match event {
+        Event::Meta(_) | Event::NotJudged { .. } | Event::End { .. } => None,
+        Event::Held { event, .. } => opening(event),
+        Event::Input { session, .. }
+        | Event::Output { session, .. }
+        | Event::Fact { session, .. }
+        | Event::Begin { session, .. } => Some(session),
     }
 }

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::io::BufRead;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 use turnfence_model::turn::Profile;
@@ -11,7 +12,7 @@ use turnfence_model::turn::Profile;
 use super::conform::Conform;
 use super::live::LiveJudge;
 use super::stream::Batching;
-use super::{InputError, Keep, Reader, Verdict};
+use super::{InputError, Keep, KeepLines, Reader, Verdict};
 
 /// Which machine a trace is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -164,6 +165,7 @@ pub trait Judging {
         input: &mut dyn BufRead,
         keep: Keep,
         batch: Batching,
+        lines: Option<Arc<dyn KeepLines>>,
     ) -> Result<Verdict, InputError>;
 
     /// A live monitor's judge of the log, a line at a time.
@@ -181,8 +183,9 @@ impl<S: Conform + 'static, R: Reader<S> + Send + 'static> Judging for Typed<S, R
         input: &mut dyn BufRead,
         keep: Keep,
         batch: Batching,
+        lines: Option<Arc<dyn KeepLines>>,
     ) -> Result<Verdict, InputError> {
-        super::check_batched(input, &mut self.reader, keep, self.fresh, batch)
+        super::check_batched(input, &mut self.reader, keep, self.fresh, batch, lines)
     }
 
     fn live(self: Box<Self>) -> LiveJudge {
@@ -216,7 +219,19 @@ pub fn check_dialect(
     read: &Reading,
     keep: Keep,
 ) -> Result<Verdict, InputError> {
-    check_dialect_batched(input, read, keep, Batching::DEFAULT)
+    check_dialect_batched(input, read, keep, Batching::DEFAULT, None)
+}
+
+/// [`check_dialect`], each line handed to `lines` as it is read (and each finding as it is
+/// found): what is said after the pass is said from what it kept, the trace read once.
+pub fn check_dialect_keeping_lines(
+    input: impl BufRead,
+    read: &Reading,
+    keep: Keep,
+    lines: Arc<dyn KeepLines>,
+) -> Result<Verdict, InputError> {
+    lines.begin(read);
+    check_dialect_batched(input, read, keep, Batching::DEFAULT, Some(lines))
 }
 
 /// [`check_dialect`], the records of a `batch` judged at a time.
@@ -225,11 +240,12 @@ pub(super) fn check_dialect_batched(
     read: &Reading,
     keep: Keep,
     batch: Batching,
+    lines: Option<Arc<dyn KeepLines>>,
 ) -> Result<Verdict, InputError> {
     read.dialect
         .entry()
         .reader(read)?
-        .check(&mut input, keep, batch)
+        .check(&mut input, keep, batch, lines)
 }
 /// How a trace was read: its dialect, machine and profile, and each place the reading departs
 /// from what it was told.

@@ -14,6 +14,7 @@ mod checker;
 pub mod conform;
 mod dialects;
 pub mod fence_conform;
+mod kept;
 pub mod limits;
 pub mod live;
 mod stack;
@@ -24,8 +25,10 @@ pub mod turn_facts;
 mod wording;
 
 pub use dialects::{
-    check_dialect, judging, turn_only, Dialect, DialectEntry, Judging, Machine, Party, Reading,
+    check_dialect, check_dialect_keeping_lines, judging, turn_only, Dialect, DialectEntry, Judging,
+    Machine, Party, Reading,
 };
+pub use kept::KeepLines;
 pub use stack::{
     parse_stack_line, running_where_the_log_stops, StackDialect, StackEvents, StackLines,
     StackReader, StackRecord,
@@ -315,6 +318,13 @@ pub trait Reader<S: Conform> {
     /// and frames), its story starting where the stack's does.
     fn tell(&self, _verdict: &mut Verdict) {}
 
+    /// Whether [`Reader::tell`] may start a finding's story at an earlier line of its session
+    /// than the checker found (what a pass keeps of its lines then keeps the session's lines up
+    /// to the finding's).
+    fn moves_stories(&self) -> bool {
+        false
+    }
+
     /// The steps the stack may take without a line of its log (its dialect's declaration).
     fn unlogged(&self) -> &'static [Unlogged<S>] {
         &[]
@@ -333,6 +343,12 @@ pub trait ReadLines<Record> {
     /// End of input: records still held back.
     fn flush(&mut self, _out: &mut Vec<(usize, Record)>) -> Result<(), InputError> {
         Ok(())
+    }
+
+    /// The first line read whose records are still held back, if any: a finding may yet name
+    /// it (what a pass keeps of its lines keeps it).
+    fn held_from(&self) -> Option<usize> {
+        None
     }
 }
 
@@ -447,19 +463,22 @@ pub fn check_as<S: Conform, R: Reader<S>>(
     keep: Keep,
     fresh: S,
 ) -> Result<Verdict, InputError> {
-    check_batched(input, reader, keep, fresh, stream::Batching::DEFAULT)
+    check_batched(input, reader, keep, fresh, stream::Batching::DEFAULT, None)
 }
 
 /// [`check_as`], the records of a `batch` judged at a time (on a thread of their own past the
-/// first batch).
+/// first batch), each line handed to `lines` as it is read, if given.
 fn check_batched<S: Conform, R: Reader<S>>(
     input: impl BufRead,
     reader: &mut R,
     keep: Keep,
     fresh: S,
     batch: stream::Batching,
+    lines: Option<std::sync::Arc<dyn KeepLines>>,
 ) -> Result<Verdict, InputError> {
     let mut checker = Checker::new(keep, fresh);
+    checker.lines = lines;
+    checker.stories_move = reader.moves_stories();
     checker.sessions.unlogged = reader.unlogged();
     let mut verdict = stream::check(input, reader, checker, batch)?;
     reader.tell(&mut verdict);

@@ -176,6 +176,10 @@ impl<S: Conform, D: StackDialect<S> + Send> Reader<S> for StackReader<D> {
         }
     }
 
+    fn moves_stories(&self) -> bool {
+        true
+    }
+
     fn unlogged(&self) -> &'static [Unlogged<S>] {
         D::UNLOGGED
     }

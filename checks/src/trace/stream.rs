@@ -16,7 +16,9 @@ use std::io::BufRead;
 use std::panic;
 use std::sync::mpsc::sync_channel;
 
-use super::{limits, Checker, Conform, InputError, MakeEvents, ReadLines, Reader, Verdict};
+use super::{
+    limits, Checker, Conform, InputError, KeepLines, MakeEvents, ReadLines, Reader, Verdict,
+};
 
 /// Lines read before their records are judged: a trace that ends within its first batch is judged
 /// on the reading thread.
@@ -64,16 +66,18 @@ pub(super) fn check<S: Conform, R: Reader<S>>(
     batch: Batching,
 ) -> Result<Verdict, InputError> {
     let (lines, events) = reader.halves();
+    let kept = checker.lines.clone();
     let mut reading = Reading {
         input,
         lines,
+        kept: kept.as_deref(),
         batch,
         bytes: Vec::new(),
         read: 0,
         line: 0,
         blank: None,
     };
-    let (records, end) = reading.next();
+    let (records, _, end) = reading.next();
     let Some(end) = end else {
         return on_two_threads(reading, records, checker, events);
     };
@@ -90,19 +94,20 @@ fn on_two_threads<S: Conform, Record: Send>(
     events: &mut (impl MakeEvents<S, Record> + Send),
 ) -> Result<Verdict, InputError> {
     std::thread::scope(|scope| {
-        let (to, from) = sync_channel::<Vec<(usize, Record)>>(IN_FLIGHT);
+        let (to, from) = sync_channel::<(Vec<(usize, Record)>, usize)>(IN_FLIGHT);
         let judging = scope.spawn(move || {
             let mut buf = Vec::new();
-            for records in from {
+            for (records, read_low) in from {
                 // On an error the channel closes: the reading stops at its next batch.
                 checker.records(&mut *events, records, &mut buf)?;
+                checker.settle(read_low);
             }
             Ok(checker)
         });
-        let mut batch = (first, None);
+        let mut batch = (first, reading.low::<Record>(), None);
         let end = loop {
-            let (records, end) = batch;
-            if to.send(records).is_err() {
+            let (records, read_low, end) = batch;
+            if to.send((records, read_low)).is_err() {
                 break Err(InputError::at(
                     reading.line,
                     "not read on: the judging stopped on an earlier line",
@@ -121,13 +126,20 @@ fn on_two_threads<S: Conform, Record: Send>(
     })
 }
 
-/// Records with their lines and, after the last batch, how the reading ended.
-type Batch<Record> = (Vec<(usize, Record)>, Option<Result<usize, InputError>>);
+/// Records with their lines, the first line the reading may still make records of, and, after
+/// the last batch, how the reading ended.
+type Batch<Record> = (
+    Vec<(usize, Record)>,
+    usize,
+    Option<Result<usize, InputError>>,
+);
 
 /// A trace's lines, read into records.
 struct Reading<'a, I, L> {
     input: I,
     lines: &'a mut L,
+    /// What keeps each line as it is read, if anything does.
+    kept: Option<&'a dyn KeepLines>,
     /// What a batch holds.
     batch: Batching,
     /// A line split across the input's refills, gathered.
@@ -158,12 +170,22 @@ impl<I: BufRead, L> Reading<'_, I, L> {
                 Ok(true) => {}
                 Ok(false) => {
                     let end = self.end(&mut records);
-                    return (records, Some(end));
+                    return (records, self.line + 1, Some(end));
                 }
-                Err(e) => return (records, Some(Err(e))),
+                Err(e) => return (records, self.line + 1, Some(Err(e))),
             }
         }
-        (records, None)
+        (records, self.low(), None)
+    }
+
+    /// The first line the reading may still make records of: the first the reader holds back,
+    /// else the next to be read.
+    fn low<Record>(&self) -> usize
+    where
+        L: ReadLines<Record>,
+    {
+        let next = self.line + 1;
+        self.lines.held_from().map_or(next, |held| held.min(next))
     }
 
     /// Reads one line into `records`: `false` at the end of the input. On an error, `records`
@@ -199,6 +221,7 @@ impl<I: BufRead, L> Reading<'_, I, L> {
                 Some(at) if self.bytes.is_empty() => {
                     let read = Self::read_line(
                         &buf[..at],
+                        self.kept,
                         &mut self.line,
                         &mut self.blank,
                         self.lines,
@@ -240,12 +263,20 @@ impl<I: BufRead, L> Reading<'_, I, L> {
     where
         L: ReadLines<Record>,
     {
-        Self::read_line(bytes, &mut self.line, &mut self.blank, self.lines, records)
+        Self::read_line(
+            bytes,
+            self.kept,
+            &mut self.line,
+            &mut self.blank,
+            self.lines,
+            records,
+        )
     }
 
     /// The line after `line`, its line ending cut: counted, and read into `records` by `lines`.
     fn read_line<Record>(
         bytes: &[u8],
+        kept: Option<&dyn KeepLines>,
         line: &mut usize,
         blank: &mut Option<usize>,
         lines: &mut L,
@@ -267,6 +298,9 @@ impl<I: BufRead, L> Reading<'_, I, L> {
         if line == 1 {
             // A byte-order mark some editors write: not part of the first line's JSON.
             text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        }
+        if let Some(kept) = kept {
+            kept.line(line, text);
         }
         if text.trim().is_empty() {
             // Blank lines at the very end are tolerated; one between lines is an input error.

@@ -101,7 +101,10 @@ fn every_flaw_fails_the_gate_naming_its_check_and_invariant() {
 /// invariant, as the realtime machine's own monitor judges.
 #[test]
 fn every_realtime_flaw_fails_the_realtime_gate_naming_its_check_and_invariant() {
-    let table = flaws_caught(Profile::OpenaiRealtime, &gate::REALTIME_NAMES);
+    let table = flaws_caught(
+        Profile::OpenaiRealtime,
+        &turnfence_checks::dialect::openai_realtime::gate::NAMES,
+    );
     crate::snapshot_settings()
         .bind(|| insta::assert_snapshot!("flaws_caught_by_realtime_gate", table));
 }

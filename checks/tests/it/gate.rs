@@ -150,7 +150,10 @@ fn realtime_machine() -> TurnMachine {
 /// monitor finds nothing.
 #[test]
 fn realtime_gate_passes_all_12_checks() {
-    let run = gate::run(&gate::REALTIME_NAMES, realtime_machine);
+    let run = gate::run(
+        &turnfence_checks::dialect::openai_realtime::gate::NAMES,
+        realtime_machine,
+    );
     assert_passes_clean(&run, 12);
     assert_eq!(run.profile, Profile::OpenaiRealtime);
     assert!(run.scenarios.iter().all(|s| s.profile == run.profile));
@@ -159,7 +162,10 @@ fn realtime_gate_passes_all_12_checks() {
 /// The realtime gate puts each of the profile's own three invariants to the test.
 #[test]
 fn realtime_gate_reaches_the_three_realtime_invariants() {
-    let run = gate::run(&gate::REALTIME_NAMES, realtime_machine);
+    let run = gate::run(
+        &turnfence_checks::dialect::openai_realtime::gate::NAMES,
+        realtime_machine,
+    );
     let reached = run.reached();
     for invariant in [
         Invariant::TruncatedToHeard,
@@ -177,7 +183,10 @@ fn realtime_gate_reaches_the_three_realtime_invariants() {
 /// while one is cancelling is accepted there, nothing is truncated).
 #[test]
 fn realtime_gate_fails_on_the_lab_machine() {
-    let run = gate::run(&gate::REALTIME_NAMES, TurnMachine::new);
+    let run = gate::run(
+        &turnfence_checks::dialect::openai_realtime::gate::NAMES,
+        TurnMachine::new,
+    );
     let failed = run.failed();
     for name in ["truncated-to-heard", "create-refused-while-cancelling"] {
         assert!(failed.contains(&name), "{name} passed: {failed:?}");
@@ -261,7 +270,10 @@ fn realtime_values_come_from_the_run() {
 /// canonical trace conforms as written.
 #[test]
 fn realtime_trace_names_its_profile_and_conforms() {
-    let run = gate::run(&gate::REALTIME_NAMES, realtime_machine);
+    let run = gate::run(
+        &turnfence_checks::dialect::openai_realtime::gate::NAMES,
+        realtime_machine,
+    );
     let trace = run.trace_jsonl();
     assert!(
         trace.starts_with(r#"{"meta":{"profile":"openai-realtime"}}"#),

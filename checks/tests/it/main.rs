@@ -29,6 +29,7 @@ mod monitors;
 mod monitors_reach;
 mod mutation;
 mod peer;
+mod read_once;
 mod readers;
 mod report;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.

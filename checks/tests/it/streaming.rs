@@ -47,13 +47,13 @@ fn interleaved_sessions_are_checked_apart() {
 /// checker and by the dialect's reader alike.
 #[test]
 fn a_long_realtime_log_is_checked_one_session_at_a_time() {
-    use turnfence_checks::dialect::openai_realtime::RealtimeReader;
+    use turnfence_checks::dialect::openai_realtime::{sample, RealtimeReader};
     use turnfence_checks::trace::{check_as, Keep};
     use turnfence_model::turn::Profile;
 
     let sessions = 1_000;
     let verdict = check_as(
-        SyntheticTrace::realtime(sessions),
+        SyntheticTrace::of_session(sample::SESSION_NAME, sample::SESSION, sessions),
         &mut RealtimeReader::default(),
         Keep::Findings,
         TurnMachine::with_profile(Profile::OpenaiRealtime),

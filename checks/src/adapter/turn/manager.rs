@@ -26,7 +26,7 @@ pub const INTERRUPTION_AFTER_MS: u64 = 500;
 /// The checkpoint a tool awaiting its result is cancelled at.
 pub const AWAITING_RESULT: &str = "awaiting_result";
 
-/// The rules of the stack the adapter stands for, read from the profile once.
+/// The rules of the stack the adapter stands for, read from its profile once.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Rules {
     /// The turn ends when its generation does; its audio plays on downstream.
@@ -43,20 +43,14 @@ pub(super) struct Rules {
 
 impl Rules {
     pub(super) fn of(profile: Profile) -> Rules {
-        let (realtime, livekit, pipecat) = match profile {
-            Profile::Lab => (false, false, false),
-            Profile::OpenaiRealtime => (true, false, false),
-            Profile::LivekitAgents => (false, true, false),
-            Profile::Pipecat => (false, false, true),
-        };
-        // Pipecat's calls here are all registered with the default cancel_on_interruption:
-        // an interruption cancels them.
+        // The adapter's calls are all cancellable (registered as a stack registers them by
+        // default): an interruption lets one run on only where the profile lets every call.
         Rules {
-            audio_outlives_turn: realtime || pipecat,
-            truncates: realtime,
-            pauses_on_speech: livekit,
-            tools_run_on: livekit,
-            answers_calls: livekit || pipecat,
+            audio_outlives_turn: profile.playback_outlives_turn(),
+            truncates: profile.truncates_to_heard(),
+            pauses_on_speech: profile.pauses_on_speech(),
+            tools_run_on: profile.tool_runs_through_interruption(true),
+            answers_calls: profile.answers_tool_calls(),
         }
     }
 }

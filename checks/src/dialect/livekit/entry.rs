@@ -112,3 +112,118 @@ impl DialectEntry for Entry {
 fn is_snake_case(kind: &str) -> bool {
     !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::report::words::said;
+    use crate::trace::{Dialect, Party};
+
+    #[test]
+    fn a_line_names_its_session_by_its_key_and_a_tts_metric_comes_from_the_tts() {
+        let s = said(
+            Dialect(&super::Entry),
+            Some("room"),
+            r#"{"type":"agent_state_changed","new_state":"speaking","room":"r1"}"#,
+        );
+        assert_eq!(s.words, "agent_state_changed speaking");
+        assert_eq!(s.session.as_deref(), Some("r1"));
+        let s = said(
+            Dialect(&super::Entry),
+            None,
+            r#"{"type":"metrics_collected","metrics":{"type":"tts_metrics"}}"#,
+        );
+        assert_eq!((s.from, s.to), (Party::Tts, Party::Agent));
+    }
+
+    /// Every way a line of this stack is said: who passes it to whom, in the stack's words; and
+    /// the first lines it writes recognised as its own among every dialect the registry has.
+    #[test]
+    fn every_line_is_said_between_the_parties_it_passes_and_its_first_known() {
+        use Party::*;
+        let cases: &[(&str, Party, Party, &str)] = &[
+            (
+                r#"{"type":"user_state_changed","new_state":"speaking"}"#,
+                User,
+                Agent,
+                "user_state_changed speaking",
+            ),
+            (
+                r#"{"type":"user_input_transcribed","transcript":"hi"}"#,
+                User,
+                Agent,
+                "user_input_transcribed",
+            ),
+            (
+                r#"{"type":"agent_state_changed","new_state":"thinking"}"#,
+                Agent,
+                Agent,
+                "agent_state_changed thinking",
+            ),
+            (
+                r#"{"type":"metrics_collected","metrics":{"type":"llm_metrics"}}"#,
+                Llm,
+                Agent,
+                "metrics_collected llm_metrics",
+            ),
+            (
+                r#"{"type":"metrics_collected","metrics":{"type":"eou_metrics"}}"#,
+                Agent,
+                Agent,
+                "metrics_collected eou_metrics",
+            ),
+            (
+                r#"{"type":"function_tools_executed"}"#,
+                Tools,
+                Agent,
+                "function_tools_executed",
+            ),
+            (
+                r#"{"type":"tool_execution_updated"}"#,
+                Tools,
+                Agent,
+                "tool_execution_updated",
+            ),
+            (
+                r#"{"type":"conversation_item_added","item":{"role":"user"}}"#,
+                User,
+                Agent,
+                "conversation_item_added user",
+            ),
+            (
+                r#"{"type":"conversation_item_added","item":{"role":"assistant"}}"#,
+                Agent,
+                User,
+                "conversation_item_added assistant",
+            ),
+            (
+                r#"{"type":"conversation_item_added","item":{"type":"function_call"}}"#,
+                Agent,
+                Tools,
+                "conversation_item_added function_call",
+            ),
+            (
+                r#"{"type":"conversation_item_added","item":{"type":"function_call_output"}}"#,
+                Tools,
+                Agent,
+                "conversation_item_added function_call_output",
+            ),
+            (
+                r#"{"type":"conversation_item_added","item":{"type":"agent_handoff"}}"#,
+                Agent,
+                Agent,
+                "conversation_item_added agent_handoff",
+            ),
+            (r#"{"type":"close"}"#, Agent, Agent, "close"),
+            (r#"{"events":[]}"#, Agent, Agent, "session report"),
+            (r#"{"x":1}"#, Agent, Agent, "(unknown)"),
+        ];
+        crate::dialect::assert_said_and_recognised(
+            &super::Entry,
+            cases,
+            &[
+                r#"{"type":"agent_state_changed","old_state":"initializing","new_state":"listening","created_at":1.5}"#,
+                r#"{"job_id":"j","events":[],"options":{}}"#,
+            ],
+        );
+    }
+}

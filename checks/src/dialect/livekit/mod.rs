@@ -17,6 +17,7 @@
 //! reads nor lists is an input error at its line.
 
 pub mod entry;
+pub mod explore;
 mod options;
 mod replies;
 mod speech;

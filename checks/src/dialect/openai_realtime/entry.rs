@@ -81,3 +81,74 @@ fn realtime_type(kind: &str) -> bool {
     ];
     kind == "error" || PREFIXES.iter().any(|p| kind.starts_with(p))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::Party;
+
+    /// Every way a line of this stack is said: who passes it to whom, in the stack's words; and
+    /// the first lines it writes recognised as its own among every dialect the registry has.
+    #[test]
+    fn every_line_is_said_between_the_parties_it_passes_and_its_first_known() {
+        use Party::*;
+        let cases: &[(&str, Party, Party, &str)] = &[
+            (
+                r#"{"t_ms":1,"dir":"client","event":{"type":"response.cancel"}}"#,
+                App,
+                Server,
+                "response.cancel",
+            ),
+            (
+                r#"{"dir":"server","event":{"type":"response.done"}}"#,
+                Server,
+                App,
+                "response.done",
+            ),
+            (
+                r#"{"dir":"app","event":{"type":"playback.played"}}"#,
+                Player,
+                App,
+                "playback.played",
+            ),
+            (
+                r#"{"dir":"app","event":{"type":"playback.cleared"}}"#,
+                App,
+                Player,
+                "playback.cleared",
+            ),
+            (
+                r#"{"dir":"app","event":{"type":"session.closed"}}"#,
+                App,
+                App,
+                "session.closed",
+            ),
+            (
+                r#"{"dir":"client","event":{"type":"input_audio_buffer.append"}}"#,
+                User,
+                Server,
+                "input_audio_buffer.append",
+            ),
+            (
+                r#"{"dir":"client","event":{"type":"conversation.item.create","item":{"type":"function_call_output"}}}"#,
+                Tools,
+                Server,
+                "conversation.item.create",
+            ),
+            (
+                r#"{"type":"response.create"}"#,
+                App,
+                Server,
+                "response.create",
+            ),
+        ];
+        crate::dialect::assert_said_and_recognised(
+            &super::Entry,
+            cases,
+            &[
+                r#"{"t_ms":0,"dir":"client","event":{"type":"session.update"}}"#,
+                r#"{"t_ms":0,"type":"response.created","response":{}}"#,
+                r#"{"t_ms":0,"dir":"server","event":{"type":"error","error":{}}}"#,
+            ],
+        );
+    }
+}

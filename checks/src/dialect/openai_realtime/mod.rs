@@ -20,8 +20,11 @@ use turnfence_model::turn::{Generation, InputKind, Output, TurnMachine};
 use turnfence_model::Millis;
 
 pub mod entry;
+pub mod explore;
+pub mod gate;
 mod playback;
 mod responses;
+pub mod sample;
 mod tools;
 mod wording;
 

@@ -66,3 +66,92 @@ impl DialectEntry for Entry {
         (from, to, words)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::trace::Party;
+
+    /// Every way a line of this stack is said: who passes it to whom, in the stack's words; and
+    /// the first lines it writes recognised as its own among every dialect the registry has.
+    #[test]
+    fn every_line_is_said_between_the_parties_it_passes_and_its_first_known() {
+        use Party::*;
+        // An audio chunk played goes from the pipeline to the loudspeaker; one synthesized comes
+        // from the TTS.
+        let cases: &[(&str, Party, Party, &str)] = &[
+            (
+                r#"{"t_ms":1,"frame":"TTSAudioRawFrame","played":true}"#,
+                App,
+                Player,
+                "TTSAudioRawFrame played",
+            ),
+            (
+                r#"{"t_ms":1,"frame":"TTSAudioRawFrame","played":false}"#,
+                Tts,
+                App,
+                "TTSAudioRawFrame synthesized",
+            ),
+            (
+                r#"{"frame":"BotStartedSpeakingFrame"}"#,
+                Player,
+                App,
+                "BotStartedSpeakingFrame",
+            ),
+            (
+                r#"{"frame":"BotStoppedSpeakingFrame"}"#,
+                Player,
+                App,
+                "BotStoppedSpeakingFrame",
+            ),
+            (
+                r#"{"frame":"TTSStartedFrame"}"#,
+                Tts,
+                App,
+                "TTSStartedFrame",
+            ),
+            (
+                r#"{"frame":"LLMFullResponseEndFrame"}"#,
+                Llm,
+                App,
+                "LLMFullResponseEndFrame",
+            ),
+            (
+                r#"{"frame":"FunctionCallResultFrame"}"#,
+                Tools,
+                App,
+                "FunctionCallResultFrame",
+            ),
+            (
+                r#"{"frame":"UserStartedSpeakingFrame"}"#,
+                User,
+                App,
+                "UserStartedSpeakingFrame",
+            ),
+            (
+                r#"{"frame":"VADUserStoppedSpeakingFrame"}"#,
+                User,
+                App,
+                "VADUserStoppedSpeakingFrame",
+            ),
+            (
+                r#"{"frame":"StartInterruptionFrame"}"#,
+                User,
+                App,
+                "StartInterruptionFrame",
+            ),
+            (
+                r#"{"frame":"TranscriptionFrame"}"#,
+                User,
+                App,
+                "TranscriptionFrame",
+            ),
+            (r#"{"frame":"EndFrame"}"#, App, App, "EndFrame"),
+            (r#"{"t_ms":0}"#, App, App, "(unknown)"),
+        ];
+        crate::dialect::assert_said_and_recognised(
+            &super::Entry,
+            cases,
+            &[r#"{"t_ms":0,"frame":"StartFrame","id":1,"src":"a","dst":"b","dir":"down"}"#],
+        );
+    }
+}

@@ -16,6 +16,7 @@
 mod audio;
 mod end;
 pub mod entry;
+pub mod explore;
 mod mute;
 mod options;
 mod tools;

@@ -8,7 +8,7 @@ use turnfence_model::Millis;
 use super::ScenarioRun;
 
 /// The run, seen as facts to measure.
-pub(super) struct Facts<'a> {
+pub(crate) struct Facts<'a> {
     pub run: &'a ScenarioRun,
 }
 

@@ -1,21 +1,20 @@
-//! The gate's checks: the lab gate's 24 and the realtime gate's 12. Each is a measurement of the
-//! run — an output, a time on the virtual clock, a count — held against a threshold, and passes
-//! only if the invariants it stands on found nothing in the scenario. None is a literal.
+//! The gate's checks: the lab gate's 24 here, a real stack's profile's in its folder. Each is a
+//! measurement of the run — an output, a time on the virtual clock, a count — held against a
+//! threshold, and passes only if the invariants it stands on found nothing in the scenario. None
+//! is a literal.
 //!
 //! This file holds what every check shares: [`Check`], the builder that folds in the invariants
 //! and any misuse, the forms of an actual value, and the late-delivery measurement three
 //! scenarios take. The run seen as facts to measure is in `facts.rs`; the checks themselves are
 //! by scenario group: `stream.rs` (the plain stream, the replay after a reconnect), `cancel.rs`
 //! (the cancel tree, the repeated stop), `voice.rs` (barge-in), `deadline.rs` (the deadline
-//! and budget), `tools.rs` (cancellable and non-cancellable tools), `realtime.rs` (the
-//! `openai-realtime` scenarios: truncation to what was heard, one active response, a stale
-//! cancel); `counters.rs` has the run-wide counts `metrics.json` takes.
+//! and budget), `tools.rs` (cancellable and non-cancellable tools); `counters.rs` has the
+//! run-wide counts `metrics.json` takes.
 
 mod cancel;
 mod counters;
 mod deadline;
 mod facts;
-mod realtime;
 mod stream;
 mod tools;
 mod voice;
@@ -26,7 +25,7 @@ use turnfence_model::Millis;
 
 use super::{Scenario, ScenarioRun};
 pub use counters::{commits_after_cancel, duplicate_stop_effects, CommitAfterCancel};
-use facts::Facts;
+pub(crate) use facts::Facts;
 
 /// One check of the gate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,7 +48,7 @@ impl Check {
     }
 }
 
-fn labels(terminals: &[(Millis, Terminal)]) -> String {
+pub(crate) fn labels(terminals: &[(Millis, Terminal)]) -> String {
     match terminals {
         [] => "none".to_owned(),
         [(_, s)] => format!("{} x1", s.label()),
@@ -65,7 +64,7 @@ fn labels(terminals: &[(Millis, Terminal)]) -> String {
 }
 
 /// The label of a turn's one terminal state; if it has none or several, what [`labels`] says.
-fn terminal_label(terminals: &[(Millis, Terminal)]) -> String {
+pub(crate) fn terminal_label(terminals: &[(Millis, Terminal)]) -> String {
     match terminals {
         [(_, s)] => s.label().to_owned(),
         other => labels(other),
@@ -78,13 +77,13 @@ fn seqs(prefix: &str, seqs: &[u64], verb: &str) -> String {
 }
 
 /// Builds checks, folding in the invariants each stands on and any misuse.
-struct Checks<'a> {
+pub(crate) struct Checks<'a> {
     run: &'a ScenarioRun,
     out: Vec<Check>,
 }
 
 impl Checks<'_> {
-    fn add(
+    pub(crate) fn add(
         &mut self,
         name: &'static str,
         expected: String,
@@ -131,11 +130,14 @@ pub fn compute(run: &ScenarioRun, scenario: &Scenario) -> Vec<Check> {
         "noncancellable_tool" => tools::noncancellable_tool(&mut c, &f, turn),
         "reconnect_replay" => stream::reconnect_replay(&mut c, &f, turn, scenario),
         "idempotent_stop" => cancel::idempotent_stop(&mut c, &f, turn),
-        "realtime_barge_in_truncates" => realtime::barge_in_truncates(&mut c, &f, turn),
-        "realtime_interrupt_after_done" => realtime::interrupt_after_done(&mut c, &f, turn),
-        "realtime_cancel_then_create" => realtime::cancel_then_create(&mut c, &f, turn),
-        "realtime_stale_cancel" => realtime::stale_cancel(&mut c, &f, turn),
-        _ => {}
+        name => {
+            let gate = crate::dialect::GATES
+                .iter()
+                .find(|g| g.names.contains(&name));
+            if let Some(gate) = gate {
+                (gate.checks)(name, &mut c, &f, turn);
+            }
+        }
     }
     c.out
 }

@@ -1,13 +1,10 @@
-//! The gate's scenarios, as input scripts for the turn machine: the lab's eight here, the
-//! `openai-realtime` profile's four in `realtime.rs`. Each one is what the real components would
-//! report, in virtual time; nothing here states an outcome — the machine's outputs do.
-
-mod realtime;
+//! The gate's scenarios, as input scripts for the turn machine: the lab's eight here, a real
+//! stack's profile's in its folder ([`crate::dialect::GATES`]), written with the same `Script`.
+//! Each one is what the real components would report, in virtual time; nothing here states an
+//! outcome — the machine's outputs do.
 
 use turnfence_model::turn::{Budget, ChildKind, Input, InputKind, Mode, Profile, TurnId};
 use turnfence_model::Millis;
-
-pub use realtime::REALTIME_NAMES;
 
 /// A named input script for one session.
 #[derive(Clone, Debug)]
@@ -42,20 +39,26 @@ pub fn scenario(name: &str) -> Option<Scenario> {
         "noncancellable_tool" => noncancellable_tool,
         "reconnect_replay" => reconnect_replay,
         "idempotent_stop" => idempotent_stop,
-        _ => return realtime::scenario(name),
+        _ => {
+            return crate::dialect::GATES
+                .iter()
+                .find_map(|g| (g.scenario)(name))
+        }
     };
     Some(build())
 }
 
-/// The names of the gate's scenarios for a profile, in gate order: the lab's eight, or the
-/// realtime four.
+/// The names of the gate's scenarios for a profile, in gate order: the lab's eight, or those of
+/// the real stack's gate the registry lists for it (none where its rules are fuzzed, explored and
+/// checked but have no gate of their own).
 pub fn names(profile: Profile) -> &'static [&'static str] {
-    match profile {
-        Profile::Lab => &NAMES,
-        Profile::OpenaiRealtime => &REALTIME_NAMES,
-        // No gate scenarios of its own yet: its rules are fuzzed, explored and checked.
-        Profile::LivekitAgents | Profile::Pipecat => &[],
+    if profile.is_lab() {
+        return &NAMES;
     }
+    crate::dialect::GATES
+        .iter()
+        .find(|g| g.profile == profile)
+        .map_or(&[], |g| g.names)
 }
 
 /// The profile whose gate runs the scenario of that name.
@@ -72,31 +75,35 @@ pub fn all() -> Vec<Scenario> {
 }
 
 /// Writes a script for one turn: each call adds one input at a time.
-struct Script {
+pub(crate) struct Script {
     turn: &'static str,
-    inputs: Vec<Input>,
+    pub(crate) inputs: Vec<Input>,
 }
 
 impl Script {
-    fn new(turn: &'static str) -> Script {
+    pub(crate) fn new(turn: &'static str) -> Script {
         Script {
             turn,
             inputs: Vec::new(),
         }
     }
 
-    fn at(&mut self, at: Millis, kind: InputKind) -> &mut Script {
+    pub(crate) fn at(&mut self, at: Millis, kind: InputKind) -> &mut Script {
         self.inputs.push(Input::new(at, kind));
         self
     }
 
     /// An input about the script's turn.
-    fn on_turn(&mut self, at: Millis, kind: impl FnOnce(TurnId) -> InputKind) -> &mut Script {
+    pub(crate) fn on_turn(
+        &mut self,
+        at: Millis,
+        kind: impl FnOnce(TurnId) -> InputKind,
+    ) -> &mut Script {
         let turn = self.turn.into();
         self.at(at, kind(turn))
     }
 
-    fn accept(
+    pub(crate) fn accept(
         &mut self,
         at: Millis,
         generation: u64,
@@ -113,11 +120,11 @@ impl Script {
         })
     }
 
-    fn spawn(&mut self, at: Millis, child: &str, kind: ChildKind) -> &mut Script {
+    pub(crate) fn spawn(&mut self, at: Millis, child: &str, kind: ChildKind) -> &mut Script {
         self.spawn_needing(at, child, kind, None)
     }
 
-    fn spawn_needing(
+    pub(crate) fn spawn_needing(
         &mut self,
         at: Millis,
         child: &str,
@@ -133,7 +140,7 @@ impl Script {
         })
     }
 
-    fn delta(
+    pub(crate) fn delta(
         &mut self,
         at: Millis,
         generation: u64,
@@ -150,11 +157,11 @@ impl Script {
         })
     }
 
-    fn text(&mut self, at: Millis, seq: u64, text: &str) -> &mut Script {
+    pub(crate) fn text(&mut self, at: Millis, seq: u64, text: &str) -> &mut Script {
         self.delta(at, 1, seq, Some(text), 0)
     }
 
-    fn checkpoint(
+    pub(crate) fn checkpoint(
         &mut self,
         at: Millis,
         child: &str,
@@ -169,25 +176,25 @@ impl Script {
         })
     }
 
-    fn stop(&mut self, at: Millis, request_id: &str) -> &mut Script {
+    pub(crate) fn stop(&mut self, at: Millis, request_id: &str) -> &mut Script {
         self.on_turn(at, |turn| InputKind::Stop {
             turn,
             request_id: request_id.into(),
         })
     }
 
-    fn completed(&mut self, at: Millis, child: &str) -> &mut Script {
+    pub(crate) fn completed(&mut self, at: Millis, child: &str) -> &mut Script {
         self.on_turn(at, |turn| InputKind::ChildCompleted {
             turn,
             child: child.into(),
         })
     }
 
-    fn model_done(&mut self, at: Millis) -> &mut Script {
+    pub(crate) fn model_done(&mut self, at: Millis) -> &mut Script {
         self.on_turn(at, |turn| InputKind::ModelDone { turn })
     }
 
-    fn done(&mut self, name: &'static str) -> Scenario {
+    pub(crate) fn done(&mut self, name: &'static str) -> Scenario {
         Scenario {
             name,
             turn: self.turn,

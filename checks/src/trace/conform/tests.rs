@@ -30,7 +30,7 @@ fn stops(m: &TurnMachine, at: Millis) -> Vec<Vec<Input>> {
         .collect()
 }
 
-/// A speaking turn under `livekit-agents`, interruptible or not, then its end shown
+/// A speaking turn under a profile that pauses on speech, interruptible or not, then its end shown
 /// cancelled with nothing in the log that stopped it: the findings, and the hidden steps
 /// the search supplied.
 fn cancelled_without_cause(

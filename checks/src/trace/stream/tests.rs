@@ -45,6 +45,7 @@ fn canonical(text: &str, batch: Batching) -> Result<Verdict, InputError> {
         Keep::Effective,
         TurnMachine::default(),
         batch,
+        None,
     )
 }
 
@@ -58,6 +59,7 @@ fn gathered(text: &str) -> Result<Verdict, InputError> {
         Keep::Effective,
         TurnMachine::default(),
         Batching::DEFAULT,
+        None,
     )
 }
 
@@ -86,7 +88,8 @@ fn every_fixture_is_judged_alike_on_one_thread_or_two() {
                 // Refused from its first line, before any is judged.
                 continue;
             };
-            let by = |batch| check_dialect_batched(text.as_bytes(), &read, Keep::Effective, batch);
+            let by =
+                |batch| check_dialect_batched(text.as_bytes(), &read, Keep::Effective, batch, None);
             let one_thread = by(BATCHES[0]);
             for batch in BATCHES {
                 assert_eq!(
@@ -208,6 +211,7 @@ fn a_line_is_read_to_its_limit_and_no_further() {
         Keep::Findings,
         TurnMachine::default(),
         Batching::DEFAULT,
+        None,
     )
     .unwrap_err();
     assert_eq!(e.line, 2, "{e:?}");
@@ -251,6 +255,7 @@ fn an_error_judging_stops_the_reading() {
         Keep::Findings,
         TurnMachine::default(),
         Batching::DEFAULT,
+        None,
     )
     .unwrap_err();
     assert_eq!(e.line, 1500, "{e:?}");
@@ -328,6 +333,7 @@ fn a_refused_line_makes_no_records_and_the_lines_before_it_are_judged() {
             Keep::Findings,
             TurnMachine::default(),
             batch,
+            None,
         );
         assert_eq!(e.unwrap_err().line, n);
         assert_eq!(
@@ -349,6 +355,7 @@ fn a_batch_holds_its_lines_or_its_bytes_whichever_comes_first() {
         let mut reading = Reading {
             input: BufReader::with_capacity(capacity, text.as_bytes()),
             lines: &mut lines,
+            kept: None,
             batch,
             bytes: Vec::new(),
             read: 0,
@@ -357,7 +364,7 @@ fn a_batch_holds_its_lines_or_its_bytes_whichever_comes_first() {
         };
         let mut sizes = Vec::new();
         loop {
-            let (records, end) = reading.next::<String>();
+            let (records, _, end) = reading.next::<String>();
             sizes.push(records.len());
             if let Some(end) = end {
                 return (sizes, end.unwrap());
@@ -393,12 +400,13 @@ fn a_batch_holds_its_lines_or_its_bytes_whichever_comes_first() {
     let mut reading = Reading {
         input: BufReader::with_capacity(7, unended.as_bytes()),
         lines: &mut lines,
+        kept: None,
         batch: exact,
         bytes: Vec::new(),
         read: 0,
         line: 0,
         blank: None,
     };
-    while reading.next::<String>().1.is_none() {}
+    while reading.next::<String>().2.is_none() {}
     assert_eq!(reading.read, unended.len());
 }

@@ -157,6 +157,10 @@ impl ReadLines<Record> for LabLines {
         out.push((last, Record::End(scenario)));
         Ok(())
     }
+
+    fn held_from(&self) -> Option<usize> {
+        self.held.first().map(|(line, _)| *line)
+    }
 }
 
 impl MakeEvents<TurnMachine, Record> for LabEvents {

@@ -1,5 +1,5 @@
 //! The `openai-realtime` profile's four gate scenarios, as input scripts for the turn machine made
-//! with that profile. A turn is a response (`resp-…`), a frame a millisecond of audio, `speech`
+//! with that profile (the lab's `Script`, with the moves of a response beside its own). A turn is a response (`resp-…`), a frame a millisecond of audio, `speech`
 //! server VAD's `input_audio_buffer.speech_started`, a stop the client's `response.cancel`, a
 //! model-done the response's own `response.done`. Facts behind each script:
 //! docs/research/openai-realtime.md (§2.3–2.8); as with the lab's eight, no script states an
@@ -8,17 +8,18 @@
 use turnfence_model::turn::{ChildKind, InputKind, Mode};
 use turnfence_model::Millis;
 
-use super::{Scenario, Script};
+use crate::gate::scenarios::Script;
+use crate::gate::Scenario;
 
-/// The realtime gate's scenario names, in gate order.
-pub const REALTIME_NAMES: [&str; 4] = [
+/// The gate's scenario names, in gate order.
+pub const NAMES: [&str; 4] = [
     "realtime_barge_in_truncates",
     "realtime_interrupt_after_done",
     "realtime_cancel_then_create",
     "realtime_stale_cancel",
 ];
 
-/// The realtime scenario of that name.
+/// The scenario of that name, if it is one of these.
 pub(super) fn scenario(name: &str) -> Option<Scenario> {
     let build = match name {
         "realtime_barge_in_truncates" => barge_in_truncates,

@@ -9,8 +9,7 @@ use std::ops::Range;
 use turnfence_model::turn::{InputKind, Invariant, Output, RefuseReason, StopAnswer, Terminal};
 use turnfence_model::Millis;
 
-use super::facts::Facts;
-use super::{terminal_label, Checks};
+use crate::gate::checks::{labels, terminal_label, Checks, Facts};
 
 /// The index of the first step whose input matches.
 fn step_of(f: &Facts, found: impl Fn(&InputKind) -> bool) -> Option<usize> {
@@ -110,9 +109,20 @@ fn speech_step(f: &Facts) -> Option<usize> {
     step_of(f, |k| matches!(k, InputKind::SpeechStarted { .. }))
 }
 
+/// The checks of the scenario `name`, measured on the run's facts, about its turn.
+pub(super) fn checks(name: &str, c: &mut Checks, f: &Facts, turn: &str) {
+    match name {
+        "realtime_barge_in_truncates" => barge_in_truncates(c, f, turn),
+        "realtime_interrupt_after_done" => interrupt_after_done(c, f, turn),
+        "realtime_cancel_then_create" => cancel_then_create(c, f, turn),
+        "realtime_stale_cancel" => stale_cancel(c, f, turn),
+        _ => {}
+    }
+}
+
 /// `realtime_barge_in_truncates`: speech mid-reply clears what is queued, truncates the response
 /// to what played, and cancels it.
-pub(super) fn barge_in_truncates(c: &mut Checks, f: &Facts, turn: &str) {
+fn barge_in_truncates(c: &mut Checks, f: &Facts, turn: &str) {
     let Some(speech) = speech_step(f) else {
         return no_speech(
             c,
@@ -145,7 +155,7 @@ pub(super) fn barge_in_truncates(c: &mut Checks, f: &Facts, turn: &str) {
             }
             a
         }
-        other => super::labels(other),
+        other => labels(other),
     };
     c.add(
         "interrupted-response-cancelled",
@@ -162,7 +172,7 @@ pub(super) fn barge_in_truncates(c: &mut Checks, f: &Facts, turn: &str) {
 
 /// `realtime_interrupt_after_done`: speech after the response is done, its audio still queued
 /// downstream, clears and truncates all the same; nothing of it plays after.
-pub(super) fn interrupt_after_done(c: &mut Checks, f: &Facts, turn: &str) {
+fn interrupt_after_done(c: &mut Checks, f: &Facts, turn: &str) {
     let Some(speech) = speech_step(f) else {
         return no_speech(
             c,
@@ -285,7 +295,7 @@ fn truncated_to_played(c: &mut Checks, f: &Facts, turn: &str, speech: usize, nam
 
 /// `realtime_cancel_then_create`: a create while the cancelled response unwinds is refused; the
 /// cancel is acknowledged by the response's own end; a create after it is accepted.
-pub(super) fn cancel_then_create(c: &mut Checks, f: &Facts, turn: &str) {
+fn cancel_then_create(c: &mut Checks, f: &Facts, turn: &str) {
     let n = f.run.steps.len();
     let stop = stop_step(f, turn);
     let done = terminal_step(f, turn);
@@ -384,7 +394,7 @@ fn cancel_acknowledged_by_done(
             }
         ),
         (Some(s), Some(d), [(_, state)]) if d == s => format!("{} at the cancel", state.label()),
-        _ => super::labels(&terminals),
+        _ => labels(&terminals),
     };
     c.add(
         "cancel-acknowledged-by-done",
@@ -397,7 +407,7 @@ fn cancel_acknowledged_by_done(
 
 /// `realtime_stale_cancel`: a cancel naming a response that is done is answered for it and
 /// leaves the response running now alone.
-pub(super) fn stale_cancel(c: &mut Checks, f: &Facts, turn: &str) {
+fn stale_cancel(c: &mut Checks, f: &Facts, turn: &str) {
     let n = f.run.steps.len();
     let stop = stop_step(f, turn);
     let done = terminal_step(f, turn);
