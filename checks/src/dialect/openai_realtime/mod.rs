@@ -94,11 +94,15 @@ pub const SKIPPED: &[&str] = &[
 pub const SESSION: &str = "realtime";
 
 /// What an app and the server do at a stop, which follow the cut wherever the app's clear is
-/// logged among them.
+/// logged among them; and an audio delta the server had sent before it heard of the stop, which
+/// the app received after it (a delta in flight, logged between the app's truncation and its
+/// clear): given before the cut, it would make the truncation judged against a position the
+/// player had not yet read.
 const REACTIONS: &[&str] = &[
     "conversation.item.truncate",
     "response.cancel",
     "response.done",
+    "response.output_audio.delta",
 ];
 
 /// Events the dialect reads for what they name (an item's response, a call made, a player
