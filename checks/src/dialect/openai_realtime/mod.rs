@@ -245,6 +245,8 @@ struct Session {
     /// The app's player positions (ms into the audio), by item, or by response where the app
     /// names no item.
     positions: HashMap<String, u64>,
+    /// The audio received of each output item (ms), as its deltas carried it.
+    item_audio: HashMap<String, u64>,
     /// The items (or responses) the player began to play.
     begun: BTreeSet<String>,
     /// The responses whose queued audio a line cleared.
@@ -274,6 +276,7 @@ impl Default for Session {
             items: HashMap::new(),
             creates: Vec::new(),
             positions: HashMap::new(),
+            item_audio: HashMap::new(),
             begun: BTreeSet::new(),
             cleared: BTreeSet::new(),
             player: false,
