@@ -1,6 +1,7 @@
 """A fixture's own keys in its meta line: what it expects (``expect``, and for a rejected one its
 ``invariant`` and ``line`` or ``lines``, for an input error its ``error``), its ``story``, its
-``source`` and a planted bug's ``patch``. They are the test corpus's, not the product's: a
+``source``, a planted bug's ``patch`` and a generated session's ``known_bugs`` (the documented
+bugs of the stack as released that its run witnessed: each a ``name``, ``rule`` and ``line``). They are the test corpus's, not the product's: a
 meta line keeps them apart under ``fixture``, which ``turnfence check`` ignores by rule.
 
 The writers build a flat dict and ``nest`` it as they write; the readers ``flat`` it back.
@@ -8,7 +9,7 @@ The writers build a flat dict and ``nest`` it as they write; the readers ``flat`
 
 from typing import Any
 
-KEYS = ("expect", "invariant", "line", "lines", "error", "story", "source", "patch")
+KEYS = ("expect", "invariant", "line", "lines", "error", "story", "source", "patch", "known_bugs")
 
 
 def nest(meta: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,13 @@ expectation (stdlib only; every stack's generator imports it).
 - *Patched*: a planted regression ran. Where the patch changed what the stack did it recorded a
   *witness* (the first log line it made differ); the log must then have the patch's rule among
   its findings, at or after that line. Where it changed nothing (no witness) the log must conform.
+- *Documented stack bugs*: a generator may also record, by an observation-only hook where a
+  documented bug of the stack as released lives, a *known-bug witness* (``Known``: the bug's name,
+  its rule, the line where it first showed). A witnessed bug's rule must then be among the
+  findings at or after its line (of several, one at least; else it is missed), like a fired
+  patch's; and where no patch fired, every
+  finding must be of a witnessed rule at or after its witness: a finding no witness accounts for
+  is still flagged. A stack without such hooks passes none, and is judged exactly as above.
 
 A verdict is a plain dict, so a generator can keep it beside the session it judged:
 `{"ok": bool, "why": str, "status": "conforms"|"violations"|"input_error", "findings": [...]}`.
@@ -19,6 +26,21 @@ import json
 import subprocess
 from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Known:
+    """A documented bug of the stack as released, witnessed where its code path ran: its name,
+    its rule and the log line where it first showed."""
+
+    name: str
+    rule: str
+    line: int
+
+
+def known_of(meta: dict[str, Any]) -> list[Known]:
+    """The known-bug witnesses a log's (flat) meta records under ``known_bugs``."""
+    return [Known(k["name"], k["rule"], int(k["line"])) for k in meta.get("known_bugs") or []]
 
 
 @dataclass(frozen=True)
@@ -62,9 +84,13 @@ def describe(report: dict[str, Any]) -> str:
     return f"{status}: {', '.join(parts) if parts else 'no findings'}"
 
 
-def judge(turnfence: str, log: str, patched: Patched | None = None) -> dict[str, Any]:
+def judge(
+    turnfence: str, log: str, patched: Patched | None = None, known: list[Known] | tuple[Known, ...] = ()
+) -> dict[str, Any]:
     """The oracle's verdict on one generated session's log."""
     report = check(turnfence, log)
+    if known:
+        return _judge_known(report, patched, list(known))
     status = report.get("status")
     found = findings_of(report)
     if patched is None or patched.witness_line is None:
@@ -94,6 +120,64 @@ def judge(turnfence: str, log: str, patched: Patched | None = None) -> dict[str,
     return {"ok": ok, "why": why, "status": status, "findings": found}
 
 
+def _judge_known(report: dict[str, Any], patched: Patched | None, known: list[Known]) -> dict[str, Any]:
+    """A log with known-bug witnesses. As a fired patch's witness, a known bug's rule must be
+    among the findings at or after its line: of several witnessed, one at least (the checker
+    judges a run that left the spec at the first break, and may take a later manifestation as
+    part of it). A fired patch's rule is required as without known bugs, and the known bugs'
+    only if one was witnessed before the patch's. Where no patch fired, every finding must be accounted
+    for by a witness of its rule at or before its line."""
+    status = report.get("status")
+    found = findings_of(report)
+    fired = patched is not None and patched.witness_line is not None
+
+    def caught(rule: str, line: int) -> bool:
+        return status == "violations" and any(
+            f.get("invariant") == rule and int(f.get("line", 0)) >= line for f in found
+        )
+
+    required = list(known)
+    if fired:
+        assert patched is not None and patched.witness_line is not None
+        # what the run did after the patch fired is the patch's to show
+        required = [k for k in known if k.line < patched.witness_line]
+    missed = []
+    if required and not any(caught(k.rule, k.line) for k in required):
+        missed = [(k.name, k.rule, k.line) for k in required]
+    if fired:
+        assert patched is not None and patched.witness_line is not None
+        if not caught(patched.rule, patched.witness_line):
+            missed.append((patched.name, patched.rule, patched.witness_line))
+    unaccounted = [
+        f
+        for f in found
+        if not any(f.get("invariant") == k.rule and int(f.get("line", 0)) >= k.line for k in known)
+    ]
+    if fired:
+        unaccounted = []  # a fired patch's consequences are its own, as without known bugs
+    if status == "input_error":
+        unaccounted = [{"kind": "input_error", "line": (report.get("error") or {}).get("line")}]
+    documented = sorted({k.name for k in known})
+    ok = not missed and not unaccounted
+    if ok:
+        why = "documented stack bug " + ", ".join(f"{k.name} (line {k.line}, {k.rule})" for k in known)
+    elif missed:
+        why = "; ".join(f"{n} witnessed at line {ln} but {r} was not found at or after it" for n, r, ln in missed)
+        why += f": {describe(report)}"
+    else:
+        names = ", ".join(f"{f.get('invariant') or f.get('kind')}@{f.get('line')}" for f in unaccounted)
+        why = f"flagged beyond its documented bugs ({', '.join(documented)}): {names}: {describe(report)}"
+    return {
+        "ok": ok,
+        "why": why,
+        "status": status,
+        "findings": found,
+        "missed": bool(missed),
+        "documented": documented,
+        "missed_known": sorted({n for n, _, _ in missed if n in documented}),
+    }
+
+
 if __name__ == "__main__":
     import argparse
 
@@ -101,11 +185,13 @@ if __name__ == "__main__":
     p.add_argument("turnfence")
     p.add_argument("log")
     p.add_argument("--patch", help="NAME:RULE:WITNESS_LINE (WITNESS_LINE may be 'none')")
+    p.add_argument("--known", action="append", default=[], help="NAME:RULE:LINE, a known-bug witness (repeatable)")
     a = p.parse_args()
     pt = None
     if a.patch:
         name, rule, line = a.patch.split(":")
         pt = Patched(name, rule, None if line == "none" else int(line))
-    v = judge(a.turnfence, a.log, pt)
+    kn = [Known(n, r, int(ln)) for n, r, ln in (k.split(":") for k in a.known)]
+    v = judge(a.turnfence, a.log, pt, kn)
     print(v["why"])
     raise SystemExit(0 if v["ok"] else 1)

@@ -52,6 +52,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import harness  # noqa: E402
 import corpus  # noqa: E402
+import known_bugs  # noqa: E402
 import oracle  # noqa: E402
 import patches  # noqa: E402
 import script  # noqa: E402
@@ -129,7 +130,8 @@ class Planted:
 
 
 def write_log(path: Path, session: strategies.Session, name: str, lines: list[dict[str, Any]],
-              note: str | None = None, witness: int | None = None) -> None:
+              note: str | None = None, witness: int | None = None,
+              known: list[dict[str, Any]] | None = None) -> None:
     sc = session.scenario(name)
     m = {"meta": corpus.flat(harness.meta(sc, None)["meta"])}
     m["meta"]["story"] = "a generated session (interop/openai-realtime/generate.py)"
@@ -140,6 +142,11 @@ def write_log(path: Path, session: strategies.Session, name: str, lines: list[di
             # the patch fired: its rule is expected at or after its witness line
             m["meta"]["expect"] = "rejected"
             m["meta"]["line"] = witness
+    if known:
+        # documented bugs of the SDK as released that this run witnessed (known_bugs.py): each
+        # one's rule is expected at or after its line
+        m["meta"]["expect"] = "rejected"
+        m["meta"]["known_bugs"] = known
     if note:
         m["meta"]["story"] += ". " + note
     with open(path, "w") as fh:
@@ -170,12 +177,12 @@ def run_one(session: strategies.Session, name: str) -> tuple[list[dict[str, Any]
 
     vsession.harness.Log = Log
     try:
-        with Planted(session.patch):
+        with Planted(session.patch), known_bugs.Watch(box) as watch:
             lines, errors = vsession.run(session, name, box)
     finally:
         vsession.harness.Log = orig_log
         patches.WITNESS = None
-    facts = {"tool_running_at_hangup": box.get("tools_at_hangup", False)}
+    facts = {"tool_running_at_hangup": box.get("tools_at_hangup", False), "known_bugs": watch.witnesses()}
     return lines, errors, (witness[0] if witness else None), facts
 
 
@@ -277,14 +284,15 @@ def judge_one(args: tuple[int, strategies.Session, str, str]) -> dict[str, Any]:
     lines, errors, witness, facts = run_one(session, name)
     cpu = time.process_time() - t0
     path = Path(out) / f"{name}.jsonl"
-    write_log(path, session, name, lines, witness=witness)
+    write_log(path, session, name, lines, witness=witness, known=facts["known_bugs"])
     patched = None
     if session.patch:
         patched = oracle.Patched(session.patch, patches.RULES[session.patch], witness)
+    known = [oracle.Known(k["name"], k["rule"], k["line"]) for k in facts["known_bugs"]]
     if errors:
         verdict = {"ok": False, "why": "run failed: " + "; ".join(errors), "status": "run_error", "findings": []}
     else:
-        verdict = oracle.judge(turnfence, str(path), patched)
+        verdict = oracle.judge(turnfence, str(path), patched, known)
     dims = dimensions(session, lines)
     if facts.get("tool_running_at_hangup"):
         dims.add("hangup_mid_tool")
@@ -296,6 +304,8 @@ def cause(v: dict[str, Any]) -> str:
     """The verdict's cause, as tallied: the findings' invariants, or the input error's stem."""
     if v["status"] == "conforms":
         return "conforms"
+    if v["ok"] and v.get("documented"):
+        return "documented stack bug: " + ", ".join(v["documented"])
     if v["status"] == "run_error":
         return "run error: " + re.sub(r"\d+", "N", v["why"])[:120]
     if v["status"] == "input_error":

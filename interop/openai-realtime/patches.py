@@ -32,6 +32,22 @@ def patch(fn: Callable[[], None]) -> Callable[[], None]:
     return fn
 
 
+TICK_MS = 40
+"""The app's device period (``script.TICK_MS``): the player acts on what it is told once a period."""
+
+
+def _interrupts_responses(model: object) -> bool:
+    """The SDK's own test of whether speech ends the response at the server (the speech_started
+    branch of ``_handle_ws_event``, ``_send_interrupt``): the session's turn detection has
+    ``interrupt_response`` true. Without it the user's speech obliges no one to stop: whether the
+    app stops is its own choice, and a log where it plays on breaks no rule."""
+    s = getattr(model, "_created_session", None)
+    audio = getattr(s, "audio", None)
+    inp = getattr(audio, "input", None)
+    td = getattr(inp, "turn_detection", None)
+    return td is not None and getattr(td, "interrupt_response", None) is True
+
+
 def _model() -> type:
     from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
 
@@ -105,13 +121,19 @@ def forget_audio_at_audio_done() -> None:
         kind = event.get("type") if isinstance(event, dict) else None
         forgotten = getattr(self, "_interop_forgotten", None)
         if kind == "input_audio_buffer.speech_started" and forgotten is not None:
-            if self._audio_state_tracker.get_last_audio_item() is None and self._playback_tracker is not None:
+            if (
+                self._audio_state_tracker.get_last_audio_item() is None
+                and self._playback_tracker is not None
+                and _interrupts_responses(self)
+            ):
                 played = self._playback_tracker.get_state()
                 state = self._audio_state_tracker.get_state(*forgotten)
+                # more left than the player plays in the one period it takes to act on a clear:
+                # what it plays within that period it plays whether told to stop or not
                 if (
                     played.get("current_item_id") == forgotten[0]
                     and state is not None
-                    and (played.get("elapsed_ms") or 0) < state.audio_length_ms
+                    and (played.get("elapsed_ms") or 0) + TICK_MS < state.audio_length_ms
                 ):
                     witness("last")  # the speech that interrupts nothing while the item plays
         await handle(self, event)
@@ -146,10 +168,13 @@ def out_of_band_create_at_once() -> None:
         return await send_event(self, event)
 
     async def patched_handle(self, event):  # type: ignore[no-untyped-def]
-        # the witness: audio of an out-of-band response sent early arriving while a conversation
-        # response still streams (what the held create would never have let happen)
+        # the witness: the audio of an out-of-band response sent early and of a conversation
+        # response arriving interleaved, each while the other still streams (what the held create
+        # would never have let happen). Two responses merely in progress at once, their audio
+        # one after the other, play one after the other: no rule a log can show is broken.
         kind = event.get("type") if isinstance(event, dict) else None
         live = self.__dict__.setdefault("_interop_live", {})  # response id -> in conversation
+        sounding = self.__dict__.setdefault("_interop_sounding", set())  # live ids with audio
         if kind == "response.created":
             r = event.get("response") or {}
             in_conversation = r.get("conversation_id") is not None
@@ -158,11 +183,19 @@ def out_of_band_create_at_once() -> None:
                 self.__dict__.setdefault("_interop_early_ids", set()).add(r.get("id"))
             live[r.get("id")] = in_conversation
         elif kind == "response.done":
-            live.pop((event.get("response") or {}).get("id"), None)
+            rid = (event.get("response") or {}).get("id")
+            live.pop(rid, None)
+            sounding.discard(rid)
         elif kind == "response.output_audio.delta":
             rid = event.get("response_id")
-            if rid in self.__dict__.get("_interop_early_ids", set()) and any(live.values()):
-                witness("last")
+            early = self.__dict__.get("_interop_early_ids", set())
+            if rid in live:
+                others = [r for r in sounding if r != rid and r in live]
+                if rid in early and any(live[r] for r in others):
+                    witness("last")
+                elif live.get(rid) and any(r in early for r in others):
+                    witness("last")
+                sounding.add(rid)
         return await handle(self, event)
 
     model.send_event = patched

@@ -97,11 +97,15 @@ pub const SKIPPED: &[&str] = &[
 pub const SESSION: &str = "realtime";
 
 /// What an app and the server do at a stop, which follow the cut wherever the app's clear is
-/// logged among them.
+/// logged among them; and an audio delta the server had sent before it heard of the stop, which
+/// the app received after it (a delta in flight, logged between the app's truncation and its
+/// clear): given before the cut, it would make the truncation judged against a position the
+/// player had not yet read.
 const REACTIONS: &[&str] = &[
     "conversation.item.truncate",
     "response.cancel",
     "response.done",
+    "response.output_audio.delta",
 ];
 
 /// Events the dialect reads for what they name (an item's response, a call made, a player
@@ -244,6 +248,8 @@ struct Session {
     /// The app's player positions (ms into the audio), by item, or by response where the app
     /// names no item.
     positions: HashMap<String, u64>,
+    /// The audio received of each output item (ms), as its deltas carried it.
+    item_audio: HashMap<String, u64>,
     /// The items (or responses) the player began to play.
     begun: BTreeSet<String>,
     /// The responses whose queued audio a line cleared.
@@ -273,6 +279,7 @@ impl Default for Session {
             items: HashMap::new(),
             creates: Vec::new(),
             positions: HashMap::new(),
+            item_audio: HashMap::new(),
             begun: BTreeSet::new(),
             cleared: BTreeSet::new(),
             player: false,

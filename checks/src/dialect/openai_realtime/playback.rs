@@ -293,13 +293,18 @@ impl Line<'_> {
         let heard = u32::try_from(heard).map_err(|_| self.error_at("`audio_end_ms` too large"))?;
         // An item no audio delta named: truncated as itself, which no response is.
         let turn = s.items.get(&item).cloned().unwrap_or_else(|| item.clone());
-        // `audio_end_ms` is a place in the item's audio; the model counts what was heard of the
-        // whole response: what the player read of its other items comes first.
+        // `audio_end_ms` is a place in the item's audio; the model counts what the server keeps
+        // of the whole response: the truncation cuts this item only, and the response's other
+        // items stay as they are, each what the player read of it or, where more of it was
+        // received (an item queued behind this one), all it was sent.
         let before: u64 = s
-            .positions
+            .items
             .iter()
-            .filter(|(key, _)| **key != item && s.items.get(*key) == Some(&turn))
-            .map(|(_, played)| *played)
+            .filter(|(key, of)| **key != item && **of == turn)
+            .map(|(key, _)| {
+                let played = s.positions.get(key).copied().unwrap_or(0);
+                played.max(s.item_audio.get(key).copied().unwrap_or(0))
+            })
             .sum();
         let heard = u32::try_from(u64::from(heard) + before)
             .map_err(|_| self.error_at("`audio_end_ms` too large"))?;

@@ -194,14 +194,18 @@ impl Line<'_> {
         };
         let frames = u32::try_from(frames).map_err(|_| self.error_at("`audio_ms` too large"))?;
         r.audio_ms = r.audio_ms.saturating_add(u64::from(frames));
-        if r.out_of_band {
+        let (out_of_band, generation, seq) = (r.out_of_band, r.generation, r.seq);
+        if let Some(item) = self.str_at(&["item_id"]) {
+            *s.item_audio.entry(item.to_owned()).or_default() += u64::from(frames);
+        }
+        if out_of_band {
             // Not the conversation's: only its audio queued at a clear is counted.
             return Ok(Vec::new());
         }
         Ok(vec![self.input(InputKind::Delta {
             turn: turn.into(),
-            generation: r.generation,
-            seq: r.seq,
+            generation,
+            seq,
             text: None,
             frames,
         })])
