@@ -307,6 +307,24 @@ impl Line<'_> {
     /// start by the task (`PipelineTask#N::Source`, 0.0.85 on: `push_interruption_task_frame`).
     fn filter_decides(&self, s: &Pipecat) -> Option<Mute> {
         let filter = s.mute_filter.as_ref().filter(|_| !s.mute_frames)?;
+        if !self.reaches_filter() {
+            return None;
+        }
+        if filter.is_guessed() {
+            Some(Mute::Unknown)
+        } else if filter.is_muted() {
+            Some(Mute::Drops)
+        } else {
+            None
+        }
+    }
+
+    /// The interruption passes through the pipeline's `STTMuteFilter`, if it has one: pushed
+    /// into it (`dst`), or injected at the pipeline's start by the task (`PipelineTask#N::Source`),
+    /// whence it travels down through every processor — the input transport passes a system
+    /// frame on (0.0.84 `BaseInputTransport.process_frame`), and the observer logs it only at
+    /// that first push, not where it enters the filter.
+    fn reaches_filter(&self) -> bool {
         let into_filter = self
             .f
             .dst
@@ -317,16 +335,7 @@ impl Line<'_> {
             .src
             .as_deref()
             .is_some_and(|d| d.starts_with("PipelineTask#") && d.ends_with("::Source"));
-        if !(into_filter || from_task) {
-            return None;
-        }
-        if filter.is_guessed() {
-            Some(Mute::Unknown)
-        } else if filter.is_muted() {
-            Some(Mute::Drops)
-        } else {
-            None
-        }
+        into_filter || from_task
     }
 
     /// A filter whose strategy the log cannot follow (`CUSTOM`'s callback, or an unknown name):
@@ -354,17 +363,13 @@ impl Line<'_> {
     }
 
     /// An interruption (`InterruptionFrame`; `StartInterruptionFrame` before 0.0.85): the
-    /// user's speech, given to the model — unless it was pushed into a `STTMuteFilter` that mutes
-    /// the user, which drops it (0.0.84). Where chunks are logged at the end of their playback,
+    /// user's speech, given to the model — unless it passes through a `STTMuteFilter` that mutes
+    /// the user, which drops it (0.0.84: `STTMuteFilter.process_frame` suppresses a
+    /// `StartInterruptionFrame` while `is_muted`, the application's as the user's). Where chunks are logged at the end of their playback,
     /// the chunk being written while the bot speaks plays out: counted played first. The output
     /// transport drops the interruptible audio it still holds, as the model clears it.
     pub(super) fn interruption(&self, s: &mut Pipecat) -> Events {
-        let into_filter = self
-            .f
-            .dst
-            .as_deref()
-            .is_some_and(|d| d.starts_with("STTMuteFilter"));
-        if into_filter && s.filter_muted {
+        if s.filter_muted && self.reaches_filter() {
             return Vec::new();
         }
         let mut out = Vec::new();
