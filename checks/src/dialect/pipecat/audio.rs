@@ -245,11 +245,25 @@ impl Line<'_> {
         // the last, in that instant, and an interruption that reached the output first would
         // have left it no interruptible audio to take (`MediaSender.handle_interruptions`
         // empties the queue and keeps the task writing).
+        //
+        // Where chunks are logged at their start (before 0.0.86), the chunk in the write is one
+        // the output took in the interruption's millisecond, before the interruption reached it:
+        // `MediaSender._audio_task_handler` (0.0.84 `transports/base_output.py`) takes a chunk
+        // from its queue, pushes it (the observer logs it) and then writes it, and
+        // `MediaSender.handle_interruptions` cancels that task and gives its successor a new,
+        // empty queue — no interrupted chunk is taken after the interruption arrived.
+        let at_end = s.options.logs_chunk_at_end();
         if let Some(cut) = s.in_write.take() {
-            if self.at.saturating_sub(ms) <= cut {
+            let start = if at_end {
+                self.at.saturating_sub(ms)
+            } else {
+                self.at
+            };
+            if start <= cut {
                 return Vec::new();
             }
         }
+        s.last_chunk_at = Some(self.at);
         if s.queue.is_empty() {
             std::mem::swap(&mut s.queue, &mut s.cleared);
         }
@@ -365,9 +379,12 @@ impl Line<'_> {
     /// An interruption (`InterruptionFrame`; `StartInterruptionFrame` before 0.0.85): the
     /// user's speech, given to the model — unless it passes through a `STTMuteFilter` that mutes
     /// the user, which drops it (0.0.84: `STTMuteFilter.process_frame` suppresses a
-    /// `StartInterruptionFrame` while `is_muted`, the application's as the user's). Where chunks are logged at the end of their playback,
-    /// the chunk being written while the bot speaks plays out: counted played first. The output
-    /// transport drops the interruptible audio it still holds, as the model clears it.
+    /// `StartInterruptionFrame` while `is_muted`, the application's as the user's). The chunk
+    /// being written while the bot speaks plays out: counted played first — where chunks are
+    /// logged at the end of their playback, the one in the write; where they are logged at their
+    /// start, the one the output takes in the interruption's millisecond, its last one's write
+    /// over. The output transport drops the interruptible audio it still holds, as the model
+    /// clears it.
     pub(super) fn interruption(&self, s: &mut Pipecat) -> Events {
         if s.filter_muted && self.reaches_filter() {
             return Vec::new();
@@ -384,8 +401,12 @@ impl Line<'_> {
             .queue
             .front()
             .is_some_and(|q| s.replies[q.reply].interruptible);
-        if s.speaking && s.options.logs_chunk_at_end() && head_interruptible {
-            let chunk = s.options.chunk_ms;
+        let chunk = s.options.chunk_ms;
+        // Logged at their start: a chunk is taken now only if the last one's write has ended.
+        let taking = s.options.logs_chunk_at_end()
+            || s.last_chunk_at
+                .is_some_and(|last| last.saturating_add(chunk) <= self.at);
+        if s.speaking && taking && head_interruptible {
             out.extend(self.played(s, chunk));
             s.in_write = Some(self.at);
         }

@@ -188,6 +188,8 @@ pub struct Pipecat {
     speaking: bool,
     /// An interruption's time, while the chunk the output was writing at it has not been logged.
     in_write: Option<Millis>,
+    /// When the output logged its last chunk.
+    last_chunk_at: Option<Millis>,
     /// A `STTMuteFilter` mutes the user (0.0.84: `STTMuteFrame`).
     filter_muted: bool,
     /// After 0.0.84: the `STTMuteFilter` the options state, followed through the frames it reacts
