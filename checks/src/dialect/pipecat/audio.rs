@@ -344,12 +344,16 @@ impl Line<'_> {
             .dst
             .as_deref()
             .is_some_and(|d| d.starts_with("STTMuteFilter"));
-        let from_task = self
-            .f
-            .src
-            .as_deref()
-            .is_some_and(|d| d.starts_with("PipelineTask#") && d.ends_with("::Source"));
-        into_filter || from_task
+        into_filter || self.injected_by_task()
+    }
+
+    /// Injected at the pipeline's start by the application's task (`PipelineTask#N::Source`;
+    /// 1.x: `PipelineWorker#N::Source`).
+    fn injected_by_task(&self) -> bool {
+        self.f.src.as_deref().is_some_and(|d| {
+            (d.starts_with("PipelineTask#") || d.starts_with("PipelineWorker#"))
+                && d.ends_with("::Source")
+        })
     }
 
     /// A filter whose strategy the log cannot follow (`CUSTOM`'s callback, or an unknown name):
@@ -387,6 +391,13 @@ impl Line<'_> {
     /// clears it.
     pub(super) fn interruption(&self, s: &mut Pipecat) -> Events {
         if s.filter_muted && self.reaches_filter() {
+            return Vec::new();
+        }
+        // 1.x: the user aggregator drops an `InterruptionFrame` while the user is muted
+        // (`LLMUserAggregator._maybe_mute_frame`), the application's among them: one the task
+        // injected at the pipeline's start passes through it before the LLM, the TTS and the
+        // output.
+        if s.user_muted && self.injected_by_task() {
             return Vec::new();
         }
         let mut out = Vec::new();
