@@ -24,7 +24,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Callable
 
 import script
 from pipecat import __version__ as PIPECAT_VERSION
@@ -150,10 +150,23 @@ class ScriptedInput(BaseInputTransport):
 
 
 class ScriptedSTT(STTService):
-    def __init__(self, clock: Clock, utterances: list[script.Utterance], **kwargs: Any):
+    """An STT that transcribes from the script, not from audio. A real STT behind a muting
+    ``STTMuteFilter`` hears nothing: the filter drops the ``InputAudioRawFrame`` it would
+    transcribe (``STTMuteFilter.process_frame``). 0.0.84's filter also pushes an ``STTMuteFrame``,
+    which sets the STT's ``_muted``; later ones push none (``_handle_mute_state``), so
+    ``muted_by`` (the filter's own state) says when the filter mutes."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        utterances: list[script.Utterance],
+        muted_by: Callable[[], bool] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(audio_passthrough=False, **_settings("STTSettings"), **kwargs)
         self._script_clock = clock
         self._utterances = utterances
+        self._muted_by = muted_by
         self._timeline: asyncio.Task | None = None
 
     async def start(self, frame: StartFrame):
@@ -177,7 +190,7 @@ class ScriptedSTT(STTService):
         events.sort(key=lambda e: e[0])
         for t, frame in events:
             await self._script_clock.sleep_until(t)
-            if self._muted:
+            if self._muted or (self._muted_by is not None and self._muted_by()):
                 log.info("stt muted: %s dropped", frame)
                 continue
             await self.push_frame(frame)

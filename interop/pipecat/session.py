@@ -240,7 +240,12 @@ def build(s: Session, clock: fakes.Clock, errors: list[str]) -> dict[str, Any]:
 
     utts = _utterances(s)
     inp = fakes.ScriptedInput(clock, utts, params=TransportParams(audio_in_enabled=False))
-    stt = fakes.ScriptedSTT(clock, utts)
+    # After 0.0.84 the STTMuteFilter pushes no STTMuteFrame: the fake STT asks the filter for
+    # the state it keeps (`_is_muted`, set by `_handle_mute_state`; its `is_muted` property went).
+    muted_by = None
+    if filters and version_tuple() > (0, 0, 84):
+        muted_by = lambda f=filters[0]: f._is_muted is True  # noqa: E731
+    stt = fakes.ScriptedSTT(clock, utts, muted_by=muted_by)
     tts = fakes.ScriptedTTS(0.3)
     out_params: dict[str, Any] = {"audio_out_enabled": True}
     if "audio_out_end_silence_secs" in TransportParams.model_fields:

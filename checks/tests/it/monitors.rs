@@ -332,3 +332,66 @@ fn a_resume_of_another_reply_than_the_paused_one_breaks_interruption_decided_onc
     let decided_once = turnfence_model::turn::Invariant::InterruptionDecidedOnce;
     assert_eq!(found, [(decided_once, 5)]);
 }
+
+/// Under pipecat a response whose generation is done and that waits on its calls alone holds the
+/// session no longer (`Profile::calls_outlive_generation`: Pipecat runs each call as a task of its
+/// own, `LLMService._run_parallel_function_calls`): the next response is accepted beside it and
+/// the monitor finds nothing; one still generating holds it, and a third is refused; speech then
+/// cancels both running responses, asking the waiting one's cancellable call to stop and leaving
+/// its `cancel_on_interruption=False` call running. The monitor, shown a response accepted beside
+/// one whose generation is not done, finds two running.
+#[test]
+fn under_pipecat_calls_outlive_their_generation() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Input, Output, Profile, RefuseReason, TurnMachine};
+
+    let inputs = [
+        r#"{"at":0,"input":"accept","turn":"r1","generation":1,"mode":"audio"}"#,
+        r#"{"at":5,"input":"spawn","turn":"r1","child":"a","kind":{"tool":{"name":"a","cancellable":true}}}"#,
+        r#"{"at":5,"input":"spawn","turn":"r1","child":"b","kind":{"tool":{"name":"b","cancellable":false}}}"#,
+        r#"{"at":10,"input":"model_done","turn":"r1"}"#,
+        r#"{"at":20,"input":"accept","turn":"r2","generation":2,"mode":"audio"}"#,
+        r#"{"at":30,"input":"accept","turn":"r3","generation":3,"mode":"audio"}"#,
+        r#"{"at":40,"input":"speech_started","confidence":1.0}"#,
+    ];
+    let inputs: Vec<Input> = inputs
+        .iter()
+        .map(|t| serde_json::from_str(t).unwrap())
+        .collect();
+    let mut m = TurnMachine::with_profile(Profile::Pipecat);
+    let (steps, misuse) = turnfence_model::run(&mut m, &inputs);
+    assert!(misuse.is_none(), "{misuse:?}");
+    let outputs: Vec<&Output> = steps.iter().flat_map(|s| &s.outputs).collect();
+    let refused = |turn: &str| Output::TurnRefused {
+        turn: turn.into(),
+        reason: RefuseReason::ActiveTurnExists,
+    };
+    let asked = |turn: &str, child: &str| Output::ChildCancelRequested {
+        turn: turn.into(),
+        child: child.into(),
+    };
+    assert!(!outputs.contains(&&refused("r2")), "{outputs:?}");
+    assert!(outputs.contains(&&refused("r3")), "{outputs:?}");
+    assert!(outputs.contains(&&asked("r1", "a")), "{outputs:?}");
+    assert!(!outputs.contains(&&asked("r1", "b")), "{outputs:?}");
+    let mut monitor = turn::Monitor::for_profile(Profile::Pipecat);
+    let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    assert!(found.is_empty(), "{found:?}");
+
+    // The same accept beside r1 before its model is done: two responses running.
+    let early: Vec<turn::Step> = [&inputs[0], &inputs[1], &inputs[4]]
+        .into_iter()
+        .map(|input| turn::Step {
+            input: input.clone(),
+            outputs: Vec::new(),
+        })
+        .collect();
+    let mut monitor = turn::Monitor::for_profile(Profile::Pipecat);
+    let found: Vec<turn::Violation> = early.iter().flat_map(|s| monitor.observe(s)).collect();
+    assert!(
+        found
+            .iter()
+            .any(|v| v.invariant == turn::Invariant::SingleRunningTurn),
+        "{found:?}"
+    );
+}

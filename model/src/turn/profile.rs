@@ -160,6 +160,18 @@ impl Profile {
         self == Profile::Pipecat
     }
 
+    /// A turn whose generation is done and that waits on its tool calls alone holds the session
+    /// no longer: the next turn may be accepted beside it, its calls run on, and an interruption
+    /// cancels the cancellable ones as it cancels the running turn. Pipecat's LLM runs each call
+    /// as a task of its own and ends its response at once (`LLMService._run_parallel_function_calls`
+    /// creates a task per call; the sequential runner is a background queue), and the user
+    /// aggregator pushes the next context without waiting for them (`LLMUserAggregator`); an
+    /// interruption cancels every running call registered `cancel_on_interruption=True`, of
+    /// whichever response (`LLMService._handle_interruptions`, both pinned versions).
+    pub fn calls_outlive_generation(self) -> bool {
+        self == Profile::Pipecat
+    }
+
     /// Speech over a speaking turn that lasts [`MIN_INTERRUPTION_MS`] pauses its output; a final
     /// transcript confirms the interruption, and without one in [`FALSE_INTERRUPTION_TIMEOUT_MS`]
     /// after the speech ended the output resumes.

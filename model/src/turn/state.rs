@@ -223,6 +223,18 @@ impl Turn {
         self.children.iter().any(|c| c.state.is_pending())
     }
 
+    /// Its generation is done and only tool calls keep it from ending: under a profile whose
+    /// calls outlive their generation ([`crate::turn::Profile::calls_outlive_generation`]) it no
+    /// longer holds the session.
+    pub fn waits_on_calls_alone(&self) -> bool {
+        self.model_done
+            && self
+                .children
+                .iter()
+                .filter(|c| c.state.is_pending())
+                .all(|c| c.kind.is_tool())
+    }
+
     /// The remaining time before the deadline at `now`, if the turn has one.
     pub fn remaining_ms(&self, now: Millis) -> Option<u64> {
         self.deadline_at.map(|d| d.saturating_sub(now))

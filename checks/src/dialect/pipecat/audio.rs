@@ -245,11 +245,25 @@ impl Line<'_> {
         // the last, in that instant, and an interruption that reached the output first would
         // have left it no interruptible audio to take (`MediaSender.handle_interruptions`
         // empties the queue and keeps the task writing).
+        //
+        // Where chunks are logged at their start (before 0.0.86), the chunk in the write is one
+        // the output took in the interruption's millisecond, before the interruption reached it:
+        // `MediaSender._audio_task_handler` (0.0.84 `transports/base_output.py`) takes a chunk
+        // from its queue, pushes it (the observer logs it) and then writes it, and
+        // `MediaSender.handle_interruptions` cancels that task and gives its successor a new,
+        // empty queue — no interrupted chunk is taken after the interruption arrived.
+        let at_end = s.options.logs_chunk_at_end();
         if let Some(cut) = s.in_write.take() {
-            if self.at.saturating_sub(ms) <= cut {
+            let start = if at_end {
+                self.at.saturating_sub(ms)
+            } else {
+                self.at
+            };
+            if start <= cut {
                 return Vec::new();
             }
         }
+        s.last_chunk_at = Some(self.at);
         if s.queue.is_empty() {
             std::mem::swap(&mut s.queue, &mut s.cleared);
         }
@@ -307,17 +321,7 @@ impl Line<'_> {
     /// start by the task (`PipelineTask#N::Source`, 0.0.85 on: `push_interruption_task_frame`).
     fn filter_decides(&self, s: &Pipecat) -> Option<Mute> {
         let filter = s.mute_filter.as_ref().filter(|_| !s.mute_frames)?;
-        let into_filter = self
-            .f
-            .dst
-            .as_deref()
-            .is_some_and(|d| d.starts_with("STTMuteFilter"));
-        let from_task = self
-            .f
-            .src
-            .as_deref()
-            .is_some_and(|d| d.starts_with("PipelineTask#") && d.ends_with("::Source"));
-        if !(into_filter || from_task) {
+        if !self.reaches_filter() {
             return None;
         }
         if filter.is_guessed() {
@@ -327,6 +331,29 @@ impl Line<'_> {
         } else {
             None
         }
+    }
+
+    /// The interruption passes through the pipeline's `STTMuteFilter`, if it has one: pushed
+    /// into it (`dst`), or injected at the pipeline's start by the task (`PipelineTask#N::Source`),
+    /// whence it travels down through every processor — the input transport passes a system
+    /// frame on (0.0.84 `BaseInputTransport.process_frame`), and the observer logs it only at
+    /// that first push, not where it enters the filter.
+    fn reaches_filter(&self) -> bool {
+        let into_filter = self
+            .f
+            .dst
+            .as_deref()
+            .is_some_and(|d| d.starts_with("STTMuteFilter"));
+        into_filter || self.injected_by_task()
+    }
+
+    /// Injected at the pipeline's start by the application's task (`PipelineTask#N::Source`;
+    /// 1.x: `PipelineWorker#N::Source`).
+    fn injected_by_task(&self) -> bool {
+        self.f.src.as_deref().is_some_and(|d| {
+            (d.starts_with("PipelineTask#") || d.starts_with("PipelineWorker#"))
+                && d.ends_with("::Source")
+        })
     }
 
     /// A filter whose strategy the log cannot follow (`CUSTOM`'s callback, or an unknown name):
@@ -354,17 +381,23 @@ impl Line<'_> {
     }
 
     /// An interruption (`InterruptionFrame`; `StartInterruptionFrame` before 0.0.85): the
-    /// user's speech, given to the model — unless it was pushed into a `STTMuteFilter` that mutes
-    /// the user, which drops it (0.0.84). Where chunks are logged at the end of their playback,
-    /// the chunk being written while the bot speaks plays out: counted played first. The output
-    /// transport drops the interruptible audio it still holds, as the model clears it.
+    /// user's speech, given to the model — unless it passes through a `STTMuteFilter` that mutes
+    /// the user, which drops it (0.0.84: `STTMuteFilter.process_frame` suppresses a
+    /// `StartInterruptionFrame` while `is_muted`, the application's as the user's). The chunk
+    /// being written while the bot speaks plays out: counted played first — where chunks are
+    /// logged at the end of their playback, the one in the write; where they are logged at their
+    /// start, the one the output takes in the interruption's millisecond, its last one's write
+    /// over. The output transport drops the interruptible audio it still holds, as the model
+    /// clears it.
     pub(super) fn interruption(&self, s: &mut Pipecat) -> Events {
-        let into_filter = self
-            .f
-            .dst
-            .as_deref()
-            .is_some_and(|d| d.starts_with("STTMuteFilter"));
-        if into_filter && s.filter_muted {
+        if s.filter_muted && self.reaches_filter() {
+            return Vec::new();
+        }
+        // 1.x: the user aggregator drops an `InterruptionFrame` while the user is muted
+        // (`LLMUserAggregator._maybe_mute_frame`), the application's among them: one the task
+        // injected at the pipeline's start passes through it before the LLM, the TTS and the
+        // output.
+        if s.user_muted && self.injected_by_task() {
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -379,8 +412,12 @@ impl Line<'_> {
             .queue
             .front()
             .is_some_and(|q| s.replies[q.reply].interruptible);
-        if s.speaking && s.options.logs_chunk_at_end() && head_interruptible {
-            let chunk = s.options.chunk_ms;
+        let chunk = s.options.chunk_ms;
+        // Logged at their start: a chunk is taken now only if the last one's write has ended.
+        let taking = s.options.logs_chunk_at_end()
+            || s.last_chunk_at
+                .is_some_and(|last| last.saturating_add(chunk) <= self.at);
+        if s.speaking && taking && head_interruptible {
             out.extend(self.played(s, chunk));
             s.in_write = Some(self.at);
         }

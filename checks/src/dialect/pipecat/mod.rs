@@ -191,8 +191,12 @@ pub struct Pipecat {
     speaking: bool,
     /// An interruption's time, while the chunk the output was writing at it has not been logged.
     in_write: Option<Millis>,
+    /// When the output logged its last chunk.
+    last_chunk_at: Option<Millis>,
     /// A `STTMuteFilter` mutes the user (0.0.84: `STTMuteFrame`).
     filter_muted: bool,
+    /// The 1.x user aggregator mutes the user (`UserMuteStartedFrame` to `UserMuteStoppedFrame`).
+    user_muted: bool,
     /// After 0.0.84: the `STTMuteFilter` the options state, followed through the frames it reacts
     /// to (it pushes no `STTMuteFrame`); and whether a `STTMuteFrame` came all the same.
     mute_filter: Option<mute::MuteFilter>,
@@ -358,8 +362,11 @@ impl Line<'_> {
                 Ok(Vec::new())
             }
             // The 1.x aggregator drops the muted user's frames itself: none reaches the log's
-            // interruption.
-            "UserMuteStartedFrame" | "UserMuteStoppedFrame" => Ok(Vec::new()),
+            // interruption but one injected upstream of it (`Line::interruption`).
+            "UserMuteStartedFrame" | "UserMuteStoppedFrame" => {
+                s.user_muted = name == "UserMuteStartedFrame";
+                Ok(Vec::new())
+            }
             "LLMFullResponseStartFrame" => Ok(self.response_started(s)),
             "LLMFullResponseEndFrame" => Ok(self.response_ended(s)),
             "LLMTextFrame" => Ok(self.llm_text(s)),

@@ -26,8 +26,10 @@ pub struct Tool {
 pub struct Options {
     /// The version, as `(major, minor, patch)`; the newest pinned one where not stated.
     pub version: (u64, u64, u64),
-    /// User speech may interrupt the bot: `PipelineParams(allow_interruptions)` (before 1.0) and
-    /// the user turn start strategies' `enable_interruptions` (since 0.0.99).
+    /// An interruption acts on the replies (but those their own frame makes uninterruptible):
+    /// before 1.0 as `PipelineParams(allow_interruptions)` says, and the user turn start
+    /// strategies' `enable_interruptions` (since 0.0.99); from 1.0 always (see
+    /// [`Options::from_meta`]).
     pub allow_interruptions: bool,
     /// `function_call_timeout_secs`: every call's timeout unless its tool states its own.
     pub call_timeout_ms: Option<Millis>,
@@ -89,6 +91,16 @@ impl Options {
             None => {}
             Some(Value::Object(o)) => options.apply(o).map_err(err)?,
             Some(_) => return Err(err("`options` is an object".into())),
+        }
+        // From 1.0 Pipecat has no pipeline-wide switch of interruptions: the interruption is the
+        // `InterruptionFrame` itself, which the user aggregator broadcasts at a user turn start
+        // whose strategy enables interruptions (`LLMUserAggregator._on_user_turn_started`: by
+        // that strategy's own `enable_interruptions`, so strategies that disagree interrupt on
+        // some turns and not others) and the application may push as its own; every processor
+        // acts on it whatever the strategies say. So a strategy that disables interruptions
+        // shows as the frame's absence, and every reply is interruptible but for its own frame.
+        if options.version >= (1, 0, 0) {
+            options.allow_interruptions = true;
         }
         Ok(options)
     }

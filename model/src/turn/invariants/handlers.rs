@@ -50,6 +50,11 @@ impl Monitor {
                 })
             }
             InputKind::ModelDone { turn } => {
+                if self.profile.calls_outlive_generation() {
+                    if let Some(t) = self.turns.get_mut(turn) {
+                        t.generation_done = true;
+                    }
+                }
                 let running =
                     |c: &ChildSeen| c.kind == ChildKind::Model && c.state == ChildObs::Running;
                 // The turns are borrowed mutably (and, shared, copied) only where a model child

@@ -97,15 +97,30 @@ pub(super) struct TurnSeen {
     pub(super) terminal: Option<Terminal>,
     pub(super) children: Map<ChildId, ChildSeen>,
     pub(super) last_seq: Map<Generation, Seq>,
+    /// Its model is done (kept only under a profile whose calls outlive their generation;
+    /// elsewhere always `false`, so other profiles' states are what they were).
+    pub(super) generation_done: bool,
 }
 
 clone_in_place!(TurnSeen {
-    generation, deadline_at, budget, cancelled, by_deadline, cancel_effects, terminal
+    generation, deadline_at, budget, cancelled, by_deadline, cancel_effects, terminal,
+    generation_done
 } maps { children, last_seq });
 
 impl TurnSeen {
     pub(super) fn stopping(&self) -> bool {
         self.cancelled || self.terminal.is_some()
+    }
+
+    /// Running as far as the session goes: not stopping, and (`calls_apart`: under a profile
+    /// whose calls outlive their generation) not a turn whose generation is done that waits on
+    /// its tool calls alone.
+    pub(super) fn holds_session(&self, calls_apart: bool) -> bool {
+        let waits_on_calls = self.generation_done
+            && self.children.values().all(|c| {
+                c.kind.is_tool() || !matches!(c.state, ChildObs::Running | ChildObs::InFlight(_))
+            });
+        !(self.stopping() || (calls_apart && waits_on_calls))
     }
 
     pub(super) fn pending_children(&self) -> Vec<&str> {

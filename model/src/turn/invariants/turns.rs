@@ -236,10 +236,11 @@ impl Monitor {
     }
 
     pub(super) fn check_running(&mut self) {
+        let apart = self.profile.calls_outlive_generation();
         let running: Vec<TurnId> = self
             .turns
             .iter()
-            .filter(|(_, t)| !t.stopping())
+            .filter(|(_, t)| t.holds_session(apart))
             .map(|(id, _)| id.clone())
             .collect();
         if running.len() > 1 {

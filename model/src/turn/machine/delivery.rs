@@ -271,7 +271,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
 
     /// Barge-in where audio plays on downstream after its turn ended: speech clears everything
     /// still to play, whoever's it is, truncates each turn it cut to what was heard, fences the
-    /// newest generation it cut, and cancels the running turn (which need not have spoken yet).
+    /// newest generation it cut, and cancels each running turn (which need not have spoken yet).
     /// An uninterruptible turn (`pipecat`) is left alone: its audio plays on, it runs on.
     fn speech_started_downstream(&mut self) {
         let ignore_ended = flawed!(self, BargeInIgnoredAfterDone);
@@ -291,11 +291,20 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
             self.clear_turn_audio(turn, truncate);
         }
         self.fence(&newest.0, newest.1);
-        let running = cut
-            .iter()
-            .find(|(t, _)| self.session.turn(t).is_some_and(|t| t.phase.is_running()));
-        if let Some((turn, _)) = running.cloned() {
-            self.cancel_with(&turn, Cause::BargeIn, false);
+        // The running turn it cut; where calls outlive their generation, also those waiting on
+        // their calls beside it.
+        let every = self.session.profile.calls_outlive_generation();
+        for (turn, _) in &cut {
+            if self
+                .session
+                .turn(turn)
+                .is_some_and(|t| t.phase.is_running())
+            {
+                self.cancel_with(turn, Cause::BargeIn, false);
+                if !every {
+                    break;
+                }
+            }
         }
     }
 

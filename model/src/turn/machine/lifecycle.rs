@@ -61,11 +61,13 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         // Under a profile where a turn is active until it ends, one still cancelling counts.
         let until_terminal =
             self.session.profile.active_until_terminal() && !flawed!(self, CreateWhileCancelling);
-        let active = self
-            .session
-            .turns
-            .iter()
-            .any(|t| t.phase.is_running() || (until_terminal && t.phase.is_cancel_requested()));
+        // Under a profile whose calls outlive their generation, a turn waiting on them alone
+        // does not hold the session.
+        let apart = self.session.profile.calls_outlive_generation();
+        let active = self.session.turns.iter().any(|t| {
+            (t.phase.is_running() && !(apart && t.waits_on_calls_alone()))
+                || (until_terminal && t.phase.is_cancel_requested())
+        });
         if active && !flawed!(self, AcceptWhileRunning) {
             self.emit(Output::TurnRefused {
                 turn: turn.into(),
