@@ -25,6 +25,11 @@ pub struct TurnBounds {
     /// The rule choices to explore under; by default the machine's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
+    /// Explore up to respawns of each turn's children (symmetry reduction,
+    /// `super::turn_symmetry`): one state per class. Off unless asked for, and then not written
+    /// out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symmetry: bool,
 }
 
 /// The times an input may happen at: now, or the next instant something happens without one.
@@ -337,6 +342,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deadline_ms: 100,
             client,
             profile: None,
+            symmetry: false,
         };
         vec![
             ("turns", b(2, 1, 1, false)),
@@ -379,6 +385,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deadline_ms: 100,
             client: true,
             profile: None,
+            symmetry: false,
         };
         vec![
             ("three", three.clone()),
@@ -402,6 +409,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deadline_ms: 100,
             client: true,
             profile: None,
+            symmetry: false,
         }
     }
 
@@ -447,6 +455,21 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
 
     fn coverage() -> Coverage {
         coverage()
+    }
+
+    fn symmetry(bounds: &TurnBounds) -> bool {
+        bounds.symmetry
+    }
+
+    fn with_symmetry(bounds: &TurnBounds) -> Option<TurnBounds> {
+        Some(TurnBounds {
+            symmetry: true,
+            ..bounds.clone()
+        })
+    }
+
+    fn canonical_fingerprint(&self, monitor: &turnfence_model::turn::Monitor) -> u64 {
+        super::turn_symmetry::canonical_fingerprint(self, monitor)
     }
 
     fn footprint(&self, input: &Input, _: &TurnBounds) -> Footprint {
