@@ -151,10 +151,10 @@ fn explore_turn_with_symmetry_is_exact() {
 
 /// The same under `livekit-agents` (pauses, transcripts, a tool's error: 406 634 states), too
 /// slow for a debug build: by hand, `cargo test --release -p turnfence-checks --test it
-/// turn_symmetry_by_hand -- --ignored --nocapture`.
+/// slow_turn_symmetry -- --ignored --nocapture`.
 #[test]
 #[ignore = "slow: by hand"]
-fn turn_symmetry_by_hand_is_exact_under_livekit() {
+fn slow_turn_symmetry_is_exact_under_livekit() {
     let mut out = String::new();
     let bounds = two_children(Some(Profile::LivekitAgents));
     with_and_without(&mut out, "children-livekit-agents", &bounds);
