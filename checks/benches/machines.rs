@@ -65,6 +65,12 @@ fn explorer(c: &mut Criterion) {
     g.bench_function("turn_children_bounds", |b| {
         b.iter(|| explore::exhaustive::<TurnMachine>(&TurnMachine::new, &bounds))
     });
+    // The same bounds up to respawns of a turn's children (`--symmetry`): one state per class,
+    // its throughput still counted in the full run's states, so the two read as time to verdict.
+    let on = <TurnMachine>::with_symmetry(&bounds).unwrap();
+    g.bench_function("turn_children_bounds_symmetry", |b| {
+        b.iter(|| explore::exhaustive::<TurnMachine>(&TurnMachine::new, &on))
+    });
     g.finish();
 }
 

@@ -44,7 +44,7 @@
 //! use turnfence_checks::explore::{self, turn::TurnBounds};
 //! use turnfence_model::turn::TurnMachine;
 //!
-//! let bounds = TurnBounds { turns: 1, children_per_turn: 1, deltas_per_turn: 1, deadline_ms: 100, client: false, profile: None };
+//! let bounds = TurnBounds { turns: 1, children_per_turn: 1, deltas_per_turn: 1, deadline_ms: 100, client: false, profile: None, symmetry: false };
 //! let explored = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &bounds);
 //! assert!(explored.counterexample.is_none() && !explored.truncated);
 //! assert_eq!(explored.states, 423); // as pinned in snapshots/explore_counts_small.snap

@@ -233,6 +233,13 @@ fn walk<M: Driven>(
         found.reached.len(),
         found.coverage.len(),
     );
+    if M::symmetry(bounds) {
+        println!(
+            "reduced (symmetry): {} classes, one state of each expanded; a counterexample is a \
+             shortest and replays as recorded; rerun without --symmetry to visit every state",
+            found.states
+        );
+    }
     if found.reduced {
         println!(
             "reduced (sleep sets): {} transitions taken, the others left asleep; the states and \

@@ -176,7 +176,8 @@ enum Command {
         #[arg(long, conflicts_with = "bounds")]
         deep: bool,
         /// Explore every bound set up to a renaming of its interchangeable names (symmetry
-        /// reduction: the fence machine's tokens and request ids), one state per class.
+        /// reduction: the fence machine's tokens and request ids, the turn machine's children of
+        /// one turn in another spawn order), one state per class.
         #[arg(long)]
         symmetry: bool,
         /// Partial-order reduction (sleep sets): an input is not taken where an independent one

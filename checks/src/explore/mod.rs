@@ -16,6 +16,7 @@ pub mod sleep;
 pub mod symmetry;
 pub mod turn;
 mod turn_footprint;
+pub mod turn_symmetry;
 
 pub use coverage::Coverage;
 pub use explored::Explored;

@@ -25,6 +25,11 @@ pub struct TurnBounds {
     /// The rule choices to explore under; by default the machine's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<Profile>,
+    /// Explore up to respawns of each turn's children (symmetry reduction,
+    /// `super::turn_symmetry`): one state per class. Off unless asked for, and then not written
+    /// out.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub symmetry: bool,
 }
 
 impl TurnBounds {
@@ -364,6 +369,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deadline_ms: 100,
             client,
             profile: None,
+            symmetry: false,
         };
         let mut sets = vec![
             ("turns", b(2, 1, 1, false)),
@@ -387,6 +393,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deadline_ms: 100,
             client: true,
             profile: None,
+            symmetry: false,
         };
         let mut sets = vec![("three", three)];
         sets.extend(
@@ -407,6 +414,7 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
             deadline_ms: 100,
             client: true,
             profile: None,
+            symmetry: false,
         }
     }
 
@@ -459,6 +467,21 @@ impl<P: Plant<Flaw>> Explore for TurnMachine<P> {
 
     fn coverage() -> Coverage {
         coverage()
+    }
+
+    fn symmetry(bounds: &TurnBounds) -> bool {
+        bounds.symmetry
+    }
+
+    fn with_symmetry(bounds: &TurnBounds) -> Option<TurnBounds> {
+        Some(TurnBounds {
+            symmetry: true,
+            ..bounds.clone()
+        })
+    }
+
+    fn canonical_fingerprint(&self, monitor: &turnfence_model::turn::Monitor) -> u64 {
+        super::turn_symmetry::canonical_fingerprint(self, monitor)
     }
 
     fn footprint(&self, input: &Input, _: &TurnBounds) -> Footprint {

@@ -114,6 +114,7 @@ fn small_exploration_is_exhaustive_and_pinned() {
         deadline_ms: 100,
         client: false,
         profile: None,
+        symmetry: false,
     };
     let e = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b);
     check("turn/small", &e);
@@ -165,6 +166,7 @@ fn the_invariants_and_points_reached_are_those_a_plain_walk_reaches() {
         deadline_ms: 100,
         client: profile != Some(Profile::LivekitAgents),
         profile,
+        symmetry: false,
     };
     for profile in [
         None,
@@ -206,6 +208,7 @@ fn exploration_is_the_same_on_any_number_of_threads() {
         deadline_ms: 100,
         client: false,
         profile: None,
+        symmetry: false,
     };
     let one = on_threads(1, || {
         explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b)
@@ -271,6 +274,7 @@ fn a_bound_sets_profile_is_the_one_explored() {
             deadline_ms: 100,
             client: false,
             profile: Some(profile),
+            symmetry: false,
         };
         let e = explore::exhaustive::<TurnMachine>(&TurnMachine::new, &b);
         check(&format!("turn/{}", profile.name()), &e);

@@ -44,6 +44,7 @@ mod snapshots;
 mod streaming;
 mod symmetry;
 mod third_machine;
+mod turn_symmetry;
 
 #[path = "../support/plain_walk.rs"]
 mod plain_walk;

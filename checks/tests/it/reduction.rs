@@ -113,6 +113,7 @@ fn small() -> ([TurnBounds; 2], FenceBounds) {
         deadline_ms: 100,
         client: false,
         profile: None,
+        symmetry: false,
     };
     let turn = [b(2, 1), b(1, 2)];
     let fence = FenceBounds {

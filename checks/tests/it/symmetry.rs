@@ -15,7 +15,7 @@ use turnfence_model::fence::{self, FenceMachine, Id, Monitor};
 use turnfence_model::{Flaw as _, Invariant as _, Monitor as _, Plant, Plantable};
 
 /// Every order of `0..n`.
-fn permutations(n: usize) -> Vec<Vec<usize>> {
+pub fn permutations(n: usize) -> Vec<Vec<usize>> {
     if n == 0 {
         return vec![Vec::new()];
     }
@@ -260,30 +260,33 @@ fn renaming_commutes_with_the_model_and_keeps_the_class() {
 const HUNT_DEPTH: usize = 5;
 
 /// Every planted fence flaw, hunted within each CI bound set and the hunting bounds, with
-/// symmetry and without: found in the same bound sets and at the same depth either way, at
-/// least once, and each path found with symmetry (names as drawn, never the labels) replays from
-/// a fresh planted machine to the same invariant at its last input.
+/// symmetry and without (`still_finds_every_flaw`).
 #[test]
 fn explore_with_symmetry_still_finds_every_planted_fence_flaw() {
     let mut sets = <FenceMachine as Explore>::ci_bounds();
     sets.push(("hunt", <FenceMachine as Explore>::hunt_bounds()));
-    for &flaw in fence::Flaw::ALL {
-        let make = || FenceMachine::with_flaw(flaw);
+    still_finds_every_flaw::<FenceMachine>(&sets, HUNT_DEPTH);
+}
+
+/// Every planted flaw of machine `M`, hunted within each bound set up to `depth` inputs, with
+/// symmetry and without: found in the same bound sets and at the same depth either way, at least
+/// once, and each path found with symmetry (names as drawn, never the labels) replays from a
+/// fresh planted machine to the same invariant at its last input.
+pub fn still_finds_every_flaw<M>(sets: &[(&str, <M::Planted as Explore>::Bounds)], depth: usize)
+where
+    M: Plantable<Planted: Explore>,
+{
+    for &flaw in <M::Flaw as turnfence_model::Flaw>::ALL {
+        let make = || M::with_flaw(flaw);
         let invariant = flaw.breaks();
-        let hunt = |bounds: &FenceBounds| {
-            explore::explore(
-                &make,
-                bounds,
-                HUNT_DEPTH,
-                Some(invariant),
-                &mut |_, _, _| {},
-            )
-            .counterexample
+        let hunt = |bounds: &<M::Planted as Explore>::Bounds| {
+            explore::explore(&make, bounds, depth, Some(invariant), &mut |_, _, _| {})
+                .counterexample
         };
         let mut found = 0;
-        for (name, b) in &sets {
+        for (name, b) in sets {
             let plain = hunt(b);
-            let on = hunt(&<FenceMachine as Explore>::with_symmetry(b).unwrap());
+            let on = hunt(&<M::Planted as Explore>::with_symmetry(b).unwrap());
             assert_eq!(
                 plain.as_ref().map(|(p, _)| p.len()),
                 on.as_ref().map(|(p, _)| p.len()),
@@ -385,48 +388,4 @@ fn workers_are_not_interchangeable_waits_run_out_in_worker_order() {
     assert_eq!(resent, ["w0", "w1"]);
     let queued: Vec<&str> = m.state().queue.iter().map(|e| e.worker.as_str()).collect();
     assert_eq!(queued, ["w0", "w1"]);
-}
-
-/// Why the turn explorer renames nothing. Its alphabet draws every name by position — turn `tN`
-/// by acceptance (each with the next generation, which the machine compares), child `cN` by
-/// spawn, one stop id, one idempotency key — so a renaming alone maps a reachable state to none.
-/// What could merge two states is a renaming that also moves the children: one turn's two
-/// children spawned in the other order. The machine tells those apart: a cancel asks its
-/// children in spawn order, so the one state's stop, renamed, gives the other's outputs in
-/// another order.
-#[test]
-fn children_are_not_interchangeable_a_cancel_asks_them_in_spawn_order() {
-    use turnfence_model::turn::{Output, TurnMachine};
-
-    let spawn = |child: &str, kind: &str| {
-        format!(r#"{{"at":1,"input":"spawn","turn":"t0","child":"{child}","kind":{kind}}}"#)
-    };
-    let (model, tool) = (
-        r#""model""#,
-        r#"{"tool":{"name":"tool","cancellable":true}}"#,
-    );
-    let asked = |first: &str, second: &str| -> Vec<String> {
-        let steps = crate::run_lines(
-            &mut TurnMachine::new(),
-            &[
-                r#"{"at":0,"input":"accept","turn":"t0","generation":1,"mode":"text","deadline_ms":100}"#.to_owned(),
-                spawn("c0", first),
-                spawn("c1", second),
-                r#"{"at":2,"input":"stop","turn":"t0","request_id":"r"}"#.to_owned(),
-            ],
-        );
-        let kind = |child: &str| if child == "c0" { first } else { second };
-        steps
-            .last()
-            .unwrap()
-            .outputs
-            .iter()
-            .filter_map(|o| match o {
-                Output::ChildCancelRequested { child, .. } => Some(kind(child).to_owned()),
-                _ => None,
-            })
-            .collect()
-    };
-    assert_eq!(asked(model, tool), [model, tool]);
-    assert_eq!(asked(tool, model), [tool, model]);
 }

@@ -8,6 +8,7 @@ mod machine;
 mod misuse;
 mod output;
 mod profile;
+pub mod rename;
 pub mod state;
 mod types;
 

@@ -25,6 +25,7 @@ mod handlers;
 mod livekit;
 mod memory;
 mod realtime;
+mod rename;
 mod terminal;
 mod turns;
 

@@ -98,6 +98,16 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.session.interruption
     }
 
+    /// The machine with its session made anew from its own by `make` (a respawn of its
+    /// children: `turn::rename`), the outputs not yet drained and its plant kept.
+    pub fn with_session_from(&self, make: impl FnOnce(&Session) -> Session) -> TurnMachine<P> {
+        TurnMachine {
+            session: make(&self.session),
+            outputs: self.outputs.clone(),
+            plant: self.plant.clone(),
+        }
+    }
+
     /// A monitor judging by this machine's profile and options.
     fn fresh_monitor(&self) -> Monitor {
         Monitor::for_profile(self.session.profile).with_interruption(self.session.interruption)
