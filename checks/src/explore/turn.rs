@@ -49,6 +49,7 @@ impl TurnBounds {
             deadline_ms: 100,
             client,
             profile: Some(profile),
+            symmetry: false,
         }
     }
 }

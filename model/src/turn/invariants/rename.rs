@@ -86,9 +86,10 @@ impl Monitor {
                 terminal,
                 children,
                 last_seq,
+                generation_done,
             } = t;
             (id, generation, deadline_at, budget, cancelled, by_deadline).hash(h);
-            (cancel_effects, terminal, last_seq).hash(h);
+            (cancel_effects, terminal, last_seq, generation_done).hash(h);
             let mut kids: Vec<(&str, &ChildSeen)> = children
                 .iter()
                 .map(|(c, seen)| (r.child_ref(id, c), seen))
