@@ -10,5 +10,10 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 # packaged crates under target/package and unpacks them, for verifying the crates that depend on
 # them, into a registry source directory it does not refresh while the version stays the same.
 rm -rf target/package "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/turnfence-*-0.1.0
+# And the verification builds a packaged crate as a registry crate in target/debug, whose
+# fingerprint does not follow its source: a build an earlier run left of the same version would be
+# linked against (no later gate builds in target/debug).
+rm -rf target/debug/.fingerprint/turnfence-* target/debug/deps/libturnfence_* \
+  target/debug/deps/turnfence_*
 cargo package --workspace --allow-dirty
 echo "ok: docs clean, both crates package and verify"
