@@ -292,14 +292,18 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
         self.fence(&newest.0, newest.1);
         // The running turn it cut; where calls outlive their generation, also those waiting on
-        // their calls beside it.
+        // their calls beside it, each fenced as the newest is (nothing of it reaches the user any
+        // more, and it is stopped, not left running past its deadline).
         let every = self.session.profile.calls_outlive_generation();
-        for (turn, _) in &cut {
+        for (turn, generation) in &cut {
             if self
                 .session
                 .turn(turn)
                 .is_some_and(|t| t.phase.is_running())
             {
+                if every && (turn, generation) != (&newest.0, &newest.1) {
+                    self.fence(turn, *generation);
+                }
                 self.cancel_with(turn, Cause::BargeIn, false);
                 if !every {
                     break;
