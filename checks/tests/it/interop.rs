@@ -443,3 +443,43 @@ fn a_pipecat_call_running_at_the_end_leaves_its_reply_not_judged_for_its_result(
         );
     }
 }
+
+/// Under manual turn detection LiveKit lets no audio activity interrupt a speech
+/// (`AgentActivity.__init__`): a final transcript over a speaking reply that allows
+/// interruptions is no user speech step at all — not even one the model would then ignore.
+#[test]
+fn a_livekit_final_transcript_under_manual_detection_is_no_speech_step() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../fixtures/generated/livekit-agents@1.8.9/manual_final_transcript_interrupts_nothing.events.jsonl",
+    );
+    let text = read(&path);
+    let v =
+        dialect::check_input_keeping(text.as_bytes(), &Default::default(), trace::Keep::Effective)
+            .verdict
+            .unwrap();
+    assert!(v.conforms(), "{}", report::text::render_text(&v, 20));
+    let speech: Vec<&String> = v
+        .effective
+        .iter()
+        .filter(|l| l.contains(r#""input":"speech_started""#))
+        .collect();
+    assert!(speech.is_empty(), "{speech:#?}");
+    // The same log under voice activity detection: the transcript is a speech step.
+    let vad = text.replacen(
+        r#""turn_detection": "manual""#,
+        r#""turn_detection": "vad""#,
+        1,
+    );
+    assert_ne!(vad, text);
+    let v =
+        dialect::check_input_keeping(vad.as_bytes(), &Default::default(), trace::Keep::Effective)
+            .verdict
+            .unwrap();
+    assert!(
+        v.effective
+            .iter()
+            .any(|l| l.contains(r#""input":"speech_started""#)),
+        "{:#?}",
+        v.effective
+    );
+}
