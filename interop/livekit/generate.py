@@ -248,21 +248,6 @@ def build_session(d: Drawn, f: fakes.Fakes) -> AgentSession:
 # -- one session ------------------------------------------------------------------------------
 
 
-def dump(event_type: str, ev: Any) -> str:
-    """An event's line as the harness writes it, and on ``speech_created`` the speech's own
-    ``allow_interruptions``, which ``model_dump`` leaves out (``SpeechCreatedEvent.speech_handle``
-    is ``exclude=True``), as an app that logs it states it (docs/MAPPING.md). The flag is the
-    handle's at its creation: ``say()``/``generate_reply()``'s argument, else the agent's or the
-    session's (``AgentActivity.say``, ``_generate_reply``); nothing here changes it later (no
-    tool calls ``RunContext.disallow_interruptions()``)."""
-    line = harness._dump(event_type, ev)
-    if event_type == "speech_created":
-        d = json.loads(line)
-        d["allow_interruptions"] = ev.speech_handle.allow_interruptions
-        line = json.dumps(d)
-    return line
-
-
 class Run:
     """What one session left: its lines, report, options, and what the harness observed."""
 
@@ -299,7 +284,7 @@ async def run_session(d: Drawn, r: Run) -> None:
     td = session.turn_detection
     r.options["turn_detection"] = td if isinstance(td, str) or td is None else type(td).__name__
     for event_type in harness.EVENT_TYPES:
-        session.on(event_type, lambda ev, _t=event_type: r.lines.append(dump(_t, ev)))
+        session.on(event_type, lambda ev, _t=event_type: r.lines.append(harness._dump(_t, ev)))
     sync = TranscriptSynchronizer(next_in_chain_audio=f.audio_sink, next_in_chain_text=f.text_sink)
     session.input.audio = f.audio_input
     session.output.audio = sync.audio_output

@@ -151,8 +151,17 @@ def make_session_report(session: AgentSession) -> Any:
 
 
 def _dump(event_type: str, ev: Any) -> str:
+    """An event's line, and on ``speech_created`` the speech's own ``allow_interruptions``, which
+    ``model_dump`` leaves out (``SpeechCreatedEvent.speech_handle`` is ``exclude=True``), as an
+    app that logs it states it (README, docs/MAPPING.md). The flag is the handle's at its
+    creation: ``say()``/``generate_reply()``'s argument, else the agent's or the session's
+    (``AgentActivity.say``, ``_generate_reply``); no scenario changes it later (no tool calls
+    ``RunContext.disallow_interruptions()``)."""
     if hasattr(ev, "model_dump"):
-        return json.dumps(ev.model_dump(mode="json"))
+        line = ev.model_dump(mode="json")
+        if event_type == "speech_created":
+            line["allow_interruptions"] = ev.speech_handle.allow_interruptions
+        return json.dumps(line)
     # debug_message carries a protobuf, not a pydantic model (never seen offline)
     from google.protobuf.json_format import MessageToDict
 
@@ -229,14 +238,17 @@ async def run(sc: script.Scenario) -> tuple[list[str], Any, dict[str, Any], list
 
 
 def meta(sc: script.Scenario, options: dict[str, Any], line: int | None) -> dict[str, Any]:
+    """The meta line of a log of `sc`; `line` None for a bug's session report that cannot show
+    it (`Bug.report_shows`): accepted, the bug's rule not judged."""
+    shown = sc.bug is not None and line is not None
     m: dict[str, Any] = {
         "dialect": "livekit-agents",
         "version": LK_VERSION,
         "options": options,
-        "expect": "accepted" if sc.bug is None else "rejected",
+        "expect": "rejected" if shown else "accepted",
         "story": sc.story,
     }
-    if sc.bug is None:
+    if not shown:
         m["source"] = f"interop/livekit scenario {sc.name}"
     else:
         m["invariant"] = sc.bug.invariant
@@ -292,7 +304,8 @@ def main() -> int:
         for s in lines:
             fh.write(s + "\n")
     with open(out / f"{sc.name}.report.jsonl", "w") as fh:
-        fh.write(json.dumps(meta(sc, options, 2 if sc.bug is not None else None)) + "\n")
+        shows = sc.bug is not None and sc.bug.report_shows
+        fh.write(json.dumps(meta(sc, options, 2 if shows else None)) + "\n")
         fh.write(json.dumps(report.to_dict(), default=str) + "\n")
 
     for e in errors:

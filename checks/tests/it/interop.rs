@@ -187,7 +187,9 @@ fn a_webrtc_clear_after_the_apps_own_is_that_clear_again() {
     assert!(!lines.contains(&61), "{lines:?}");
 }
 
-/// Both forms of a session, the event stream and the session report, give the same verdict.
+/// Both forms of a session, the event stream and the session report, give the same verdict on
+/// the same facts: the event stream as LiveKit dumps it (the report's events leave out each
+/// speech's own flag too).
 #[test]
 fn a_sessions_event_stream_and_its_report_agree() {
     for events in interop_corpus()
@@ -205,7 +207,11 @@ fn a_sessions_event_stream_and_its_report_agree() {
             continue;
         }
         let verdict = |p: &std::path::Path| {
-            let v = dialect::check_input(read(p).as_bytes(), &Default::default())
+            let mut text = read(p);
+            if p == events.as_path() {
+                text = crate::without_speech_flags(&text);
+            }
+            let v = dialect::check_input(text.as_bytes(), &Default::default())
                 .verdict
                 .unwrap();
             let names: Vec<&str> = v.findings.iter().map(|f| f.name()).collect();

@@ -4,6 +4,24 @@
 use super::*;
 
 impl Line<'_> {
+    /// A reply that allows no interruption on the session's `allow_interruptions` alone, cut by
+    /// speech: a speech's own flag (`say()`'s, `generate_reply()`'s) may allow what the session
+    /// does not, and LiveKit's events leave it out (`SpeechCreatedEvent.speech_handle` is
+    /// `exclude=True`). Where the log states no speech's flag, whether speech may cut the reply
+    /// is not judged.
+    fn flag_unstated(&self, s: &Session, turn: &str) -> Option<Event<TurnMachine>> {
+        (!s.states_flags && s.options.speech_interrupts).then(|| {
+            self.not_judged(
+                TurnInvariant::UninterruptibleOutputSurvives,
+                vec![turn.to_owned()],
+                "the speech's own allow_interruptions (a say() or generate_reply() may allow what \
+                 the session does not; LiveKit's speech_created leaves it out: add it as \
+                 `allow_interruptions`, docs/MAPPING.md)"
+                    .to_owned(),
+            )
+        })
+    }
+
     /// The agent starts thinking: a new reply unless one is in progress. It starts speaking: the
     /// reply's audio is out (one frame for the speaker), and a reply that speaks without
     /// thinking first (`say()`) begins there; a paused reply speaking again resumed (its
@@ -60,6 +78,7 @@ impl Line<'_> {
                     // A reply that allows no interruption, paused by speech: said, for the
                     // model (which never pauses it) to judge.
                     if !allows {
+                        out.extend(self.flag_unstated(s, &turn));
                         out.push(self.observed(Output::PlaybackPaused { turn: turn.into() }));
                     }
                 }
@@ -292,6 +311,7 @@ impl Line<'_> {
                 // Speech cut a reply the session lets nothing interrupt: said as the pause it
                 // is (for the model, which never pauses it, to judge), then the reply stopped,
                 // so that what follows is judged from where LiveKit went.
+                out.extend(self.flag_unstated(s, &turn));
                 out.push(self.observed(Output::PlaybackPaused {
                     turn: turn.clone().into(),
                 }));
