@@ -117,13 +117,7 @@ class Planted:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        for cls, before in self.saved:
-            for k in list(vars(cls)):
-                if k not in before:
-                    delattr(cls, k)
-            for k, v in before.items():
-                if vars(cls).get(k) is not v and not k.startswith("__"):
-                    setattr(cls, k, v)
+        known_bugs.restore(self.saved)
 
 
 # -- one session -------------------------------------------------------------------------------

@@ -160,14 +160,20 @@ class Watch:
 
     def __exit__(self, *exc: Any) -> None:
         global CURRENT
-        for cls, before in self.saved:
-            for k in list(vars(cls)):
-                if k not in before:
-                    delattr(cls, k)
-            for k, v in before.items():
-                if vars(cls).get(k) is not v and not k.startswith("__"):
-                    setattr(cls, k, v)
+        restore(self.saved)
         CURRENT = None
+
+
+def restore(saved: list[tuple[type, dict[str, Any]]]) -> None:
+    """Each class as `saved` holds it (`(cls, dict(vars(cls)))`): what a hook or a patch added
+    removed, what it replaced put back."""
+    for cls, before in saved:
+        for k in list(vars(cls)):
+            if k not in before:
+                delattr(cls, k)
+        for k, v in before.items():
+            if vars(cls).get(k) is not v and not k.startswith("__"):
+                setattr(cls, k, v)
 
 
 def _install(w: Watch) -> None:
