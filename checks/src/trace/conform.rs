@@ -561,12 +561,8 @@ fn fill<M: Conform>(observed: &M::Output, wildcards: &[&str], model: &Value) -> 
     serde_json::from_value(value).unwrap_or_else(|_| observed.clone())
 }
 
-/// An output as a short `kind{field=value,…}` for messages, wildcards left out.
-pub fn compact(value: &Value, wildcards: &[&str]) -> String {
-    Said::of(compact_parts(value, wildcards)).to_string()
-}
-
-/// [`compact`] as parts of a sentence: a field naming a turn or a child is typed.
+/// An output as a short `kind{field=value,…}` for messages, wildcards left out, as parts of a
+/// sentence: a field naming a turn or a child is typed.
 pub(super) fn compact_parts(value: &Value, wildcards: &[&str]) -> Vec<Part> {
     let Value::Object(m) = value else {
         return vec![value.to_string().into()];
