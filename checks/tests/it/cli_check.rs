@@ -368,18 +368,15 @@ fn check_limits_what_a_trace_can_make_it_hold() {
     }
 }
 
-/// The uninterruptible `say()` of the LiveKit corpus, talked over, logged as LiveKit dumps its
-/// events (without the speech's own flag): it conforms, and the rule it cannot judge (whether the
-/// reply allowed interruptions) is said in every format — a line of text, the verdict's
-/// `not_judged` in JSON, a skipped JUnit case — never as a finding.
+/// The corpus's uninterruptible `say()`, talked over, as LiveKit dumps it: it conforms, and what it
+/// cannot judge is said in every format (text, JSON, a skipped JUnit case), never as a finding.
 #[test]
 fn a_rule_the_log_cannot_judge_is_reported_not_judged_in_every_format() {
     let dir = tempfile::tempdir().unwrap();
     let corpus = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../fixtures/interop/livekit-agents@1.8.9/uninterruptible_say.events.jsonl");
-    let log = dir.path().join("uninterruptible_say.events.jsonl");
-    std::fs::write(&log, crate::without_speech_flags(&crate::read(&corpus))).unwrap();
-    let log = log.to_str().unwrap();
+    let log = &dir.path().join("say.events.jsonl").display().to_string();
+    std::fs::write(log, crate::without_speech_flags(&read(&corpus))).unwrap();
     let text = turnfence(&["check", log], dir.path());
     assert_exit(&text, 0, &text.stdout);
     let stdout = String::from_utf8_lossy(&text.stdout);
