@@ -188,8 +188,8 @@ impl From<&str> for Said {
 
 impl PartialEq for Said {
     fn eq(&self, other: &Said) -> bool {
-        self.parts == other.parts && self.gist == other.gist
-            || self.to_string() == other.to_string()
+        // The model's words are the parts' alone (its vocabulary has no gist of its own).
+        self.parts == other.parts || self.to_string() == other.to_string()
     }
 }
 
@@ -301,6 +301,15 @@ mod tests {
             s.subjects(),
             vec![(Noun::Child, "c1"), (Noun::Turn, "speak_2")]
         );
+    }
+
+    #[test]
+    fn two_are_equal_when_they_say_the_same_in_the_model_words() {
+        let typed = crate::said!["a frame of ", turn("t1"), " played"];
+        assert_eq!(typed.clone().with_gist(Gist::LateFrame), typed);
+        assert_eq!(Said::from("a frame of turn t1 played"), typed);
+        assert_ne!(Said::from("a frame of turn t2 played"), typed);
+        assert_ne!(crate::said!["a frame of ", turn("t2"), " played"], typed);
     }
 
     #[test]

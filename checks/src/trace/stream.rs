@@ -166,14 +166,13 @@ impl<I: BufRead, L> Reading<'_, I, L> {
             if self.read - read >= self.batch.bytes {
                 break;
             }
-            match self.line(&mut records) {
-                Ok(true) => {}
-                Ok(false) => {
-                    let end = self.end(&mut records);
-                    return (records, self.line + 1, Some(end));
-                }
-                Err(e) => return (records, self.line + 1, Some(Err(e))),
-            }
+            // Past the end or an error, no line is read on.
+            let end = match self.line(&mut records) {
+                Ok(true) => continue,
+                Ok(false) => self.end(&mut records),
+                Err(e) => Err(e),
+            };
+            return (records, self.line + 1, Some(end));
         }
         (records, self.low(), None)
     }

@@ -22,6 +22,7 @@ mod hostile;
 mod interop;
 mod live;
 mod live_cli;
+mod livekit_speech;
 mod mangled;
 mod model;
 mod model_rules;

@@ -1,0 +1,58 @@
+//! How LiveKit dates a user's speech held over a reply, read from its code
+//! (`AgentActivity._interrupt_by_audio_activity`): a turn of fewer words than
+//! `min_interruption_words` returns first, so its speech counts from the transcript at the
+//! earliest; a turn of that many words or more counts from the speech's start.
+
+use turnfence_checks::dialect;
+use turnfence_checks::trace;
+
+/// An app's `say()` speaking; the user talks over it from 1.0 s; a one-word final transcript at
+/// 1.3 s; the reply is interrupted there.
+const OVER_A_SAY: &str = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "options": {"allow_interruptions": true, "min_interruption_duration": 1.0, "min_interruption_words": 1, "false_interruption_timeout": 2.0, "resume_false_interruption": false, "discard_audio_if_uninterruptible": true, "user_away_timeout": 15.0, "aec_warmup_duration": null}, "fixture": {"source": "written for the rule, after a session of interop/livekit generate.py"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "say", "created_at": 1750000000.0}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000000.2}
+{"type": "user_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000001.0}
+{"type": "user_input_transcribed", "transcript": "Stop", "is_final": true, "item_id": null, "speaker_id": null, "language": "en", "created_at": 1750000001.3}
+{"type": "conversation_item_added", "item": {"id": "item_1", "type": "message", "role": "assistant", "content": ["Hello there"], "interrupted": true, "created_at": 1750000000.0}, "created_at": 1750000001.3}
+{"type": "agent_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000001.3}
+{"type": "user_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000002.0}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000003.0}
+"#;
+
+/// The `since` of each speech step of the log's effective trace.
+fn speech_since(log: &str) -> Vec<u64> {
+    let v =
+        dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
+            .verdict
+            .unwrap();
+    v.effective
+        .iter()
+        .filter_map(|l| {
+            // `<dialect> <the input as JSON> <the lines it came of>`
+            let json = &l[l.find('{').unwrap()..];
+            let line: serde_json::Value = serde_json::Deserializer::from_str(json)
+                .into_iter()
+                .next()
+                .unwrap()
+                .unwrap();
+            (line["input"] == "speech_started").then(|| line["since"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn a_turn_of_exactly_min_interruption_words_counts_from_its_speech() {
+    assert_eq!(speech_since(OVER_A_SAY), [1000]);
+}
+
+#[test]
+fn a_turn_of_fewer_than_min_interruption_words_counts_from_its_transcript() {
+    let two = OVER_A_SAY.replacen(
+        r#""min_interruption_words": 1"#,
+        r#""min_interruption_words": 2"#,
+        1,
+    );
+    assert_ne!(two, OVER_A_SAY);
+    assert_eq!(speech_since(&two), [1300]);
+}
