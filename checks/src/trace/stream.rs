@@ -166,13 +166,12 @@ impl<I: BufRead, L> Reading<'_, I, L> {
             if self.read - read >= self.batch.bytes {
                 break;
             }
-            // Past the end or an error, no line is read on.
             let end = match self.line(&mut records) {
                 Ok(true) => continue,
                 Ok(false) => self.end(&mut records),
                 Err(e) => Err(e),
             };
-            return (records, self.line + 1, Some(end));
+            return (records, self.low(), Some(end));
         }
         (records, self.low(), None)
     }
