@@ -395,3 +395,51 @@ fn under_pipecat_calls_outlive_their_generation() {
         "{found:?}"
     );
 }
+
+/// Under livekit-agents too a reply whose generation is done and that waits on its calls alone
+/// holds the session no longer (`Profile::calls_outlive_generation`: LiveKit marks the
+/// generation done and waits for the tools among `_background_speeches`), so a queued `say()`
+/// is accepted beside it; a third speech beside the `say()` still generating is refused. Speech
+/// over the `say()` cuts it alone (`_interrupt_by_audio_activity` interrupts the current speech):
+/// the waiting reply's call is not asked to stop, and the monitor finds nothing.
+#[test]
+fn under_livekit_a_reply_waiting_on_its_calls_lets_the_next_speech_play() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Output, Profile, RefuseReason, TurnMachine};
+
+    let lines = [
+        r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio"}"#,
+        r#"{"at":5,"input":"spawn","turn":"speech_1","child":"a","kind":{"tool":{"name":"a","cancellable":true}}}"#,
+        r#"{"at":10,"input":"model_done","turn":"speech_1"}"#,
+        r#"{"at":20,"input":"accept","turn":"speech_2","generation":2,"mode":"audio"}"#,
+        r#"{"at":25,"input":"accept","turn":"speech_3","generation":3,"mode":"audio"}"#,
+        r#"{"at":30,"input":"delta","turn":"speech_2","generation":2,"seq":1,"frames":2}"#,
+        r#"{"at":40,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":540,"input":"tick"}"#,
+        r#"{"at":600,"input":"transcribed"}"#,
+    ];
+    let mut machine = TurnMachine::with_profile(Profile::LivekitAgents);
+    let steps = crate::run_lines(&mut machine, &lines);
+    let outputs: Vec<&Output> = steps.iter().flat_map(|s| &s.outputs).collect();
+    let refused = |turn: &str| Output::TurnRefused {
+        turn: turn.into(),
+        reason: RefuseReason::ActiveTurnExists,
+    };
+    assert!(!outputs.contains(&&refused("speech_2")), "{outputs:?}");
+    assert!(outputs.contains(&&refused("speech_3")), "{outputs:?}");
+    let fenced = |turn: &str| {
+        outputs
+            .iter()
+            .any(|o| matches!(o, Output::GenerationFenced { turn: t, .. } if t.as_str() == turn))
+    };
+    assert!(fenced("speech_2") && !fenced("speech_1"), "{outputs:?}");
+    assert!(
+        !outputs
+            .iter()
+            .any(|o| matches!(o, Output::ChildCancelRequested { .. })),
+        "{outputs:?}"
+    );
+    let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
+    let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    assert!(found.is_empty(), "{found:?}");
+}

@@ -167,9 +167,14 @@ impl Profile {
     /// creates a task per call; the sequential runner is a background queue), and the user
     /// aggregator pushes the next context without waiting for them (`LLMUserAggregator`); an
     /// interruption cancels every running call registered `cancel_on_interruption=True`, of
-    /// whichever response (`LLMService._handle_interruptions`, both pinned versions).
+    /// whichever response (`LLMService._handle_interruptions`, both pinned versions). LiveKit
+    /// marks a reply's generation done before it waits for the reply's tools
+    /// (`AgentActivity._pipeline_reply_task_impl`: `_mark_generation_done()`, then the speech
+    /// waits on `exe_task` among `_background_speeches`), so its scheduler plays the next queued
+    /// speech meanwhile; speech over it cuts the one speaking (the active generation's), as
+    /// LiveKit's `_interrupt_by_audio_activity` interrupts `_current_speech` alone.
     pub fn calls_outlive_generation(self) -> bool {
-        self == Profile::Pipecat
+        matches!(self, Profile::Pipecat | Profile::LivekitAgents)
     }
 
     /// Speech over a speaking turn that lasts [`MIN_INTERRUPTION_MS`] pauses its output; a final
