@@ -150,7 +150,12 @@ impl Line<'_> {
             ));
         }
         let mut out = Vec::new();
-        // A reply to the results may follow, without a speech of its own: its speech's.
+        // A reply to the results may follow, without a speech of its own: its speech's,
+        // scheduled again behind the speeches already waiting (`_pipeline_reply_task_impl`
+        // schedules the same speech handle once its tools are done), each in its turn.
+        if s.may_begin {
+            s.queued += 1;
+        }
         s.may_begin = true;
         s.tool_reply_flag = s.current.as_ref().or(s.last.as_ref()).map(|r| r.allows);
         if !s.sees_starts && !s.said_starts {
