@@ -233,6 +233,10 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     /// once (the call's task is cancelled, no checkpoint), their temporary outputs removed, and
     /// answered with their cancellation.
     pub(super) fn fire_call_timeouts(&mut self) {
+        // Only a profile that times calls out has a child with a timeout.
+        if !self.session.profile.times_out_calls() {
+            return;
+        }
         let now = self.session.now;
         let due: Vec<(TurnId, ChildId)> = self
             .session

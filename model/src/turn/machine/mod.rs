@@ -125,11 +125,14 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     fn next_deadline(&self) -> Option<Millis> {
         let s = &self.session;
         let resume = s.paused.as_ref().and_then(|(_, at)| *at);
+        // Only a profile that times calls out has a child with a timeout (a spawn with one is
+        // misuse elsewhere): the children are not walked each step for nothing.
+        let timed = s.profile.times_out_calls();
         s.turns
             .iter()
             .filter(|t| !t.phase.is_terminal())
             .filter_map(|t| t.deadline_at)
-            .chain(s.turns.iter().flat_map(|t| {
+            .chain(s.turns.iter().filter(|_| timed).flat_map(|t| {
                 t.children
                     .iter()
                     .filter(|c| c.state == ChildState::Running)
