@@ -478,7 +478,9 @@ impl Default for Session {
 
 impl Session {
     pub fn turn(&self, id: &str) -> Option<&Turn> {
-        self.turns.iter().find(|t| t.id == id)
+        // Ids are unique (a second accept of one is misuse); the newest turns are the ones most
+        // inputs name, so the search starts from them.
+        self.turns.iter().rev().find(|t| t.id == id)
     }
 
     /// The highest generation a new turn may not take: every generation the session used, and

@@ -154,7 +154,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         self.session
             .turns
             .iter()
-            .position(|t| t.id == turn)
+            .rposition(|t| t.id == turn)
             .ok_or_else(|| Misuse::UnknownTurn { turn: turn.into() })
     }
 
@@ -361,7 +361,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     fn turn_mut(&mut self, turn: &str) -> Option<&mut Turn> {
-        self.session.turns.iter_mut().find(|t| t.id == turn)
+        self.session.turns.iter_mut().rev().find(|t| t.id == turn)
     }
 
     fn set_child(&mut self, turn: &str, child: &str, state: ChildState) {
