@@ -270,6 +270,8 @@ struct Session {
     may_begin: bool,
     /// When the last speech was created.
     created_when: Option<Millis>,
+    /// When tool results were last committed (`function_tools_executed`).
+    executed_when: Option<Millis>,
     /// Speeches created and not yet begun beyond the one `may_begin` counts: LiveKit plays its
     /// queued speeches one by one (`AgentActivity._scheduling_task`), so each begins a reply of
     /// its own when its turn comes.

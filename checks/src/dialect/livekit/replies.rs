@@ -67,25 +67,43 @@ impl Line<'_> {
                     }));
                 }
             }
+            // A reply that spoke and has not ended stops speaking for `thinking`: its speech
+            // ended with no message, so nothing of it was forwarded (LiveKit commits one
+            // `if forwarded_text`) — it was interrupted — and another speech waits on its tools
+            // (`"thinking" if self._background_speeches`, the say's and the reply's end alike).
+            // Unless another speech's inference began at this instant and said `thinking` while
+            // this one plays on (`_pipeline_reply_task_impl` once its speech is scheduled: a
+            // speech just created, or a tool reply, whose speech was scheduled before).
+            Some("thinking")
+                if s.created_when != Some(self.at) && s.executed_when != Some(self.at) =>
+            {
+                self.stopped_under_speech(s, &mut out)
+            }
             Some("listening" | "idle") => {
                 s.continuing = None;
-                let speaking = s.speech.is_some();
-                if let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) {
-                    reply.paused = true;
-                    let turn = reply.id.clone();
-                    let allows = reply.allows;
-                    out.extend(self.release_speech(s, true));
-                    // A reply that allows no interruption, paused by speech: said, for the
-                    // model (which never pauses it) to judge.
-                    if !allows {
-                        out.extend(self.flag_unstated(s, &turn));
-                        out.push(self.observed(Output::PlaybackPaused { turn: turn.into() }));
-                    }
-                }
+                self.stopped_under_speech(s, &mut out);
             }
             _ => {}
         }
         out
+    }
+
+    /// The reply speaking stopped while the user speaks: LiveKit paused or interrupted it, and
+    /// the speech held back is given to the model now. One that allows no interruption: said,
+    /// for the model (which never pauses it) to judge.
+    fn stopped_under_speech(&self, s: &mut Session, out: &mut Events) {
+        let speaking = s.speech.is_some();
+        let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) else {
+            return;
+        };
+        reply.paused = true;
+        let turn = reply.id.clone();
+        let allows = reply.allows;
+        out.extend(self.release_speech(s, true));
+        if !allows {
+            out.extend(self.flag_unstated(s, &turn));
+            out.push(self.observed(Output::PlaybackPaused { turn: turn.into() }));
+        }
     }
 
     /// A new speech was created since the current reply, which the model already ended (its

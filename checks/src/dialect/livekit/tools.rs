@@ -150,6 +150,7 @@ impl Line<'_> {
             ));
         }
         let mut out = Vec::new();
+        s.executed_when = Some(self.at);
         // A reply to the results may follow, without a speech of its own: its speech's,
         // scheduled again behind the speeches already waiting (`_pipeline_reply_task_impl`
         // schedules the same speech handle once its tools are done), each in its turn.
