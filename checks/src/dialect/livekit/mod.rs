@@ -270,6 +270,8 @@ struct Session {
     may_begin: bool,
     /// When the last speech was created.
     created_when: Option<Millis>,
+    /// When an interim transcript with words last came.
+    interim_at: Option<Millis>,
     /// When tool results were last committed (`function_tools_executed`).
     executed_when: Option<Millis>,
     /// Speeches created and not yet begun beyond the one `may_begin` counts: LiveKit plays its

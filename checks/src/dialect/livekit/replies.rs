@@ -81,11 +81,43 @@ impl Line<'_> {
             }
             Some("listening" | "idle") => {
                 s.continuing = None;
+                let unheard = self.transcript_paused(s);
                 self.stopped_under_speech(s, &mut out);
+                if unheard {
+                    s.speech = None;
+                    out.push(self.input(InputKind::SpeechStopped));
+                }
             }
             _ => {}
         }
         out
+    }
+
+    /// The reply speaking stops at the instant an interim transcript with words came, with no
+    /// speech the voice detector shows: the transcript was the user's activity
+    /// (`on_interim_transcript` calls `_interrupt_by_audio_activity`, which weighs only the
+    /// words), taken whole at once, and the user not speaking for the detector, the resume's
+    /// timer runs from now (`_start_false_interruption_timer` when `speaking is False`). A
+    /// speech of this instant is held over the reply, for `stopped_under_speech` to give;
+    /// whether one was made is returned, for its end to follow.
+    fn transcript_paused(&self, s: &mut Session) -> bool {
+        if s.speech.is_some() || s.interim_at != Some(self.at) || !s.options.speech_interrupts {
+            return false;
+        }
+        let Some(reply) = s
+            .current
+            .as_ref()
+            .filter(|r| r.spoke && !r.paused && r.allows)
+        else {
+            return false;
+        };
+        s.speech = Some(Speech {
+            began: self.at,
+            counts_from: self.at,
+            held_over: Some(reply.id.clone()),
+            transcribed: true,
+        });
+        true
     }
 
     /// The reply speaking stopped while the user speaks: LiveKit paused or interrupted it, and

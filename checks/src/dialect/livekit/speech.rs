@@ -214,6 +214,9 @@ impl Line<'_> {
     /// An interim transcript: the user's turn so far has its words after the finals'.
     pub(super) fn interim(&self, s: &mut Session) -> Events {
         s.interim_words = word_count(self.ev.transcript.as_deref().unwrap_or_default());
+        if s.interim_words > 0 {
+            s.interim_at = Some(self.at);
+        }
         if let Some(sp) = s.speech.as_mut() {
             sp.transcribed |= s.interim_words > 0;
         }
