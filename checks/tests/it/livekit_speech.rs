@@ -56,3 +56,33 @@ fn a_turn_of_fewer_than_min_interruption_words_counts_from_its_transcript() {
     assert_ne!(two, OVER_A_SAY);
     assert_eq!(speech_since(&two), [1300]);
 }
+
+/// An interim transcript pauses the reply speaking with no speech the voice detector shows
+/// (`on_interim_transcript` calls `_interrupt_by_audio_activity`): the generated 1.6.4 session
+/// conforms, its resume deciding the pause; the same log with the `say()` made
+/// `allow_interruptions=False` is a reply the transcript cut that allowed no interruption.
+#[test]
+fn an_interim_transcript_is_the_speech_that_paused_the_reply() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../fixtures/generated/livekit-agents@1.6.4/interim_transcript_pauses_without_speech.events.jsonl",
+    );
+    let text = crate::read(&path);
+    let v = dialect::check_input(text.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    assert!(v.conforms(), "{:?}", v.findings);
+    let fixed = text.replacen(
+        r#""source": "say", "created_at": 1750000003.89, "allow_interruptions": true"#,
+        r#""source": "say", "created_at": 1750000003.89, "allow_interruptions": false"#,
+        1,
+    );
+    assert_ne!(fixed, text);
+    let v = dialect::check_input(fixed.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
+    assert!(
+        found.contains(&("uninterruptible_output_survives", 13)),
+        "{found:?}"
+    );
+}

@@ -104,11 +104,9 @@ impl Line<'_> {
         if s.speech.is_some() || s.interim_at != Some(self.at) || !s.options.speech_interrupts {
             return false;
         }
-        let Some(reply) = s
-            .current
-            .as_ref()
-            .filter(|r| r.spoke && !r.paused && r.allows)
-        else {
+        // Whether the reply allowed it is for `stopped_under_speech` to say: one that allows no
+        // interruption, stopped by a transcript, is the speech that cut it.
+        let Some(reply) = s.current.as_ref().filter(|r| r.spoke) else {
             return false;
         };
         s.speech = Some(Speech {
