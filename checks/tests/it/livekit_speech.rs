@@ -85,4 +85,17 @@ fn an_interim_transcript_is_the_speech_that_paused_the_reply() {
         found.contains(&("uninterruptible_output_survives", 13)),
         "{found:?}"
     );
+    // An interim with no words is no activity (`if ev.alternatives[0].text`): the stop at its
+    // instant is no pause of the model's, and the resume two seconds on decides none.
+    let empty = text.replacen(
+        r#""transcript": "Question2 juliet quebec xray echo lima sierra zulu", "is_final": false"#,
+        r#""transcript": "", "is_final": false"#,
+        1,
+    );
+    assert_ne!(empty, text);
+    let v = dialect::check_input(empty.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
+    assert_eq!(found, [("interruption_decided_once", 17)]);
 }
