@@ -99,3 +99,31 @@ fn an_interim_transcript_is_the_speech_that_paused_the_reply() {
     let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
     assert_eq!(found, [("interruption_decided_once", 17)]);
 }
+
+/// A reply that plays out while the user's speech, too short to count yet, is held over it was
+/// not interrupted at once: with the options unstated nothing about a pause is left unjudged,
+/// and the speech goes on over no reply.
+#[test]
+fn a_reply_played_out_under_held_speech_leaves_no_pause_unjudged() {
+    let log = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "fixture": {"source": "written for the rule"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "say", "created_at": 1750000000.0}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000000.2}
+{"type": "user_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000001.0}
+{"type": "conversation_item_added", "item": {"id": "item_1", "type": "message", "role": "assistant", "content": ["Hello there"], "interrupted": false, "created_at": 1750000000.0}, "created_at": 1750000001.1}
+{"type": "agent_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000001.1}
+{"type": "user_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000001.3}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000003.0}
+"#;
+    let v = dialect::check_input(log.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    assert!(v.conforms(), "{:?}", v.findings);
+    let at_once: Vec<&str> = v
+        .not_judged
+        .iter()
+        .map(|n| n.needs.as_str())
+        .filter(|n| n.contains("interrupted at once"))
+        .collect();
+    assert!(at_once.is_empty(), "{at_once:?}");
+}

@@ -13,6 +13,7 @@ mod evidence;
 mod explore;
 mod fence;
 mod fence_rules;
+mod field_bounds;
 mod fifth_dialect;
 mod fixtures;
 mod flaws;
