@@ -185,7 +185,7 @@ struct CallOutput {
 }
 
 /// The reply in progress.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct Reply {
     id: String,
     /// Its generation: its number.
@@ -285,7 +285,7 @@ struct Session {
     states_flags: bool,
     flags: std::collections::VecDeque<Option<bool>>,
     tool_reply_flag: Option<bool>,
-    /// The last reply, ended.
+    /// The last reply, as it was when it ended.
     last: Option<Reply>,
     /// When the agent first spoke (ms): AEC warm-up runs from there.
     first_spoke: Option<Millis>,

@@ -153,12 +153,7 @@ impl Line<'_> {
             return;
         };
         s.pre_paused = false;
-        s.last = Some(Reply {
-            id: reply.id,
-            generation: reply.generation,
-            allows: reply.allows,
-            ..Reply::default()
-        });
+        s.last = Some(reply);
     }
 
     /// A speech was made (`say()`, `generate_reply()`): the next `thinking` or `speaking` may
@@ -191,12 +186,7 @@ impl Line<'_> {
         };
         s.pre_paused = false;
         let turn = reply.id.clone();
-        s.last = Some(Reply {
-            id: reply.id,
-            generation: reply.generation,
-            allows: reply.allows,
-            ..Reply::default()
-        });
+        s.last = Some(reply);
         vec![self.input(InputKind::Stop {
             turn: turn.clone().into(),
             request_id: format!("{turn}-user-turn"),
@@ -339,12 +329,7 @@ impl Line<'_> {
             return out;
         };
         s.pre_paused = false;
-        s.last = Some(Reply {
-            id: reply.id.clone(),
-            generation: reply.generation,
-            allows: reply.allows,
-            ..Reply::default()
-        });
+        s.last = Some(reply.clone());
         let turn = reply.id;
         if let Some(id) = id {
             s.messages.insert(id, turn.clone());
