@@ -372,24 +372,30 @@ def run_to_file(s: Session, path: Path, result_path: Path) -> None:
     observer = TurnfenceObserver()
     patches.observe(lambda: len(observer.lines))
     options, errors, notes = vclock.run(run(s, observer))
-    meta = {
-        "meta": corpus.nest(
-            {
-                "dialect": "pipecat",
-                "version": PIPECAT_VERSION,
-                "options": options,
-                "expect": "accepted",
-                "story": "a generated session (interop/pipecat/generate.py)",
-                "source": "interop/pipecat/generate.py",
-            }
-        )
+    witness = patches.witness_line()
+    m: dict[str, Any] = {
+        "dialect": "pipecat",
+        "version": PIPECAT_VERSION,
+        "options": options,
+        "expect": "accepted",
+        "story": "a generated session (interop/pipecat/generate.py)",
+        "source": "interop/pipecat/generate.py",
     }
+    if s.patch:
+        # the planted regression and its rule; where it fired (its witness, the first line it
+        # made differ) the log must have that rule at or after the line (interop/oracle.py)
+        m["patch"] = s.patch
+        m["invariant"] = patches.RULES[s.patch]
+        if witness is not None:
+            m["expect"] = "rejected"
+            m["line"] = witness
+    meta = {"meta": corpus.nest(m)}
     with open(path, "w") as fh:
         fh.write(json.dumps(meta) + "\n")
         for ln in observer.lines:
             fh.write(json.dumps(ln) + "\n")
     result_path.write_text(
-        json.dumps({"errors": errors, "notes": notes, "witness": patches.witness_line()})
+        json.dumps({"errors": errors, "notes": notes, "witness": witness})
     )
 
 
