@@ -49,7 +49,7 @@ import session as session_mod  # noqa: E402  (imports pipecat once; children for
 from fakes import version_tuple  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis.database import DirectoryBasedExampleDatabase  # noqa: E402
-from oracle import Patched, judge  # noqa: E402
+from oracle import Known, Patched, judge  # noqa: E402
 from patches import MIN_VERSION, PATCHES, RULES  # noqa: E402
 from pipecat import __version__ as PIPECAT_VERSION  # noqa: E402
 from strategies import Features, Session, sessions  # noqa: E402
@@ -138,8 +138,9 @@ def run_one(i: int, s: Session, out: Path, turnfence: str) -> Outcome:
     if not log.exists():
         verdict = {"ok": False, "why": "no log", "status": "none", "findings": []}
         return Outcome(i, s, log, verdict, "harness:no log", witness, errors, set(), cpu)
-    patched = Patched(s.patch, RULES[s.patch], witness) if s.patch else None
-    verdict = judge(turnfence, str(log), patched)
+    patched = Patched(s.patch, res.get("rule") or RULES[s.patch], witness) if s.patch else None
+    known = [Known(k["name"], k["rule"], int(k["line"])) for k in res.get("known_bugs") or []]
+    verdict = judge(turnfence, str(log), patched, known)
     err_msg = None
     if verdict["status"] == "input_error":
         from oracle import check
