@@ -151,6 +151,9 @@ def run_one(i: int, s: Session, out: Path, turnfence: str) -> Outcome:
     cause = cause_of(verdict, errors, err_msg)
     if s.patch and cause != "ok" and not errors:
         cause = f"{s.patch}:{'missed' if witness else 'not fired, flagged'}:{cause}"
+    if cause == "ok" and verdict.get("documented"):
+        # as the oracle expects of Pipecat's own documented bugs (known_bugs.py): not a failure
+        cause = "ok, documented stack bug: " + ", ".join(verdict["documented"])
     lines = [json.loads(x) for x in log.read_text().splitlines()[1:]]
     dims = coverage_dims.hit(s, lines, FEATURES, res.get("notes") or [])
     return Outcome(i, s, log, verdict, cause, witness, errors, dims, cpu)
@@ -322,7 +325,7 @@ def main() -> int:
                     p[2] += 1
 
     shrunk: dict[str, Outcome] = {}
-    failing = sorted({o.cause for o in outcomes if o.cause != "ok"})
+    failing = sorted({o.cause for o in outcomes if not o.cause.startswith("ok")})
     if args.cause:
         failing = [c for c in failing if c == args.cause]
     if not (args.no_shrink or args.survey):
@@ -343,7 +346,7 @@ def main() -> int:
     all_dims = coverage_dims.dimensions(FEATURES)
     unhit = [d for d in all_dims if d not in dims_hit]
     cpu = sum(o.cpu for o in outcomes)
-    bad = sum(1 for o in outcomes if o.cause != "ok")
+    bad = sum(1 for o in outcomes if not o.cause.startswith("ok"))
 
     print(f"pipecat@{PIPECAT_VERSION}: {len(outcomes)} sessions, seed {args.seed}, patch {args.patch or args.patches or 'none'}")
     print("verdicts:")
