@@ -75,16 +75,35 @@ def llm_not_interrupted() -> None:
 
     start = FrameProcessor._start_interruption
     push = LLMService.push_frame
+    queue = LLMService.queue_frame
 
     async def patched(self: Any) -> None:
         if isinstance(self, LLMService):
-            # witness: the generation this interruption should have stopped pushes on
+            # witness: the generation this interruption should have stopped pushes text or a
+            # tool call on, or a frame waiting in the LLM's queue (which the released code
+            # drops with the process task) goes on
             self.__dict__["_tf_skipped_interruption"] = True
+            ahead = self.__dict__.get("_tf_ahead")
+            self.__dict__["_tf_kept"] = set(ahead if ahead is not None else self.__dict__.get("_tf_waiting", ()))
             return None
         return await start(self)
 
+    async def patched_queue(self: Any, frame: Any, *args: Any, **kwargs: Any) -> None:
+        name = type(frame).__name__
+        if name == "TTSSpeakFrame":
+            self.__dict__.setdefault("_tf_waiting", set()).add(id(frame))
+        elif name in ("InterruptionFrame", "StartInterruptionFrame"):
+            # what the released code drops: the frames that came before the interruption
+            self.__dict__["_tf_ahead"] = set(self.__dict__.get("_tf_waiting", ()))
+        return await queue(self, frame, *args, **kwargs)
+
     async def patched_push(self: Any, frame: Any, *args: Any, **kwargs: Any) -> None:
         name = type(frame).__name__
+        if name == "TTSSpeakFrame":
+            self.__dict__.get("_tf_waiting", set()).discard(id(frame))
+            if id(frame) in self.__dict__.get("_tf_kept", ()) and getattr(frame, "interruptible", True):
+                # the app's speech that waited in the LLM's queue at the interruption is spoken
+                fired()
         if self.__dict__.get("_tf_skipped_interruption"):
             if name == "LLMFullResponseStartFrame":
                 self.__dict__["_tf_skipped_interruption"] = False
@@ -93,12 +112,15 @@ def llm_not_interrupted() -> None:
                 # cancelled: a child spawned after the cancel (the released code cancelled the
                 # generation's task, LLMService._start_interruption, before it could start one)
                 fired("cancel_tree_drained")
-            elif name in ("LLMTextFrame", "LLMFullResponseEndFrame"):
+            elif name == "LLMTextFrame":
                 fired()
+            # an LLMFullResponseEndFrame alone (a reply with no text and no call streams on
+            # to its end) delivers nothing: the cancelled reply's end, no rule broken
         return await push(self, frame, *args, **kwargs)
 
     FrameProcessor._start_interruption = patched  # type: ignore[method-assign]
     LLMService.push_frame = patched_push  # type: ignore[method-assign]
+    LLMService.queue_frame = patched_queue  # type: ignore[method-assign]
 
 
 @patch
