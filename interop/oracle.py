@@ -72,6 +72,12 @@ def findings_of(report: dict[str, Any]) -> list[dict[str, Any]]:
     return list((report.get("verdict") or {}).get("findings") or [])
 
 
+def rule_of(finding: dict[str, Any]) -> str | None:
+    """A finding's rule: its invariant, or its kind where it has none (``left_open``: a turn
+    the log never ended), as the tally names it."""
+    return finding.get("invariant") or finding.get("kind")
+
+
 def describe(report: dict[str, Any]) -> str:
     """One line naming what the checker said: each finding's name and line, or the error."""
     status = report.get("status")
@@ -107,7 +113,7 @@ def judge(
         caught = [
             f
             for f in found
-            if f.get("invariant") == patched.rule and int(f.get("line", 0)) >= patched.witness_line
+            if rule_of(f) == patched.rule and int(f.get("line", 0)) >= patched.witness_line
         ]
         ok = bool(caught) and status == "violations"
         why = (
@@ -133,7 +139,7 @@ def _judge_known(report: dict[str, Any], patched: Patched | None, known: list[Kn
 
     def caught(rule: str, line: int) -> bool:
         return status == "violations" and any(
-            f.get("invariant") == rule and int(f.get("line", 0)) >= line for f in found
+            rule_of(f) == rule and int(f.get("line", 0)) >= line for f in found
         )
 
     required = list(known)
@@ -151,7 +157,7 @@ def _judge_known(report: dict[str, Any], patched: Patched | None, known: list[Kn
     unaccounted = [
         f
         for f in found
-        if not any(f.get("invariant") == k.rule and int(f.get("line", 0)) >= k.line for k in known)
+        if not any(rule_of(f) == k.rule and int(f.get("line", 0)) >= k.line for k in known)
     ]
     if fired:
         unaccounted = []  # a fired patch's consequences are its own, as without known bugs

@@ -25,8 +25,14 @@ RULES: dict[str, str] = {
 # the moment its patched code path takes a step the released code would not, and the next line
 # the observer writes (1-based, the meta line is line 1) is the witness. Without ``observe``
 # (the harness's scenarios) ``fired`` records nothing.
+#
+# A patch's step may break one rule or another depending on what the session does next (a call
+# the interruption left running that reports, or never does; a generation that streams on with
+# text, or with a tool call): ``fired(rule)`` and ``becomes(rule)`` then say which, and
+# ``rule_of`` is the rule the log must show at or after the witness (``RULES`` otherwise).
 _lines: Callable[[], int] | None = None
 _witness: int | None = None
+_rule: str | None = None
 
 
 def observe(lines: Callable[[], int]) -> None:
@@ -34,14 +40,26 @@ def observe(lines: Callable[[], int]) -> None:
     _lines = lines
 
 
-def fired() -> None:
-    global _witness
+def fired(rule: str | None = None) -> None:
+    global _witness, _rule
     if _witness is None and _lines is not None:
         _witness = _lines() + 2
+        _rule = rule
+
+
+def becomes(rule: str) -> None:
+    """What the fired patch's step turned out to break, once the session showed it."""
+    global _rule
+    if _witness is not None:
+        _rule = rule
 
 
 def witness_line() -> int | None:
     return _witness
+
+
+def rule_of(name: str) -> str:
+    return _rule or RULES[name]
 
 
 def patch(fn: Callable[[], None]) -> Callable[[], None]:
@@ -57,25 +75,52 @@ def llm_not_interrupted() -> None:
 
     start = FrameProcessor._start_interruption
     push = LLMService.push_frame
+    queue = LLMService.queue_frame
 
     async def patched(self: Any) -> None:
         if isinstance(self, LLMService):
-            # witness: the generation this interruption should have stopped pushes on
+            # witness: the generation this interruption should have stopped pushes text or a
+            # tool call on, or a frame waiting in the LLM's queue (which the released code
+            # drops with the process task) goes on
             self.__dict__["_tf_skipped_interruption"] = True
+            ahead = self.__dict__.get("_tf_ahead")
+            self.__dict__["_tf_kept"] = set(ahead if ahead is not None else self.__dict__.get("_tf_waiting", ()))
             return None
         return await start(self)
 
+    async def patched_queue(self: Any, frame: Any, *args: Any, **kwargs: Any) -> None:
+        name = type(frame).__name__
+        if name == "TTSSpeakFrame":
+            self.__dict__.setdefault("_tf_waiting", set()).add(id(frame))
+        elif name in ("InterruptionFrame", "StartInterruptionFrame"):
+            # what the released code drops: the frames that came before the interruption
+            self.__dict__["_tf_ahead"] = set(self.__dict__.get("_tf_waiting", ()))
+        return await queue(self, frame, *args, **kwargs)
+
     async def patched_push(self: Any, frame: Any, *args: Any, **kwargs: Any) -> None:
         name = type(frame).__name__
+        if name == "TTSSpeakFrame":
+            self.__dict__.get("_tf_waiting", set()).discard(id(frame))
+            if id(frame) in self.__dict__.get("_tf_kept", ()) and getattr(frame, "interruptible", True):
+                # the app's speech that waited in the LLM's queue at the interruption is spoken
+                fired()
         if self.__dict__.get("_tf_skipped_interruption"):
             if name == "LLMFullResponseStartFrame":
                 self.__dict__["_tf_skipped_interruption"] = False
-            elif name in ("LLMTextFrame", "FunctionCallsStartedFrame", "LLMFullResponseEndFrame"):
+            elif name == "FunctionCallsStartedFrame":
+                # what streams on first is a tool call of the generation the interruption
+                # cancelled: a child spawned after the cancel (the released code cancelled the
+                # generation's task, LLMService._start_interruption, before it could start one)
+                fired("cancel_tree_drained")
+            elif name == "LLMTextFrame":
                 fired()
+            # an LLMFullResponseEndFrame alone (a reply with no text and no call streams on
+            # to its end) delivers nothing: the cancelled reply's end, no rule broken
         return await push(self, frame, *args, **kwargs)
 
     FrameProcessor._start_interruption = patched  # type: ignore[method-assign]
     LLMService.push_frame = patched_push  # type: ignore[method-assign]
+    LLMService.queue_frame = patched_queue  # type: ignore[method-assign]
 
 
 @patch
@@ -83,15 +128,28 @@ def interruption_keeps_function_calls() -> None:
     """LLMService._handle_interruptions cancels nothing: a call registered with cancel_on_interruption=True, started by the generation the interruption binned, runs to its end and its result is taken, as in pipecat-ai/pipecat#4997."""  # noqa: E501
     from pipecat.services.llm_service import LLMService
 
+    push = LLMService.push_frame
+    kept: set[str] = set()
+
     async def patched(self: Any, _frame: Any) -> None:
-        # witness: a call the released code cancels here (its FunctionCallCancelFrame) runs on
+        # witness: a call the released code cancels here (its FunctionCallCancelFrame) runs on.
+        # Until it reports, the reply the interruption cancelled waits on it: a call whose
+        # handler never returns leaves that reply open for ever (`left_open`)
         for item in list(getattr(self, "_function_call_tasks", {}).values()):
             entry = self._functions.get(item.function_name)
             if entry is not None and entry.cancel_on_interruption and not getattr(item, "settled", False):
-                fired()
+                kept.add(item.tool_call_id)
+                fired("left_open")
         return None
 
+    async def patched_push(self: Any, frame: Any, *args: Any, **kwargs: Any) -> None:
+        # a kept call that reports: its result is taken, after its reply was cancelled
+        if type(frame).__name__ == "FunctionCallResultFrame" and frame.tool_call_id in kept:
+            becomes("cancelled_tool_leaves_nothing")
+        return await push(self, frame, *args, **kwargs)
+
     LLMService._handle_interruptions = patched  # type: ignore[method-assign]
+    LLMService.push_frame = patched_push  # type: ignore[method-assign]
 
 
 @patch

@@ -22,6 +22,7 @@ from typing import Any
 import harness  # noqa: I001  (first: its import makes 0.0.84's offline Punkt data)
 import corpus
 import fakes
+import known_bugs
 import patches
 import script
 import vclock
@@ -371,25 +372,47 @@ def run_to_file(s: Session, path: Path, result_path: Path) -> None:
         patches.PATCHES[s.patch]()
     observer = TurnfenceObserver()
     patches.observe(lambda: len(observer.lines))
+    watch = known_bugs.Watch(lambda: len(observer.lines))
+    watch.install()
     options, errors, notes = vclock.run(run(s, observer))
-    meta = {
-        "meta": corpus.nest(
-            {
-                "dialect": "pipecat",
-                "version": PIPECAT_VERSION,
-                "options": options,
-                "expect": "accepted",
-                "story": "a generated session (interop/pipecat/generate.py)",
-                "source": "interop/pipecat/generate.py",
-            }
-        )
+    witness = patches.witness_line()
+    known = watch.witnesses()
+    m: dict[str, Any] = {
+        "dialect": "pipecat",
+        "version": PIPECAT_VERSION,
+        "options": options,
+        "expect": "accepted",
+        "story": "a generated session (interop/pipecat/generate.py)",
+        "source": "interop/pipecat/generate.py",
     }
+    if s.patch:
+        # the planted regression and its rule; where it fired (its witness, the first line it
+        # made differ) the log must have that rule at or after the line (interop/oracle.py)
+        m["patch"] = s.patch
+        m["invariant"] = patches.rule_of(s.patch)
+        if witness is not None:
+            m["expect"] = "rejected"
+            m["line"] = witness
+    if known:
+        # Pipecat's own bugs as released that this run witnessed (known_bugs.py): each one's
+        # rule is expected at or after its line
+        m["expect"] = "rejected"
+        m["known_bugs"] = known
+    meta = {"meta": corpus.nest(m)}
     with open(path, "w") as fh:
         fh.write(json.dumps(meta) + "\n")
         for ln in observer.lines:
             fh.write(json.dumps(ln) + "\n")
     result_path.write_text(
-        json.dumps({"errors": errors, "notes": notes, "witness": patches.witness_line()})
+        json.dumps(
+            {
+                "errors": errors,
+                "notes": notes,
+                "witness": witness,
+                "rule": patches.rule_of(s.patch) if s.patch else None,
+                "known_bugs": known,
+            }
+        )
     )
 
 
