@@ -127,3 +127,41 @@ fn a_reply_played_out_under_held_speech_leaves_no_pause_unjudged() {
         .collect();
     assert!(at_once.is_empty(), "{at_once:?}");
 }
+
+/// The user talks over a `say()` for a second and a half with no word a transcript shows
+/// (`min_interruption_words` 2): `_interrupt_by_audio_activity` returns at the words, however
+/// long the speech, so the say plays out — judged so, not left open as a reply that played on
+/// through speech that counted.
+#[test]
+fn speech_of_too_few_words_interrupts_nothing_however_long() {
+    let log = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "options": {"allow_interruptions": true, "min_interruption_duration": 1.0, "min_interruption_words": 2, "false_interruption_timeout": 2.0, "resume_false_interruption": false, "discard_audio_if_uninterruptible": true, "user_away_timeout": 15.0, "aec_warmup_duration": null}, "fixture": {"source": "written for the rule, after a session of interop/livekit generate.py"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "say", "created_at": 1750000000.0}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000000.2}
+{"type": "user_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000001.0}
+{"type": "user_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000002.5}
+{"type": "conversation_item_added", "item": {"id": "item_1", "type": "message", "role": "assistant", "content": ["Hello there"], "interrupted": false, "created_at": 1750000000.0}, "created_at": 1750000003.0}
+{"type": "agent_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000003.0}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000004.0}
+"#;
+    let v = dialect::check_input(log.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    assert!(v.conforms(), "{:?}", v.findings);
+    assert!(v.not_judged.is_empty(), "{:?}", v.not_judged);
+}
+
+/// A reply paused before its first audio by speech held over it (too few words until an
+/// interim brings enough): the pause took the speech, and the generated session conforms with
+/// nothing left unjudged.
+#[test]
+fn a_pause_before_the_first_audio_takes_the_held_speech() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../fixtures/generated/livekit-agents@1.8.9/pause_before_audio_takes_held_speech.events.jsonl",
+    );
+    let v = dialect::check_input(crate::read(&path).as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    assert!(v.conforms(), "{:?}", v.findings);
+    assert!(v.not_judged.is_empty(), "{:?}", v.not_judged);
+}

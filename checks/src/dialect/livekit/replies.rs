@@ -83,6 +83,12 @@ impl Line<'_> {
                 s.continuing = None;
                 let unheard = self.transcript_paused(s);
                 self.stopped_under_speech(s, &mut out);
+                // Not speaking yet, under the speech held over it: LiveKit paused it before its
+                // first audio (`_interrupt_by_audio_activity`'s pause says `listening`) — it
+                // took the speech.
+                if s.current.as_ref().is_some_and(|r| !r.spoke) {
+                    out.extend(self.release_speech(s, true));
+                }
                 if unheard {
                     s.speech = None;
                     out.push(self.input(InputKind::SpeechStopped));

@@ -4,8 +4,8 @@
 use super::*;
 
 impl Line<'_> {
-    /// The user starts speaking, dated to the detector's start. Over a reply speaking that
-    /// speech may interrupt (it allows interruptions, as far as the log says, and the turn
+    /// The user starts speaking, dated to the detector's start. Over a reply speaking (or not
+    /// yet, the turn's words too few to interrupt it) that speech may interrupt (it allows interruptions, as far as the log says, and the turn
     /// detection lets audio activity interrupt), it is held back until LiveKit shows what it
     /// made of it: a pause or an interruption gives it to the model; its end with neither leaves
     /// the reply's interruption unjudged.
@@ -19,10 +19,14 @@ impl Line<'_> {
         // before the warm-up's end, where that is later than its start.
         let min = s.options.interruption.min_ms;
         let counts_from = warm.map_or(began, |end| began.max(end.saturating_sub(min)));
+        // Over a reply not speaking yet too, while the user's turn has fewer words than
+        // `min_interruption_words`: `_interrupt_by_audio_activity` weighs the words first,
+        // whatever the agent's state, and returns.
+        let few = s.turn_words.saturating_add(s.interim_words) < s.options.min_words;
         let over = s
             .current
             .as_ref()
-            .filter(|r| r.spoke && !r.paused && r.allows && s.options.speech_interrupts)
+            .filter(|r| (r.spoke || few) && !r.paused && r.allows && s.options.speech_interrupts)
             .map(|r| r.id.clone());
         let held = over.is_some();
         if !s.agent_speaking && s.holds_unpaused() {
@@ -88,15 +92,20 @@ impl Line<'_> {
         let Some(reply) = speech.held_over.clone() else {
             return vec![self.input(InputKind::SpeechStopped)];
         };
-        let counted = ended
-            >= speech
-                .counts_from
-                .saturating_add(s.options.interruption.min_ms);
+        // A turn of fewer words than `min_interruption_words` interrupted nothing however long
+        // it lasted (`_interrupt_by_audio_activity` returns first): it counts from now at the
+        // earliest.
+        let few = s.turn_words.saturating_add(s.interim_words) < s.options.min_words;
+        let counted = !few
+            && ended
+                >= speech
+                    .counts_from
+                    .saturating_add(s.options.interruption.min_ms);
         if !counted {
             return vec![
                 self.input(InputKind::SpeechStarted {
                     confidence: 1.0,
-                    since: Some(speech.counts_from),
+                    since: Some(if few { self.at } else { speech.counts_from }),
                 }),
                 self.input(InputKind::SpeechStopped),
             ];
