@@ -263,6 +263,8 @@ struct Session {
     held: Option<(Millis, usize)>,
     /// What the lines after the held speech made of the stop, given after it.
     reactions: Vec<Event<TurnMachine>>,
+    /// The items (or responses) whose position the player read while the speech was held.
+    read_at_stop: BTreeSet<String>,
     /// The latest time of the session's lines that made events so far: a held speech given later
     /// is given no earlier (what was read while it waited, a position the player read, is
     /// before it, and the session's clock is past it).
@@ -286,6 +288,7 @@ impl Default for Session {
             calls: BTreeMap::new(),
             held: None,
             reactions: Vec::new(),
+            read_at_stop: BTreeSet::new(),
             last_at: 0,
         }
     }
@@ -378,11 +381,26 @@ impl StackDialect<TurnMachine> for Realtime {
                     }));
                 return Ok(Vec::new());
             }
+            // The server's WebRTC `output_audio_buffer.cleared` in a session whose app plays
+            // the audio itself (its player reports positions): the server's buffer is not what
+            // the user hears. The server clears it at the speech; the app's player stops later,
+            // when the SDK's `audio_interrupted` reaches it through the session's event queue
+            // (the `speech_started` branch of `_handle_ws_event` emits it and truncates at the
+            // tracker's position, which the app's clear then states). The app's clear is the
+            // cut; the server's is read and skipped while the speech waits for it.
+            if kind == "output_audio_buffer.cleared" && state.player {
+                return Ok(Vec::new());
+            }
+            // The player's position read as the app stops it is one reading of the item; a
+            // second one that moved on is the player still playing, after the stop.
+            let first_read = kind == "playback.played"
+                && event
+                    .item_id
+                    .as_deref()
+                    .or(event.response_id.as_deref())
+                    .is_some_and(|key| state.read_at_stop.insert(key.to_owned()));
             let waits = kind == "playback.cleared"
-                || within
-                    && (kind == "playback.played"
-                        || SKIPPED.contains(&kind)
-                        || BOOKKEEPING.contains(&kind));
+                || within && (first_read || SKIPPED.contains(&kind) || BOOKKEEPING.contains(&kind));
             if !waits {
                 out.extend(x.release_speech(state, 0));
             }

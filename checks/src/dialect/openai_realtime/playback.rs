@@ -29,6 +29,7 @@ impl Line<'_> {
         let Some((at, line)) = s.held.take() else {
             return Vec::new();
         };
+        s.read_at_stop.clear();
         self.cut.set(true);
         let now = self
             .machine
