@@ -221,6 +221,9 @@ struct Response {
     /// Out of band (`conversation: "none"`): it runs beside the conversation's responses and
     /// takes no part in its turns; only its audio heard over another's is judged.
     out_of_band: bool,
+    /// Of an out-of-band response: the milliseconds of its audio a player's clear dropped
+    /// unplayed (the player drops its whole queue at a clear).
+    dropped_ms: u64,
 }
 
 /// A function call of the conversation's: the response it is of, whether the model made it
