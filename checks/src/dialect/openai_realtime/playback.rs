@@ -400,13 +400,15 @@ impl Line<'_> {
         // of a response still generating (the SDK truncates the item it owns to its full length,
         // `_interrupt_audio_playback`), or of a finished one whose audio all played out, no line
         // having cleared it (the SDK's playback tracker still names the last item it played, and
-        // truncates it where it ended).
+        // truncates it where it ended), or server VAD's held speech over a response still
+        // generating whose audio the player had all played (the `speech_started` branch of
+        // `_handle_ws_event` truncates the tracker's item at its elapsed ms, all of it).
         let played_out = !s.cleared.contains(&turn)
             && self.machine.is_some_and(|m| {
                 let t = m.session().turn(&turn);
                 t.is_some_and(|t| t.phase.is_terminal())
             });
-        let drops_nothing = (cuts || played_out)
+        let drops_nothing = (cuts || played_out || s.held.is_some())
             && self.machine.is_some_and(|m| {
                 let s = m.session();
                 s.playback.frames_of(&turn) == 0 && s.turn(&turn).is_some_and(|t| t.played == heard)
