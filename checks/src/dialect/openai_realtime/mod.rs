@@ -370,6 +370,16 @@ impl StackDialect<TurnMachine> for Realtime {
         // positions read at the stop go before it, the stop's reactions (the client's
         // truncation and cancel, the server's done) after it, and lines without turn semantics
         // are read; any other line, or one past the window, gives it first.
+        // The server's WebRTC `output_audio_buffer.cleared` in a session whose app plays the
+        // audio itself (its player reports positions): the server's buffer is not what the user
+        // hears, and the app's own clear is the cut. The server clears its buffer at the speech
+        // or at the response's done, while the app's player stops when the SDK's
+        // `audio_interrupted` reaches it through the session's event queue (the
+        // `speech_started` branch of `_handle_ws_event` emits it and truncates at the tracker's
+        // position, which the app's clear then states), or not at all. Read and skipped.
+        if kind == "output_audio_buffer.cleared" && state.player {
+            return Ok(Vec::new());
+        }
         let mut out = Vec::new();
         if let Some((held, _)) = state.held {
             let within = at <= held.saturating_add(STOP_WINDOW_MS);
@@ -382,16 +392,6 @@ impl StackDialect<TurnMachine> for Realtime {
                         line,
                         event: Box::new(event),
                     }));
-                return Ok(Vec::new());
-            }
-            // The server's WebRTC `output_audio_buffer.cleared` in a session whose app plays
-            // the audio itself (its player reports positions): the server's buffer is not what
-            // the user hears. The server clears it at the speech; the app's player stops later,
-            // when the SDK's `audio_interrupted` reaches it through the session's event queue
-            // (the `speech_started` branch of `_handle_ws_event` emits it and truncates at the
-            // tracker's position, which the app's clear then states). The app's clear is the
-            // cut; the server's is read and skipped while the speech waits for it.
-            if kind == "output_audio_buffer.cleared" && state.player {
                 return Ok(Vec::new());
             }
             // The player's position read as the app stops it is one reading of the item; a
