@@ -35,8 +35,9 @@ the SDK's code path, never what the checker said:
 - ``queued_item_never_truncated`` / ``barge_in_before_new_item_played``
   (``truncated_to_heard``): an interruption (either path) truncates at most the item the playback
   tracker is playing (``_get_playback_state``); an item whose audio the SDK received since the
-  last interruption, of a response that is done or that the interruption ended, and that the
-  player has not played to the end is left as it is (an item of a response that streams on,
+  last interruption, of a conversation's response (an out-of-band one adds no item to the
+  conversation) that is done or that the interruption ended, and that the player has not
+  played to the end is left as it is (an item of a response that streams on,
   such as an out-of-band one no one cancelled, goes on playing). The first
   name when the tracker had a current item (another one), the second when it had none (reset by
   the previous interruption, the new item still in the player's jitter buffer). Witness: the
@@ -157,6 +158,10 @@ class Watch:
                 continue
             state = model._audio_state_tracker.get_state(*key)
             if state is None or player is None or state.response_id not in ended:
+                continue
+            if not self.responses.get(state.response_id, {}).get("conv", True):
+                # an out-of-band response's item is in no conversation: no context keeps what
+                # was not heard of it, and nothing is owed a truncation
                 continue
             played = player.pos.get(key[0], 0)
             if played + 1 < state.audio_length_ms:
