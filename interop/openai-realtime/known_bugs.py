@@ -26,11 +26,18 @@ the SDK's code path, never what the checker said:
   response (``conversation_id`` none) is in progress (nor does any interruption's unnamed
   ``response.cancel`` end it); a later delta of it is handed to the app while another response
   in progress is sending audio too, and played. Witness: that delta's line.
+- ``oob_response_beside_vad_response`` (``single_running_turn``): an out-of-band response the
+  SDK created with no response in progress (its sequencer, ``_ResponseCreateSequencer.wait_for_response_create_slot``, holds a
+  ``response.create`` only while one is) is still in progress when the server's VAD
+  (``create_response``) starts the conversation's response; their deltas arrive interleaved and
+  ``_handle_audio_delta`` hands both to the app, which plays them. Witness: the line of a delta
+  of one handed to the app while the other, in progress, has sent audio, once played.
 - ``queued_item_never_truncated`` / ``barge_in_before_new_item_played``
   (``truncated_to_heard``): an interruption (either path) truncates at most the item the playback
   tracker is playing (``_get_playback_state``); an item whose audio the SDK received since the
-  last interruption, of a response that is done or that the interruption ended, and that the
-  player has not played to the end is left as it is (an item of a response that streams on,
+  last interruption, of a conversation's response (an out-of-band one adds no item to the
+  conversation) that is done or that the interruption ended, and that the player has not
+  played to the end is left as it is (an item of a response that streams on,
   such as an out-of-band one no one cancelled, goes on playing). The first
   name when the tracker had a current item (another one), the second when it had none (reset by
   the previous interruption, the new item still in the player's jitter buffer). Witness: the
@@ -53,6 +60,7 @@ RULES = {
     "late_delta_after_cancel_played": "no_late_delivery",
     "interrupt_under_server_vad_no_cancel": "no_late_delivery",
     "oob_response_outlives_barge_in": "single_running_turn",
+    "oob_response_beside_vad_response": "single_running_turn",
     "queued_item_never_truncated": "truncated_to_heard",
     "barge_in_before_new_item_played": "truncated_to_heard",
     "tracker_restarts": "truncated_to_heard",
@@ -74,7 +82,10 @@ class Watch:
     def __init__(self, box: dict[str, Any]) -> None:
         self.box = box  # box["log"]: the session's harness.Log (set when the app builds it)
         self.found: dict[str, int] = {}
-        self.responses: dict[str, dict[str, Any]] = {}  # id -> {"conv": bool, "done": bool}
+        # id -> {"conv": bool, "done": bool, "alone": bool (out of band, its create sent with no
+        # response in progress)}
+        self.responses: dict[str, dict[str, Any]] = {}
+        self.oob_creates: list[bool] = []  # out-of-band creates sent, not yet answered: alone?
         self.interrupted: dict[str, str] = {}  # response id -> the bug its late audio shows
         self.oob_survivors: set[str] = set()
         self.sounding: set[str] = set()  # responses whose audio has begun to arrive
@@ -117,6 +128,13 @@ class Watch:
     def live(self) -> list[str]:
         return [r for r, s in self.responses.items() if not s["done"]]
 
+    def beside(self, oob: str, conv: str) -> bool:
+        """``oob`` is an out-of-band response the SDK's sequencer sent with no response in
+        progress, and ``conv`` the conversation's response the server started while it ran (its
+        VAD's ``create_response``: the sequencer holds only the SDK's own creates)."""
+        o, c = self.responses.get(oob), self.responses.get(conv)
+        return o is not None and c is not None and not o["conv"] and o["alone"] and c["conv"]
+
     def interrupted_playback(self, model: Any, tracker_item: Any, line: int, how: str) -> None:
         """The SDK emitted an interruption: which responses' late audio is a bug, and which
         received items it left untruncated."""
@@ -140,6 +158,10 @@ class Watch:
                 continue
             state = model._audio_state_tracker.get_state(*key)
             if state is None or player is None or state.response_id not in ended:
+                continue
+            if not self.responses.get(state.response_id, {}).get("conv", True):
+                # an out-of-band response's item is in no conversation: no context keeps what
+                # was not heard of it, and nothing is owed a truncation
                 continue
             played = player.pos.get(key[0], 0)
             if played + 1 < state.audio_length_ms:
@@ -211,6 +233,10 @@ def _install(w: Watch) -> None:
             elif rid in w.oob_survivors and any(r != rid and r in w.sounding for r in w.live()):
                 # its audio and another live response's arriving interleaved: played at once
                 tag = ("oob_response_outlives_barge_in", line)
+            elif rid in w.responses and any(
+                w.beside(rid, r) or w.beside(r, rid) for r in w.live() if r != rid and r in w.sounding
+            ):
+                tag = ("oob_response_beside_vad_response", line)
             if rid is not None:
                 w.sounding.add(rid)
             if tag is not None:
@@ -220,6 +246,8 @@ def _install(w: Watch) -> None:
     async def watched_send_raw(self, event):  # type: ignore[no-untyped-def]
         if w.sent is not None:
             w.sent.append(event)
+        if event.type == "response.create" and getattr(getattr(event, "response", None), "conversation", None) == "none":
+            w.oob_creates.append(not w.live())
         result = await send_raw(self, event)
         if event.type == "conversation.item.truncate" and w.player is not None and w.sent is not None:
             # the tracker (not yet reset: that comes after the truncate) names this item and
@@ -234,7 +262,9 @@ def _install(w: Watch) -> None:
         kind = event.get("type") if isinstance(event, dict) else None
         if kind == "response.created":
             r = event.get("response") or {}
-            w.responses[r.get("id")] = {"conv": r.get("conversation_id") is not None, "done": False}
+            conv = r.get("conversation_id") is not None
+            alone = not conv and bool(w.oob_creates) and w.oob_creates.pop(0)
+            w.responses[r.get("id")] = {"conv": conv, "done": False, "alone": alone}
         elif kind == "response.done":
             rid = (event.get("response") or {}).get("id")
             if rid in w.responses:

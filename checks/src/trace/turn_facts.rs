@@ -45,6 +45,13 @@ pub enum Fact {
     /// stack may make beside the conversation's): heard at once with `other` if `other` had
     /// begun to play and still had audio to play.
     HeardBeside { turn: String, other: String },
+    /// The user's player began to play `turn` while `other` (a response outside the
+    /// turn-taking), begun, still had `left` ms of audio to play: heard at once.
+    HeardOver {
+        turn: String,
+        other: String,
+        left: u64,
+    },
 }
 
 /// How a function call broke `tool_call_settled`, as the log states it.
@@ -154,6 +161,16 @@ pub fn judge(s: &Session, fact: &Fact, at: u64, history: &History<'_, TurnMachin
                 )
             })
         }
+        Fact::HeardOver { turn, other, left } => Some((
+            Some(Invariant::SingleRunningTurn),
+            vec![turn.clone(), other.clone()],
+            said![
+                said::turn(turn),
+                format!(" began to play while {left} ms of "),
+                said::turn(other),
+                " were still to play: two heard at once"
+            ],
+        )),
         Fact::CancelTargets { generation } => {
             let t = s.turns.iter().rev().find(|t| t.generation == *generation);
             match t {

@@ -221,6 +221,9 @@ struct Response {
     /// Out of band (`conversation: "none"`): it runs beside the conversation's responses and
     /// takes no part in its turns; only its audio heard over another's is judged.
     out_of_band: bool,
+    /// Of an out-of-band response: the milliseconds of its audio a player's clear dropped
+    /// unplayed (the player drops its whole queue at a clear).
+    dropped_ms: u64,
 }
 
 /// A function call of the conversation's: the response it is of, whether the model made it
@@ -263,6 +266,8 @@ struct Session {
     held: Option<(Millis, usize)>,
     /// What the lines after the held speech made of the stop, given after it.
     reactions: Vec<Event<TurnMachine>>,
+    /// The items (or responses) whose position the player read while the speech was held.
+    read_at_stop: BTreeSet<String>,
     /// The latest time of the session's lines that made events so far: a held speech given later
     /// is given no earlier (what was read while it waited, a position the player read, is
     /// before it, and the session's clock is past it).
@@ -286,6 +291,7 @@ impl Default for Session {
             calls: BTreeMap::new(),
             held: None,
             reactions: Vec::new(),
+            read_at_stop: BTreeSet::new(),
             last_at: 0,
         }
     }
@@ -364,6 +370,16 @@ impl StackDialect<TurnMachine> for Realtime {
         // positions read at the stop go before it, the stop's reactions (the client's
         // truncation and cancel, the server's done) after it, and lines without turn semantics
         // are read; any other line, or one past the window, gives it first.
+        // The server's WebRTC `output_audio_buffer.cleared` in a session whose app plays the
+        // audio itself (its player reports positions): the server's buffer is not what the user
+        // hears, and the app's own clear is the cut. The server clears its buffer at the speech
+        // or at the response's done, while the app's player stops when the SDK's
+        // `audio_interrupted` reaches it through the session's event queue (the
+        // `speech_started` branch of `_handle_ws_event` emits it and truncates at the tracker's
+        // position, which the app's clear then states), or not at all. Read and skipped.
+        if kind == "output_audio_buffer.cleared" && state.player {
+            return Ok(Vec::new());
+        }
         let mut out = Vec::new();
         if let Some((held, _)) = state.held {
             let within = at <= held.saturating_add(STOP_WINDOW_MS);
@@ -378,11 +394,16 @@ impl StackDialect<TurnMachine> for Realtime {
                     }));
                 return Ok(Vec::new());
             }
+            // The player's position read as the app stops it is one reading of the item; a
+            // second one that moved on is the player still playing, after the stop.
+            let first_read = kind == "playback.played"
+                && event
+                    .item_id
+                    .as_deref()
+                    .or(event.response_id.as_deref())
+                    .is_some_and(|key| state.read_at_stop.insert(key.to_owned()));
             let waits = kind == "playback.cleared"
-                || within
-                    && (kind == "playback.played"
-                        || SKIPPED.contains(&kind)
-                        || BOOKKEEPING.contains(&kind));
+                || within && (first_read || SKIPPED.contains(&kind) || BOOKKEEPING.contains(&kind));
             if !waits {
                 out.extend(x.release_speech(state, 0));
             }

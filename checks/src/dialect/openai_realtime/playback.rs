@@ -29,6 +29,7 @@ impl Line<'_> {
         let Some((at, line)) = s.held.take() else {
             return Vec::new();
         };
+        s.read_at_stop.clear();
         self.cut.set(true);
         let now = self
             .machine
@@ -97,11 +98,63 @@ impl Line<'_> {
     /// The player begins `key`'s audio (its start, or its first position): judged where it is
     /// an out-of-band response's.
     fn begins(&self, s: &mut Session, key: String, turn: &str) -> Events {
-        if s.begun.insert(key) && s.out_of_band(turn) {
+        if !s.begun.insert(key) {
+            Vec::new()
+        } else if s.out_of_band(turn) {
             self.heard_beside(s, turn)
         } else {
-            Vec::new()
+            self.heard_over(s, turn)
         }
+    }
+
+    /// A conversation's response began to play while an out-of-band response the player had
+    /// begun still had audio queued: two heard at once (the player, one queue in arrival
+    /// order, interleaves them).
+    fn heard_over(&self, s: &Session, turn: &str) -> Events {
+        let mut queued: Vec<(&String, u64)> = s
+            .responses
+            .iter()
+            .filter(|(id, r)| r.out_of_band && self.begun_any(s, id))
+            .map(|(id, r)| (id, Self::queued_of(s, id, r)))
+            .filter(|(_, ms)| *ms > 0)
+            .collect();
+        queued.sort();
+        queued
+            .into_iter()
+            .map(|(other, left)| Event::Fact {
+                session: self.session.to_owned(),
+                at: self.at,
+                fact: Fact::HeardOver {
+                    turn: turn.to_owned(),
+                    other: other.clone(),
+                    left,
+                },
+            })
+            .collect()
+    }
+
+    /// The player began some audio of response `id` (its own key, or an item of it).
+    fn begun_any(&self, s: &Session, id: &str) -> bool {
+        s.begun
+            .iter()
+            .any(|key| key == id || s.items.get(key).is_some_and(|r| r == id))
+    }
+
+    /// What an out-of-band response has queued in the player: received, less what the player's
+    /// positions say it played and what a clear dropped.
+    fn queued_of(s: &Session, id: &str, r: &super::Response) -> u64 {
+        r.audio_ms
+            .saturating_sub(Self::played_of(s, id))
+            .saturating_sub(r.dropped_ms)
+    }
+
+    /// What the player's positions say it played of response `id`.
+    fn played_of(s: &Session, id: &str) -> u64 {
+        s.positions
+            .iter()
+            .filter(|(key, _)| *key == id || s.items.get(*key).is_some_and(|r| r == id))
+            .map(|(_, ms)| *ms)
+            .sum()
     }
 
     /// The app's `playback.played`: its player reached `audio_end_ms` into the item's (or the
@@ -199,6 +252,19 @@ impl Line<'_> {
     /// the interruption (server VAD that does not interrupt, a stop the user asked for).
     pub(super) fn cleared(&self, s: &mut Session) -> Result<Events, InputError> {
         let (key, turn) = self.player_subject(s)?;
+        // The player drops its whole queue: an out-of-band response's audio queued goes too.
+        let oob: Vec<String> = s
+            .responses
+            .iter()
+            .filter(|(_, r)| r.out_of_band)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in oob {
+            let played = Self::played_of(s, &id);
+            if let Some(r) = s.responses.get_mut(&id) {
+                r.dropped_ms = r.audio_ms.saturating_sub(played);
+            }
+        }
         if s.out_of_band(&turn) {
             return Ok(Vec::new());
         }
@@ -334,13 +400,15 @@ impl Line<'_> {
         // of a response still generating (the SDK truncates the item it owns to its full length,
         // `_interrupt_audio_playback`), or of a finished one whose audio all played out, no line
         // having cleared it (the SDK's playback tracker still names the last item it played, and
-        // truncates it where it ended).
+        // truncates it where it ended), or server VAD's held speech over a response still
+        // generating whose audio the player had all played (the `speech_started` branch of
+        // `_handle_ws_event` truncates the tracker's item at its elapsed ms, all of it).
         let played_out = !s.cleared.contains(&turn)
             && self.machine.is_some_and(|m| {
                 let t = m.session().turn(&turn);
                 t.is_some_and(|t| t.phase.is_terminal())
             });
-        let drops_nothing = (cuts || played_out)
+        let drops_nothing = (cuts || played_out || s.held.is_some())
             && self.machine.is_some_and(|m| {
                 let s = m.session();
                 s.playback.frames_of(&turn) == 0 && s.turn(&turn).is_some_and(|t| t.played == heard)

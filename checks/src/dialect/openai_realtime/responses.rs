@@ -50,14 +50,26 @@ impl Line<'_> {
     /// model stream a child of it.
     pub(super) fn created(&self, s: &mut Session) -> Result<Events, InputError> {
         let id = self.need_str(&["response", "id"])?;
-        let asked_out_of_band = !s.creates.is_empty() && s.creates.remove(0).1;
-        let out_of_band = asked_out_of_band
-            || self
-                .event
-                .response
-                .as_ref()
-                .and_then(|r| r.conversation_id)
-                .is_some_and(|c| c.get() == "null");
+        // The server's `conversation_id` says which it is where it is stated (an id: the
+        // conversation's; `null`: out of band, the API's reference for `response.created`), and
+        // answers the first create of its kind: a response the server's VAD started
+        // (`create_response`) answers none of the client's, and an out-of-band create still
+        // pending is left for its own response.
+        let stated = self
+            .event
+            .response
+            .as_ref()
+            .and_then(|r| r.conversation_id)
+            .map(|c| c.get() == "null");
+        let out_of_band = match stated {
+            Some(oob) => {
+                if let Some(i) = s.creates.iter().position(|c| c.1 == oob) {
+                    s.creates.remove(i);
+                }
+                oob
+            }
+            None => !s.creates.is_empty() && s.creates.remove(0).1,
+        };
         if out_of_band {
             s.responses.insert(
                 id,

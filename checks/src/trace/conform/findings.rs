@@ -10,7 +10,8 @@ use crate::trace::{Finding, FindingKind};
 /// open, or a stated fact it contradicts, at the very line where an invariant is
 /// broken; or a stated fact that breaks the same invariant there — go with it rather than
 /// standing alone: one finding per broken event. So does an output about a subject (a turn) whose
-/// invariant broke at an earlier line: it follows from the first break.
+/// invariant broke at an earlier line: it follows from the first break; and an output missing
+/// within the story of a later finding about the same subject (between its `since` and its line).
 pub(super) fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>) -> Vec<Finding> {
     // The invariant findings at each line, looked up once per conformance finding (a search of
     // them all for each would be quadratic in a trace with many findings).
@@ -47,7 +48,22 @@ pub(super) fn attach_derived(conformance: Vec<Finding>, mut judged: Vec<Finding>
                 .iter()
                 .position(|j| j.line < f.line && j.ids.first() == Some(subject))
         };
-        let cause = here.or_else(earlier);
+        // An output missing about a subject whose invariant finding, found at a later line,
+        // tells a story that began before it (`since`): the output the invariant says never
+        // came (a truncation a held interruption owed, found where the clear it was owed at
+        // came).
+        let later = || {
+            let subject = f.ids.first()?;
+            (f.kind == FindingKind::MissingOutput).then_some(())?;
+            judged.iter().position(|j| {
+                j.kind == FindingKind::Invariant
+                    && j.session == f.session
+                    && j.line > f.line
+                    && j.since.is_some_and(|since| since <= f.line)
+                    && j.ids.first() == Some(subject)
+            })
+        };
+        let cause = here.or_else(earlier).or_else(later);
         match cause {
             Some(i) => judged[i].derived.push(f),
             None => out.push(f),
