@@ -165,3 +165,67 @@ fn a_pause_before_the_first_audio_takes_the_held_speech() {
     assert!(v.conforms(), "{:?}", v.findings);
     assert!(v.not_judged.is_empty(), "{:?}", v.not_judged);
 }
+
+/// The kept generated sessions `name` of LiveKit 1.8.9, judged keeping the effective trace.
+fn judged_kept(name: &str) -> trace::Verdict {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/generated/livekit-agents@1.8.9")
+        .join(format!("{name}.events.jsonl"));
+    let text = crate::read(&path);
+    dialect::check_input_keeping(text.as_bytes(), &Default::default(), trace::Keep::Effective)
+        .verdict
+        .unwrap()
+}
+
+/// A reply none of whose audio is out, interrupted by the user's turn committing with its reply
+/// created (`_user_turn_completed_task`): it is stopped there, and what follows is the new
+/// reply's — not the silent one's, going on.
+#[test]
+fn a_silent_reply_interrupted_by_the_users_turn_is_stopped_there() {
+    let v = judged_kept("silent_reply_interrupted_by_user_turn");
+    assert!(v.conforms(), "{:?}", v.findings);
+    let step = |what: &str| v.effective.iter().position(|l| l.contains(what));
+    let stop = step(r#""input":"stop","turn":"speech_2","request_id":"speech_2-user-turn""#);
+    let next = step(r#""input":"accept","turn":"speech_3""#);
+    assert!(stop.is_some() && stop < next, "{:#?}", v.effective);
+}
+
+/// When each `speech_started` of a log's effective trace is given to the model (its `at`).
+fn speech_given_at(log: &str) -> Vec<u64> {
+    let v =
+        dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
+            .verdict
+            .unwrap();
+    v.effective
+        .iter()
+        .filter_map(|l| {
+            let json = &l[l.find('{').unwrap()..];
+            let line: serde_json::Value = serde_json::Deserializer::from_str(json)
+                .into_iter()
+                .next()
+                .unwrap()
+                .unwrap();
+            (line["input"] == "speech_started").then(|| line["at"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+/// Speech over a reply still thinking, the user's turn already of `min_interruption_words`
+/// words (an interim said them): enough to interrupt, it is given to the model at once, not
+/// held as a turn of too few words is.
+#[test]
+fn speech_over_a_thinking_reply_with_words_enough_is_given_at_once() {
+    let log = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "options": {"allow_interruptions": true, "min_interruption_duration": 0.3, "min_interruption_words": 2, "false_interruption_timeout": 2.0, "resume_false_interruption": false, "discard_audio_if_uninterruptible": true, "user_away_timeout": 15.0, "aec_warmup_duration": null}, "fixture": {"source": "written for the rule"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "generate_reply", "created_at": 1750000000.0}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "thinking", "created_at": 1750000000.0}
+{"type": "user_input_transcribed", "transcript": "Hold on", "is_final": false, "item_id": null, "speaker_id": null, "language": "en", "created_at": 1750000000.5}
+{"type": "user_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000001.0}
+{"type": "user_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000002.0}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000003.0}
+"#;
+    assert_eq!(speech_given_at(log), [1000]);
+    let one = log.replacen(r#""transcript": "Hold on""#, r#""transcript": "Hold""#, 1);
+    assert_ne!(one, log);
+    assert_eq!(speech_given_at(&one), [2000]);
+}
