@@ -173,8 +173,18 @@ struct Update {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct Call {
+    /// The call's item id: `{generation id}/fnc_{n}` (`perform_llm_inference`), naming the
+    /// generation that made it.
+    id: Option<String>,
     call_id: Option<String>,
     name: Option<String>,
+}
+
+impl Call {
+    /// The id of the generation that made the call.
+    fn generation(&self) -> Option<&str> {
+        Some(self.id.as_deref()?.split_once("/fnc_")?.0)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -200,6 +210,8 @@ struct Reply {
     /// It may be interrupted: its speech's `allow_interruptions` where the log states it (and
     /// the speech it began from is certain), else the session's.
     allows: bool,
+    /// Its generation's id, once a call of it names it.
+    generation_id: Option<String>,
 }
 
 /// The user's speech in progress, as the dialect holds it while the reply it falls on may not

@@ -69,7 +69,8 @@ impl Line<'_> {
                     ));
                 };
                 let name = call.and_then(|c| c.name.clone()).unwrap_or_default();
-                Ok(self.start_call(s, &id, name))
+                let generation = call.and_then(Call::generation);
+                Ok(self.start_call(s, &id, name, generation))
             }
             Some("tool_call_ended") => {
                 let id = u
@@ -105,12 +106,41 @@ impl Line<'_> {
 
     /// A call starts: a tool child of the reply in progress (or of the last one: a tool may
     /// start after its reply's message).
-    pub(super) fn start_call(&self, s: &mut Session, id: &str, name: String) -> Events {
+    pub(super) fn start_call(
+        &self,
+        s: &mut Session,
+        id: &str,
+        name: String,
+        generation: Option<&str>,
+    ) -> Events {
         let mut out = Vec::new();
+        // A call of another generation than the reply in progress, which the model has stopped
+        // (the user's turn interrupted it) while a speech waits to begin: that speech's reply
+        // began, with no state of its own to say so (the agent was thinking already).
+        let ended = |turn: &str| {
+            self.machine
+                .and_then(|m| m.session().turn(turn))
+                .is_some_and(|t| !t.phase.is_running())
+        };
+        let superseded = s.current.as_ref().is_some_and(|r| {
+            let other = r
+                .generation_id
+                .as_deref()
+                .zip(generation)
+                .is_some_and(|(own, call)| own != call);
+            other && ended(&r.id)
+        });
+        if superseded && s.records_speeches && s.may_begin {
+            s.last = s.current.take();
+            s.pre_paused = false;
+        }
         // A call with no reply in progress, where a speech was created and has not begun: that
         // queued speech's, whose tools start when it is scheduled, before its audio.
         if s.current.is_none() && s.continuing.is_none() && s.records_speeches && s.may_begin {
             out.push(self.begin_reply(s));
+        }
+        if let Some(r) = s.current.as_mut() {
+            r.generation_id = r.generation_id.take().or(generation.map(str::to_owned));
         }
         let turn = s
             .current
@@ -206,7 +236,7 @@ impl Line<'_> {
                     continue;
                 }
                 let name = call.name.clone().unwrap_or_default();
-                out.extend(self.start_call(s, &id, name));
+                out.extend(self.start_call(s, &id, name, call.generation()));
             }
             let returned = s.returned.get(&id).copied();
             let answer = match (returned, o.is_error) {
