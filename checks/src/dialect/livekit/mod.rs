@@ -17,6 +17,7 @@
 //! reads nor lists is an input error at its line.
 
 pub mod entry;
+mod events;
 pub mod explore;
 mod options;
 mod replies;
@@ -27,7 +28,7 @@ mod wording;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde::Deserialize;
+use events::{Call, Ev};
 use serde_json::{Map, Value};
 use turnfence_model::said::Vocabulary;
 use turnfence_model::turn::{
@@ -128,71 +129,6 @@ pub const SESSION_KEY: &str = "session";
 
 /// The session's name when a line names none.
 pub const SESSION: &str = "livekit";
-
-/// The keys of a LiveKit event this dialect reads.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Ev {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    created_at: Option<f64>,
-    new_state: Option<String>,
-    old_state: Option<String>,
-    is_final: Option<bool>,
-    transcript: Option<String>,
-    resumed: Option<bool>,
-    item: Option<Item>,
-    update: Option<Update>,
-    function_calls: Vec<Call>,
-    /// Before 1.6.5 an output may be `null` (a call without one).
-    function_call_outputs: Vec<Option<CallOutput>>,
-    /// `speech_created`: the speech handle's `allow_interruptions`, where the app states it.
-    allow_interruptions: Option<bool>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Item {
-    id: Option<String>,
-    role: Option<String>,
-    interrupted: Option<bool>,
-    #[serde(rename = "type")]
-    kind: Option<String>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Update {
-    #[serde(rename = "type")]
-    kind: Option<String>,
-    call_id: Option<String>,
-    status: Option<String>,
-    function_call: Option<Call>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct Call {
-    /// The call's item id: `{generation id}/fnc_{n}` (`perform_llm_inference`), naming the
-    /// generation that made it.
-    id: Option<String>,
-    call_id: Option<String>,
-    name: Option<String>,
-}
-
-impl Call {
-    /// The id of the generation that made the call.
-    fn generation(&self) -> Option<&str> {
-        Some(self.id.as_deref()?.split_once("/fnc_")?.0)
-    }
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
-struct CallOutput {
-    call_id: Option<String>,
-    is_error: bool,
-}
 
 /// The reply in progress.
 #[derive(Clone, Debug, Default)]
