@@ -134,6 +134,20 @@ impl Line<'_> {
             s.last = s.current.take();
             s.pre_paused = false;
         }
+        // Nor is it a call of the reply going on with its calls after its message: the waiting
+        // speech's reply begins beside it (LiveKit schedules the next speech while one waits on
+        // its tools among `_background_speeches`).
+        let beside = s.continuing.is_some()
+            && s.last.as_ref().is_some_and(|r| {
+                Some(&r.id) == s.continuing.as_ref()
+                    && r.generation_id
+                        .as_deref()
+                        .zip(generation)
+                        .is_some_and(|(own, call)| own != call)
+            });
+        if beside && s.records_speeches && s.may_begin {
+            s.continuing = None;
+        }
         // A call with no reply in progress, where a speech was created and has not begun: that
         // queued speech's, whose tools start when it is scheduled, before its audio.
         if s.current.is_none() && s.continuing.is_none() && s.records_speeches && s.may_begin {
