@@ -229,3 +229,55 @@ fn speech_over_a_thinking_reply_with_words_enough_is_given_at_once() {
     assert_ne!(one, log);
     assert_eq!(speech_given_at(&one), [2000]);
 }
+
+/// The reply each call was spawned on, in a log's effective trace.
+fn calls_placed(log: &str) -> Vec<(String, String)> {
+    let v =
+        dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
+            .verdict
+            .unwrap();
+    v.effective
+        .iter()
+        .filter_map(|l| {
+            let json = &l[l.find('{').unwrap()..];
+            let line: serde_json::Value = serde_json::Deserializer::from_str(json)
+                .into_iter()
+                .next()
+                .unwrap()
+                .unwrap();
+            (line["input"] == "spawn").then(|| {
+                let s = |k: &str| line[k].as_str().unwrap().to_owned();
+                (s("child"), s("turn"))
+            })
+        })
+        .collect()
+}
+
+/// A reply's message commits with its call still running; another speech is created; a
+/// second call of the same generation starts: it is that reply's, going on with its calls —
+/// only a call of another generation begins the waiting speech's reply.
+#[test]
+fn a_call_of_the_reply_going_on_stays_its_own() {
+    let log = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "fixture": {"source": "written for the rule"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "generate_reply", "created_at": 1750000000.0}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "thinking", "created_at": 1750000000.0}
+{"type": "tool_execution_updated", "update": {"type": "tool_call_started", "function_call": {"id": "item_a/fnc_0", "type": "function_call", "call_id": "call_1", "arguments": "{}", "name": "lookup"}}, "created_at": 1750000000.5}
+{"type": "agent_state_changed", "old_state": "thinking", "new_state": "speaking", "created_at": 1750000000.6}
+{"type": "conversation_item_added", "item": {"id": "item_a", "type": "message", "role": "assistant", "content": ["One moment"], "interrupted": false, "created_at": 1750000000.6}, "created_at": 1750000001.0}
+{"type": "agent_state_changed", "old_state": "speaking", "new_state": "thinking", "created_at": 1750000001.0}
+{"type": "speech_created", "user_initiated": true, "source": "say", "created_at": 1750000001.2}
+{"type": "tool_execution_updated", "update": {"type": "tool_call_started", "function_call": {"id": "item_a/fnc_1", "type": "function_call", "call_id": "call_2", "arguments": "{}", "name": "lookup"}}, "created_at": 1750000001.3}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000002.0}
+"#;
+    let placed = |log: &str| {
+        calls_placed(log)
+            .into_iter()
+            .map(|(call, turn)| format!("{call}@{turn}"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(placed(log), ["call_1@speech_1", "call_2@speech_1"]);
+    let other = log.replacen("item_a/fnc_1", "item_b/fnc_0", 1);
+    assert_ne!(other, log);
+    assert_eq!(placed(&other), ["call_1@speech_1", "call_2@speech_2"]);
+}
