@@ -20,24 +20,32 @@ const OVER_A_SAY: &str = r#"{"meta": {"dialect": "livekit-agents", "version": "1
 {"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000003.0}
 "#;
 
-/// The `since` of each speech step of the log's effective trace.
-fn speech_since(log: &str) -> Vec<u64> {
+/// The inputs of a log's effective trace, as JSON: `<dialect> <the input as JSON> <the lines it
+/// came of>`.
+fn effective_inputs(log: &str) -> Vec<serde_json::Value> {
     let v =
         dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
             .verdict
             .unwrap();
     v.effective
         .iter()
-        .filter_map(|l| {
-            // `<dialect> <the input as JSON> <the lines it came of>`
+        .map(|l| {
             let json = &l[l.find('{').unwrap()..];
-            let line: serde_json::Value = serde_json::Deserializer::from_str(json)
+            serde_json::Deserializer::from_str(json)
                 .into_iter()
                 .next()
                 .unwrap()
-                .unwrap();
-            (line["input"] == "speech_started").then(|| line["since"].as_u64().unwrap())
+                .unwrap()
         })
+        .collect()
+}
+
+/// The `since` of each speech step of the log's effective trace.
+fn speech_since(log: &str) -> Vec<u64> {
+    effective_inputs(log)
+        .into_iter()
+        .filter(|i| i["input"] == "speech_started")
+        .map(|i| i["since"].as_u64().unwrap())
         .collect()
 }
 
@@ -192,21 +200,10 @@ fn a_silent_reply_interrupted_by_the_users_turn_is_stopped_there() {
 
 /// When each `speech_started` of a log's effective trace is given to the model (its `at`).
 fn speech_given_at(log: &str) -> Vec<u64> {
-    let v =
-        dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
-            .verdict
-            .unwrap();
-    v.effective
-        .iter()
-        .filter_map(|l| {
-            let json = &l[l.find('{').unwrap()..];
-            let line: serde_json::Value = serde_json::Deserializer::from_str(json)
-                .into_iter()
-                .next()
-                .unwrap()
-                .unwrap();
-            (line["input"] == "speech_started").then(|| line["at"].as_u64().unwrap())
-        })
+    effective_inputs(log)
+        .into_iter()
+        .filter(|i| i["input"] == "speech_started")
+        .map(|i| i["at"].as_u64().unwrap())
         .collect()
 }
 
@@ -232,23 +229,12 @@ fn speech_over_a_thinking_reply_with_words_enough_is_given_at_once() {
 
 /// The reply each call was spawned on, in a log's effective trace.
 fn calls_placed(log: &str) -> Vec<(String, String)> {
-    let v =
-        dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
-            .verdict
-            .unwrap();
-    v.effective
-        .iter()
-        .filter_map(|l| {
-            let json = &l[l.find('{').unwrap()..];
-            let line: serde_json::Value = serde_json::Deserializer::from_str(json)
-                .into_iter()
-                .next()
-                .unwrap()
-                .unwrap();
-            (line["input"] == "spawn").then(|| {
-                let s = |k: &str| line[k].as_str().unwrap().to_owned();
-                (s("child"), s("turn"))
-            })
+    effective_inputs(log)
+        .into_iter()
+        .filter(|i| i["input"] == "spawn")
+        .map(|i| {
+            let s = |k: &str| i[k].as_str().unwrap().to_owned();
+            (s("child"), s("turn"))
         })
         .collect()
 }
