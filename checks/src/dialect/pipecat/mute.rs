@@ -129,6 +129,20 @@ mod tests {
         assert!(!f.is_muted());
     }
 
+    /// `FIRST_SPEECH` mutes the bot's first speech alone: not before it starts, not after.
+    #[test]
+    fn first_speech_mutes_the_first_bot_speech_only() {
+        let mut f = MuteFilter::new(vec![Strategy::FirstSpeech]);
+        f.saw(Seen::Start);
+        assert!(!f.is_muted());
+        f.saw(Seen::BotStarted);
+        assert!(f.is_muted());
+        f.saw(Seen::BotStopped);
+        assert!(!f.is_muted());
+        f.saw(Seen::BotStarted);
+        assert!(!f.is_muted());
+    }
+
     #[test]
     fn function_call_mutes_while_a_call_runs() {
         let mut f = MuteFilter::new(vec![Strategy::FunctionCall]);

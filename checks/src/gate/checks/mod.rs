@@ -82,7 +82,19 @@ pub(crate) struct Checks<'a> {
     out: Vec<Check>,
 }
 
-impl Checks<'_> {
+impl<'a> Checks<'a> {
+    pub(crate) fn new(run: &'a ScenarioRun) -> Checks<'a> {
+        Checks {
+            run,
+            out: Vec::new(),
+        }
+    }
+
+    /// The checks added, in order.
+    pub(crate) fn finish(self) -> Vec<Check> {
+        self.out
+    }
+
     pub(crate) fn add(
         &mut self,
         name: &'static str,
@@ -115,10 +127,7 @@ impl Checks<'_> {
 
 /// Computes the scenario's three checks.
 pub fn compute(run: &ScenarioRun, scenario: &Scenario) -> Vec<Check> {
-    let mut c = Checks {
-        run,
-        out: Vec::new(),
-    };
+    let mut c = Checks::new(run);
     let f = Facts { run };
     let turn = run.turn;
     match run.name {
@@ -139,7 +148,7 @@ pub fn compute(run: &ScenarioRun, scenario: &Scenario) -> Vec<Check> {
             }
         }
     }
-    c.out
+    c.finish()
 }
 
 /// After `from`, nothing of the turn is delivered and at least one delta was dropped.

@@ -522,3 +522,34 @@ fn successor_completes(c: &mut Checks, f: &Facts, next: &str, stop: usize, n: us
         &[Invariant::OneTerminalState, Invariant::NoLateDelivery],
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use turnfence_model::turn::{Profile, TurnMachine};
+
+    use super::*;
+    use crate::gate::run_scenario;
+
+    /// A response done before the cancel naming it was not ended by that cancel: the check tells
+    /// its state alone, never "at the cancel" nor "after the cancel".
+    #[test]
+    fn a_done_before_the_cancel_is_told_as_its_state_alone() {
+        let scenario = super::super::scenarios::scenario("realtime_stale_cancel").unwrap();
+        let run = run_scenario(
+            &scenario,
+            TurnMachine::with_profile(Profile::OpenaiRealtime),
+        );
+        let f = Facts { run: &run };
+        let (stop, done) = (stop_step(&f, "resp-007"), terminal_step(&f, "resp-007"));
+        assert!(
+            done.zip(stop).is_some_and(|(d, s)| d < s),
+            "{done:?} {stop:?}"
+        );
+        let mut c = Checks::new(&run);
+        cancel_acknowledged_by_done(&mut c, &f, "resp-007", stop, done);
+        let checks = c.finish();
+        assert_eq!(checks.len(), 1);
+        assert!(!checks[0].passed);
+        assert_eq!(checks[0].actual, "COMPLETED x1");
+    }
+}
