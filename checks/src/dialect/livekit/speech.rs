@@ -237,7 +237,8 @@ impl Line<'_> {
     /// session says its output stays paused. A pause LiveKit opened while the agent was not
     /// speaking (`pre_paused`: before the reply's first audio) held none of the audio the model
     /// knows, so its resume is nothing to the model; not resumed, the speech LiveKit holds
-    /// current (begun here if the log had not shown it yet) stays paused, undecided.
+    /// current (begun here if the log had not shown it yet) stays paused, undecided. A resume
+    /// with no reply in progress while a speech waits is such a pause: of the waiting speech.
     pub(super) fn false_interruption(&self, s: &mut Session) -> Events {
         let paused = s.current.as_ref().is_some_and(|r| r.paused);
         if self.ev.resumed == Some(true) {
@@ -247,7 +248,24 @@ impl Line<'_> {
                 r.paused = false;
             }
         }
-        let pre = std::mem::take(&mut s.pre_paused) && !paused;
+        // No reply in progress while a speech created waits: LiveKit made it current and paused
+        // it before its first audio, the user still speaking (`_reconcile_playout_pause`), and
+        // the log shows its beginning no sooner than this resume.
+        let waiting =
+            s.current.is_none() && s.continuing.is_none() && s.records_speeches && s.may_begin;
+        // The reply in progress has no audio out and the model holds no pause of it: LiveKit
+        // paused it before its first audio too (while it thought, `_interrupt_by_audio_activity`;
+        // `_restore_paused_speech_state` says `thinking` again just before this resume).
+        let unspoken = s.current.as_ref().is_some_and(|r| {
+            !r.spoke
+                && !self.machine.is_some_and(|m| {
+                    m.session()
+                        .paused
+                        .as_ref()
+                        .is_some_and(|(t, _)| t.as_str() == r.id)
+                })
+        });
+        let pre = (std::mem::take(&mut s.pre_paused) || waiting || unspoken) && !paused;
         let mut out = Vec::new();
         if pre && self.ev.resumed == Some(true) {
             return out;
