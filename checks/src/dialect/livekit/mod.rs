@@ -138,6 +138,8 @@ struct Reply {
     generation: u64,
     /// Its audio is out (the agent spoke).
     spoke: bool,
+    /// When the agent last began speaking it.
+    speaking_since: Millis,
     /// The agent stopped speaking while the user spoke, the reply not yet ended: LiveKit paused
     /// (or interrupted) it.
     paused: bool,

@@ -55,6 +55,7 @@ impl Line<'_> {
                     return out;
                 };
                 reply.paused = false;
+                reply.speaking_since = self.at;
                 if !reply.spoke {
                     reply.spoke = true;
                     let turn = reply.id.clone();
@@ -346,10 +347,12 @@ impl Line<'_> {
             .iter()
             .any(|(id, t)| *t == turn && !s.ended.contains_key(id));
         if interrupted {
-            if !reply.allows && reply.spoke && s.speech.is_some() {
+            if !reply.allows && reply.spoke && self.speech_weighed_now(s, reply.speaking_since) {
                 // Speech cut a reply the session lets nothing interrupt: said as the pause it
                 // is (for the model, which never pauses it, to judge), then the reply stopped,
-                // so that what follows is judged from where LiveKit went.
+                // so that what follows is judged from where LiveKit went. Cut at another
+                // instant, it was a forced interrupt (the app's, or the session's close:
+                // `Unlogged`), which the model is left to find.
                 out.extend(self.flag_unstated(s, &turn));
                 out.push(self.observed(Output::PlaybackPaused {
                     turn: turn.clone().into(),

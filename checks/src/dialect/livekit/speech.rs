@@ -220,6 +220,28 @@ impl Line<'_> {
         out
     }
 
+    /// Whether LiveKit weighs the user's speech in progress now, over a reply speaking since
+    /// `speaking_since`: where its voice detector first finds it long enough while the agent
+    /// speaks (`on_vad_inference_done` calls `_interrupt_by_audio_activity` from then on, its
+    /// measure up to a detector window behind), or at an interim transcript with words
+    /// (`on_interim_transcript`). Only there can the speech cut the reply; a reply that allows
+    /// no interruption cut elsewhere under the speech was interrupted by force, by the app or
+    /// the session's close (`_aclose_impl`: `activity.interrupt(force=True)`).
+    pub(super) fn speech_weighed_now(&self, s: &Session, speaking_since: Millis) -> bool {
+        let Some(speech) = s.speech.as_ref() else {
+            return false;
+        };
+        if s.interim_at == Some(self.at) {
+            return true;
+        }
+        let counted = speech
+            .counts_from
+            .saturating_add(s.options.interruption.min_ms)
+            .max(speaking_since);
+        self.at.saturating_add(DETECTOR_WINDOW_MS) >= counted
+            && self.at <= counted.saturating_add(DETECTOR_WINDOW_MS)
+    }
+
     /// An interim transcript: the user's turn so far has its words after the finals'.
     pub(super) fn interim(&self, s: &mut Session) -> Events {
         s.interim_words = word_count(self.ev.transcript.as_deref().unwrap_or_default());

@@ -17,8 +17,9 @@ pub const UNLOGGED: &[Unlogged<TurnMachine>] = &[Unlogged {
 }];
 
 /// `session.interrupt()` (forced, as the close forces it): the reply still running is stopped.
-/// Speech cutting a reply that allows no interruption is not this step: the dialect shows that
-/// pause itself, for `uninterruptible_output_survives` to judge.
+/// Speech cutting a reply that allows no interruption, where LiveKit weighs the speech at that
+/// instant, is not this step: the dialect shows that pause itself, for
+/// `uninterruptible_output_survives` to judge.
 fn app_interrupts(m: &TurnMachine, at: Millis) -> Vec<Vec<Input>> {
     m.session()
         .turns
