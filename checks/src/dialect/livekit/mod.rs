@@ -145,6 +145,8 @@ struct Reply {
     paused: bool,
     /// When a final transcript confirmed its pause an interruption.
     confirmed_at: Option<Millis>,
+    /// Its message says it was interrupted.
+    interrupted: bool,
     /// It may be interrupted: its speech's `allow_interruptions` where the log states it (and
     /// the speech it began from is certain), else the session's.
     allows: bool,

@@ -332,9 +332,10 @@ impl Line<'_> {
         } else {
             out.extend(self.speech_over_ended_reply(s, interrupted));
         }
-        let Some(reply) = s.current.take() else {
+        let Some(mut reply) = s.current.take() else {
             return out;
         };
+        reply.interrupted = interrupted;
         s.pre_paused = false;
         s.last = Some(reply.clone());
         let turn = reply.id;

@@ -197,12 +197,18 @@ impl Line<'_> {
         s.executed_when = Some(self.at);
         // A reply to the results may follow, without a speech of its own: its speech's,
         // scheduled again behind the speeches already waiting (`_pipeline_reply_task_impl`
-        // schedules the same speech handle once its tools are done), each in its turn.
-        if s.may_begin {
-            s.queued += 1;
+        // schedules the same speech handle once its tools are done), each in its turn — unless
+        // that speech was interrupted, which gets no reply to its results (`if
+        // fnc_executed_ev.has_tool_reply and not speech_handle.interrupted`; 1.6.4 returns once
+        // interrupted).
+        let reply = s.current.as_ref().or(s.last.as_ref());
+        if !reply.is_some_and(|r| r.interrupted) {
+            if s.may_begin {
+                s.queued += 1;
+            }
+            s.may_begin = true;
+            s.tool_reply_flag = reply.map(|r| r.allows);
         }
-        s.may_begin = true;
-        s.tool_reply_flag = s.current.as_ref().or(s.last.as_ref()).map(|r| r.allows);
         if !s.sees_starts && !s.said_starts {
             s.said_starts = true;
             out.push(self.not_judged(
