@@ -161,6 +161,13 @@ impl Line<'_> {
             .as_ref()
             .map(|r| r.id.clone())
             .unwrap_or_else(|| format!("speech_{}", s.replies));
+        // A call id started again once its call was answered is a new call (LiveKit takes the
+        // ids the model gives, and keeps no record of those it answered): what the last one
+        // returned and its answer are not this one's.
+        if s.answered.remove(id) {
+            s.returned.remove(id);
+            s.ended.remove(id);
+        }
         s.calls.insert(id.to_owned(), turn.clone());
         out.extend([
             self.input(InputKind::Spawn {
