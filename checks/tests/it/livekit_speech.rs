@@ -267,3 +267,45 @@ fn a_call_of_the_reply_going_on_stays_its_own() {
     assert_ne!(other, log);
     assert_eq!(placed(&other), ["call_1@speech_1", "call_2@speech_2"]);
 }
+
+/// A reply thinking; the user speaks from 1.0 s; the agent first speaks at 1.1 s, which starts
+/// AEC warm-up (`aec_warmup_duration`); the user stops at 2.0 s and the reply plays out.
+const SPEECH_BEFORE_THE_FIRST_AUDIO: &str = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "options": {"allow_interruptions": true, "min_interruption_duration": 0.5, "min_interruption_words": 0, "false_interruption_timeout": 2.0, "resume_false_interruption": false, "discard_audio_if_uninterruptible": true, "user_away_timeout": 15.0, "aec_warmup_duration": 3.0}, "fixture": {"source": "written for the rule, after session 90 of interop/livekit generate.py (seed 2)"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "generate_reply", "created_at": 1750000000.5}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "thinking", "created_at": 1750000000.5}
+{"type": "user_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000001.0}
+{"type": "agent_state_changed", "old_state": "thinking", "new_state": "speaking", "created_at": 1750000001.1}
+{"type": "user_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000002.0}
+{"type": "conversation_item_added", "item": {"id": "item_1", "type": "message", "role": "assistant", "content": ["Hello there"], "interrupted": false, "created_at": 1750000000.5}, "created_at": 1750000004.0}
+{"type": "agent_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000004.0}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000005.0}
+"#;
+
+/// Speech begun before the agent's first audio counts, once that audio starts AEC warm-up, as
+/// one begun during it: from its minimum before the warm-up's end (1.1 + 3.0 - 0.5 s), given to
+/// the model again from there — so the reply LiveKit played through it conforms.
+#[test]
+fn speech_begun_before_the_first_audio_waits_out_aec_warmup() {
+    assert_eq!(speech_since(SPEECH_BEFORE_THE_FIRST_AUDIO), [1000, 3600]);
+    let v = dialect::check_input(
+        SPEECH_BEFORE_THE_FIRST_AUDIO.as_bytes(),
+        &Default::default(),
+    )
+    .verdict
+    .unwrap();
+    assert!(v.findings.is_empty(), "{:?}", v.findings);
+}
+
+/// A warm-up no longer than `min_interruption_duration` ends before the speech could count: the
+/// speech keeps its start.
+#[test]
+fn a_warmup_shorter_than_the_minimum_leaves_the_speech_its_start() {
+    let short = SPEECH_BEFORE_THE_FIRST_AUDIO.replacen(
+        r#""aec_warmup_duration": 3.0"#,
+        r#""aec_warmup_duration": 0.3"#,
+        1,
+    );
+    assert_ne!(short, SPEECH_BEFORE_THE_FIRST_AUDIO);
+    assert_eq!(speech_since(&short), [1000]);
+}

@@ -42,7 +42,10 @@ impl Line<'_> {
                 out.push(self.begin_reply(s))
             }
             Some("speaking") => {
-                s.first_spoke.get_or_insert(self.at);
+                if s.first_spoke.is_none() {
+                    s.first_spoke = Some(self.at);
+                    out.extend(self.speech_into_warmup(s));
+                }
                 s.continuing = None;
                 if s.current.is_none() && s.records_speeches && !s.may_begin {
                     // No speech was created since the last reply ended: this is its audio.

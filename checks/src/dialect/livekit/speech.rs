@@ -220,6 +220,37 @@ impl Line<'_> {
         out
     }
 
+    /// The agent speaks for the first time, and AEC warm-up begins, while the user speaks: the
+    /// speech, given to the model and not counted yet, counts as if it began its minimum before
+    /// the warm-up's end, where that is later (as one begun during the warm-up does): given
+    /// again from there.
+    pub(super) fn speech_into_warmup(&self, s: &mut Session) -> Events {
+        let Some(warmup) = s.options.aec_warmup_ms else {
+            return Vec::new();
+        };
+        let counting = self
+            .machine
+            .is_some_and(|m| m.session().interruption_due.is_some());
+        let Some(speech) = s.speech.as_mut().filter(|sp| sp.held_over.is_none()) else {
+            return Vec::new();
+        };
+        let from = self
+            .at
+            .saturating_add(warmup)
+            .saturating_sub(s.options.interruption.min_ms);
+        if !counting || from <= speech.counts_from {
+            return Vec::new();
+        }
+        speech.counts_from = from;
+        vec![
+            self.input(InputKind::SpeechStopped),
+            self.input(InputKind::SpeechStarted {
+                confidence: 1.0,
+                since: Some(from),
+            }),
+        ]
+    }
+
     /// Whether LiveKit weighs the user's speech in progress now, over a reply speaking since
     /// `speaking_since`: where its voice detector first finds it long enough while the agent
     /// speaks (`on_vad_inference_done` calls `_interrupt_by_audio_activity` from then on, its
