@@ -61,7 +61,7 @@ impl Line<'_> {
         if few && !taken {
             return vec![self.input(InputKind::SpeechStarted {
                 confidence: 1.0,
-                since: Some(self.at),
+                since: Some(self.at.max(speech.counts_from)),
             })];
         }
         // LiveKit measured it counted by now (or took a transcript for it); its measure runs up
@@ -105,7 +105,11 @@ impl Line<'_> {
             return vec![
                 self.input(InputKind::SpeechStarted {
                     confidence: 1.0,
-                    since: Some(if few { self.at } else { speech.counts_from }),
+                    since: Some(if few {
+                        self.at.max(speech.counts_from)
+                    } else {
+                        speech.counts_from
+                    }),
                 }),
                 self.input(InputKind::SpeechStopped),
             ];
@@ -155,8 +159,9 @@ impl Line<'_> {
         if counted {
             out = self.played_on(reply, self.at.saturating_sub(speech.began));
         }
+        // From now at the earliest, and never before it may count (AEC warm-up).
         let since = if counted || few {
-            self.at
+            self.at.max(speech.counts_from)
         } else {
             speech.counts_from
         };
