@@ -266,7 +266,7 @@ impl Line<'_> {
             }
         }
         if s.out_of_band(&turn) {
-            return Ok(Vec::new());
+            return Ok(self.cleared_behind(s));
         }
         let mut out = match self.event.audio_end_ms {
             Some(position) => self.advance(s, key, turn.clone(), position)?,
@@ -314,6 +314,46 @@ impl Line<'_> {
             wildcards,
         ));
         Ok(out)
+    }
+
+    /// A clear that names an out-of-band response's item: the player drops its whole queue, and
+    /// a conversation's response queued behind it goes too (the app's player, one queue in
+    /// arrival order as the SDK's demo, clears it all at the SDK's `audio_interrupted`). Where
+    /// the playback buffer holds audio of one, this is the cut: the held speech, else the
+    /// app's own interruption, then each such response's clear. Where it holds none, the clear
+    /// is the out-of-band response's alone, nothing of the conversation's turns.
+    fn cleared_behind(&self, s: &mut Session) -> Events {
+        let Some(m) = self.machine.filter(|_| !self.cut.get()) else {
+            return Vec::new();
+        };
+        let mut behind: Vec<(u64, String)> = s
+            .responses
+            .iter()
+            .filter(|(id, r)| !r.out_of_band && m.session().playback.frames_of(id) > 0)
+            .map(|(id, r)| (r.generation, id.clone()))
+            .collect();
+        if behind.is_empty() {
+            return Vec::new();
+        }
+        behind.sort();
+        let mut out = Vec::new();
+        if s.held.is_some() {
+            out.extend(self.release_speech(s, self.at));
+        } else {
+            out.push(self.speech(self.at));
+            self.cut.set(true);
+        }
+        for (_, turn) in behind {
+            s.cleared.insert(turn.clone());
+            out.push(self.observed(
+                Output::PlaybackCleared {
+                    turn: turn.into(),
+                    frames: 0,
+                },
+                &["frames"],
+            ));
+        }
+        out
     }
 
     /// A clear or truncation cuts the response off: no speech was given at this line, and the
