@@ -54,7 +54,8 @@ the SDK's code path, never what the checker said:
   names fewer ms than the player has played of that item: ``RealtimePlaybackTracker`` counts an
   item from where it was last reset (``on_interrupted``, at each interruption, or a change of
   item), so an item that plays on after an interruption that did not cancel its response is cut
-  short of what was heard. Witness: that truncate's line.
+  short of what was heard (an out-of-band response's item, in no conversation, owes no
+  truncation, short or not). Witness: that truncate's line.
 
 ``generate.py`` opens a ``Watch`` around each session; the witnesses go to the log's meta as
 ``known_bugs`` (``interop/corpus.py``), and ``interop/oracle.py`` judges them.
@@ -266,7 +267,12 @@ def _install(w: Watch) -> None:
             # counts fewer ms of it than the player played
             t = self._playback_tracker.get_state() if self._playback_tracker is not None else {}
             played = w.player.pos.get(event.item_id, 0)
-            if t.get("current_item_id") == event.item_id and (t.get("elapsed_ms") or 0) < played and event.audio_end_ms < played:
+            # an out-of-band response's item is in no conversation: a truncate of it cuts no
+            # context the model keeps, short or not (the server answers it with an error)
+            state = self._audio_state_tracker.get_state(event.item_id, event.content_index or 0)
+            rid = state.response_id if state is not None else None
+            in_conversation = w.responses.get(rid, {}).get("conv", True)
+            if in_conversation and t.get("current_item_id") == event.item_id and (t.get("elapsed_ms") or 0) < played and event.audio_end_ms < played:
                 w.record("tracker_restarts", w.line_of("client", lambda e: e.get("type") == "conversation.item.truncate"))
         return result
 
