@@ -100,7 +100,8 @@ def _patched_classes() -> list[type]:
     from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
     from agents.realtime.session import RealtimeSession
 
-    return [OpenAIRealtimeWebSocketModel, RealtimeSession]
+    # the player: a patch's witness may read what it plays (out_of_band_create_at_once)
+    return [OpenAIRealtimeWebSocketModel, RealtimeSession, harness.Player]
 
 
 class Planted:

@@ -42,11 +42,20 @@ the SDK's code path, never what the checker said:
   name when the tracker had a current item (another one), the second when it had none (reset by
   the previous interruption, the new item still in the player's jitter buffer). Witness: the
   ``speech_started`` line, or the line after the app's interrupt (its truncate, if any).
+- ``interrupt_before_first_play`` (``truncated_to_heard``): ``session.interrupt()``
+  (``_send_interrupt``) while the playback tracker names no item (nothing played yet):
+  ``_interrupt_audio_playback`` skips ("Skipping interrupt"), so the app is not told to stop
+  (no ``audio_interrupted``) and nothing is truncated, yet the response is cancelled
+  (``response.cancel``, turn detection not interrupting): an item of it the SDK had handed the
+  app plays on, and the server keeps it whole. Witness: the line after the app's interrupt (its
+  cancel), where such an item was received and not played to its end; its late deltas are
+  ``late_delta_after_cancel_played``'s.
 - ``tracker_restarts`` (``truncated_to_heard``): a ``conversation.item.truncate`` the SDK sends
   names fewer ms than the player has played of that item: ``RealtimePlaybackTracker`` counts an
   item from where it was last reset (``on_interrupted``, at each interruption, or a change of
   item), so an item that plays on after an interruption that did not cancel its response is cut
-  short of what was heard. Witness: that truncate's line.
+  short of what was heard (an out-of-band response's item, in no conversation, owes no
+  truncation, short or not). Witness: that truncate's line.
 
 ``generate.py`` opens a ``Watch`` around each session; the witnesses go to the log's meta as
 ``known_bugs`` (``interop/corpus.py``), and ``interop/oracle.py`` judges them.
@@ -63,6 +72,7 @@ RULES = {
     "oob_response_beside_vad_response": "single_running_turn",
     "queued_item_never_truncated": "truncated_to_heard",
     "barge_in_before_new_item_played": "truncated_to_heard",
+    "interrupt_before_first_play": "truncated_to_heard",
     "tracker_restarts": "truncated_to_heard",
 }
 
@@ -135,9 +145,9 @@ class Watch:
         o, c = self.responses.get(oob), self.responses.get(conv)
         return o is not None and c is not None and not o["conv"] and o["alone"] and c["conv"]
 
-    def interrupted_playback(self, model: Any, tracker_item: Any, line: int, how: str) -> None:
-        """The SDK emitted an interruption: which responses' late audio is a bug, and which
-        received items it left untruncated."""
+    def interrupted_playback(self, model: Any, tracker_item: Any, line: int, how: str, untold: bool = False) -> None:
+        """The SDK emitted an interruption (or, ``untold``, cancelled with none): which
+        responses' late audio is a bug, and which received items it left untruncated."""
         truncated = {(e.item_id, e.content_index or 0) for e in self.sent or [] if e.type == "conversation.item.truncate"}
         cancelled = any(e.type == "response.cancel" for e in self.sent or [])
         for rid in self.live():
@@ -165,10 +175,13 @@ class Watch:
                 continue
             played = player.pos.get(key[0], 0)
             if played + 1 < state.audio_length_ms:
-                self.record(
-                    "queued_item_never_truncated" if tracker_item is not None else "barge_in_before_new_item_played",
-                    line,
-                )
+                if untold:
+                    name = "interrupt_before_first_play"
+                elif tracker_item is not None:
+                    name = "queued_item_never_truncated"
+                else:
+                    name = "barge_in_before_new_item_played"
+                self.record(name, line)
         self.since.clear()
 
     # -- install ------------------------------------------------------------------------------
@@ -254,7 +267,12 @@ def _install(w: Watch) -> None:
             # counts fewer ms of it than the player played
             t = self._playback_tracker.get_state() if self._playback_tracker is not None else {}
             played = w.player.pos.get(event.item_id, 0)
-            if t.get("current_item_id") == event.item_id and (t.get("elapsed_ms") or 0) < played and event.audio_end_ms < played:
+            # an out-of-band response's item is in no conversation: a truncate of it cuts no
+            # context the model keeps, short or not (the server answers it with an error)
+            state = self._audio_state_tracker.get_state(event.item_id, event.content_index or 0)
+            rid = state.response_id if state is not None else None
+            in_conversation = w.responses.get(rid, {}).get("conv", True)
+            if in_conversation and t.get("current_item_id") == event.item_id and (t.get("elapsed_ms") or 0) < played and event.audio_end_ms < played:
                 w.record("tracker_restarts", w.line_of("client", lambda e: e.get("type") == "conversation.item.truncate"))
         return result
 
@@ -298,10 +316,14 @@ def _install(w: Watch) -> None:
         finally:
             sent, emitted = w.sent, w.emitted
             w.sent = w.emitted = None
-        if any(isinstance(e, RealtimeModelAudioInterruptedEvent) for e in emitted or []):
+        told = any(isinstance(e, RealtimeModelAudioInterruptedEvent) for e in emitted or [])
+        # with no item in the playback tracker, _interrupt_audio_playback skips ("Skipping
+        # interrupt"): no audio_interrupted, no truncate, and the cancel goes out all the same
+        untold = not told and item is None and any(e.type == "response.cancel" for e in sent or [])
+        if told or untold:
             w.sent = sent
             try:
-                w.interrupted_playback(self, item, before + 2, "app")
+                w.interrupted_playback(self, item, before + 2, "app", untold=untold)
             finally:
                 w.sent = None
         return result

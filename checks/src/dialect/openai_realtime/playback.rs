@@ -266,13 +266,22 @@ impl Line<'_> {
             }
         }
         if s.out_of_band(&turn) {
-            return Ok(Vec::new());
+            return Ok(self.cleared_behind(s));
         }
         let mut out = match self.event.audio_end_ms {
             Some(position) => self.advance(s, key, turn.clone(), position)?,
             None => Vec::new(),
         };
         let left = self.left(&turn, &out);
+        if self.kind() == "output_audio_buffer.cleared" && left == 0 && self.runs_no_longer(&turn) {
+            // The server's WebRTC clear of a response already stopped (its cancel given, or its
+            // done) with nothing of it queued: the server's buffer drops nothing the user was
+            // still to hear (the scripted server, as the API, clears it at a cancelled
+            // response's done), and it is no cut of its own. Read and skipped, as it is in a
+            // session whose app reports its player, which a session's first lines may not yet
+            // show (generated session `false_alarm_server_clear_before_first_play`).
+            return Ok(out);
+        }
         if s.held.is_some() {
             // The cut, after the position read at it.
             out.extend(self.release_speech(s, self.at));
@@ -307,6 +316,46 @@ impl Line<'_> {
         Ok(out)
     }
 
+    /// A clear that names an out-of-band response's item: the player drops its whole queue, and
+    /// a conversation's response queued behind it goes too (the app's player, one queue in
+    /// arrival order as the SDK's demo, clears it all at the SDK's `audio_interrupted`). Where
+    /// the playback buffer holds audio of one, this is the cut: the held speech, else the
+    /// app's own interruption, then each such response's clear. Where it holds none, the clear
+    /// is the out-of-band response's alone, nothing of the conversation's turns.
+    fn cleared_behind(&self, s: &mut Session) -> Events {
+        let Some(m) = self.machine.filter(|_| !self.cut.get()) else {
+            return Vec::new();
+        };
+        let mut behind: Vec<(u64, String)> = s
+            .responses
+            .iter()
+            .filter(|(id, r)| !r.out_of_band && m.session().playback.frames_of(id) > 0)
+            .map(|(id, r)| (r.generation, id.clone()))
+            .collect();
+        if behind.is_empty() {
+            return Vec::new();
+        }
+        behind.sort();
+        let mut out = Vec::new();
+        if s.held.is_some() {
+            out.extend(self.release_speech(s, self.at));
+        } else {
+            out.push(self.speech(self.at));
+            self.cut.set(true);
+        }
+        for (_, turn) in behind {
+            s.cleared.insert(turn.clone());
+            out.push(self.observed(
+                Output::PlaybackCleared {
+                    turn: turn.into(),
+                    frames: 0,
+                },
+                &["frames"],
+            ));
+        }
+        out
+    }
+
     /// A clear or truncation cuts the response off: no speech was given at this line, and the
     /// response still runs, or the playback buffer holds more of it than the position just read
     /// consumed (`out`).
@@ -323,6 +372,16 @@ impl Line<'_> {
             .iter()
             .any(|t| *t.id == *turn && t.phase.is_running());
         running || self.left(turn, out) > 0
+    }
+
+    /// The machine holds `turn` and it runs no longer (stopped or ended).
+    fn runs_no_longer(&self, turn: &str) -> bool {
+        self.machine.is_some_and(|m| {
+            m.session()
+                .turns
+                .iter()
+                .any(|t| *t.id == *turn && !t.phase.is_running())
+        })
     }
 
     /// What the playback buffer holds of `turn` after this line's events so far (`out`).
