@@ -139,6 +139,13 @@ struct Reply {
     llm_ended: bool,
     /// An application's `TTSSpeakFrame`.
     speak: bool,
+    /// A `TTSSpeakFrame` that came while the LLM streamed a response: it waits in the LLM's
+    /// process queue until the response ends (the LLM generates inside its `process_frame`), and
+    /// an interruption that reaches the LLM first drops it (`dropped`), but one the frame makes
+    /// uninterruptible (`keeps`: 1.x keeps those through `FrameProcessor._start_interruption`).
+    held: bool,
+    keeps: bool,
+    dropped: bool,
     /// The letters and digits of the words given to the TTS for it (`LLMTextFrame`s, a
     /// `TTSSpeakFrame`'s text), and of those the TTS spoke (`TTSTextFrame`s) or dropped (what
     /// it held at an interruption).
