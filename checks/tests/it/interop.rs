@@ -504,6 +504,27 @@ fn a_pipecat_speech_held_by_the_llm_is_dropped_by_the_interruption_unless_uninte
     }
 }
 
+/// A Pipecat call's result in the very millisecond its timeout ends was taken before the timeout
+/// fired (the fixture); one a millisecond later came after it: the calls were cancelled at their
+/// deadline, and a result of each is still judged against its cancellation.
+#[test]
+fn a_pipecat_result_after_its_timeouts_millisecond_is_still_judged_cancelled() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../fixtures/generated/pipecat@1.14.0/false_alarm_result_at_the_timeout_instant.jsonl",
+    );
+    let text = read(&path).replace(r#""t_ms": 4911,"#, r#""t_ms": 4912,"#);
+    let v = dialect::check_input(text.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
+    assert_eq!(
+        found,
+        [47, 48, 49].map(|l| ("contradicted_output", l)),
+        "{}",
+        report::text::render_text(&v, 20)
+    );
+}
+
 /// Under manual turn detection LiveKit lets no audio activity interrupt a speech
 /// (`AgentActivity.__init__`): a final transcript over a speaking reply that allows
 /// interruptions is no user speech step at all — not even one the model would then ignore.

@@ -212,6 +212,10 @@ pub struct Pipecat {
     calls: BTreeMap<String, (usize, bool)>,
     /// The lines of each interruption: where a story of output that went on starts.
     interruptions: Vec<usize>,
+    /// The latest time of an event given so far (`Pipecat::line`): a call's result in the very
+    /// millisecond of its timeout is placed before it only while nothing came in that instant
+    /// (`Line::call_result`).
+    given_up_to: Millis,
 }
 
 /// The reader of the dialect's logs.
@@ -287,6 +291,12 @@ impl StackDialect<TurnMachine> for Pipecat {
             machine,
         };
         out.extend(x.translate(&name, self)?);
+        let latest = out.iter().filter_map(|e| match e {
+            Event::Input { input, .. } => Some(input.at),
+            Event::Output { at, .. } | Event::Fact { at, .. } => Some(*at),
+            _ => None,
+        });
+        self.given_up_to = latest.fold(self.given_up_to, Millis::max);
         Ok(out)
     }
 
