@@ -456,7 +456,10 @@ impl Line<'_> {
             .drain(..)
             .partition(|q| replies[q.reply].interruptible);
         s.queue = kept;
-        s.cleared = cut;
+        // Each interruption clears what it finds; one in the same instant as another finds
+        // nothing left, and what the first cleared stays cleared (an output that kept it plays
+        // it on, in order).
+        s.cleared.extend(cut);
         s.tts_order
             .retain(|r| !replies[*r].interruptible || Some(*r) == streaming);
         out
