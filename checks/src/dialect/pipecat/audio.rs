@@ -159,7 +159,7 @@ impl Line<'_> {
     /// it up: the TTS speaks one after the other, each its own context.
     ///
     /// One that comes while the LLM streams a response waits in the LLM's queue (`Reply::held`):
-    /// the LLM generates inside its `process_frame` (`LLMService.process_frame`, the OpenAI
+    /// the LLM generates inside its `process_frame` (`LLMService.process_frame`, the LLM
     /// services' `_process_context`), so its process task takes the next frame only when the
     /// response ends.
     pub(super) fn speak(&self, s: &mut Pipecat) -> Events {
