@@ -468,6 +468,63 @@ fn a_pipecat_call_running_at_the_end_leaves_its_reply_not_judged_for_its_result(
     }
 }
 
+/// A `TTSSpeakFrame` that comes while the LLM streams waits in the LLM's queue, and the
+/// interruption that reaches the LLM drops it with the queue (`FrameProcessor._start_interruption`):
+/// it is never given to the model. One its frame makes uninterruptible is kept (1.x's
+/// `__reset_process_queue`) and given once the interrupted response has ended.
+#[test]
+fn a_pipecat_speech_held_by_the_llm_is_dropped_by_the_interruption_unless_uninterruptible() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fixtures/generated/pipecat@0.0.84/false_alarm_speak_dropped_in_llm_queue.jsonl");
+    let dropped = read(&path);
+    let kept: String = dropped
+        .lines()
+        .map(|l| match l.strip_suffix('}') {
+            Some(head) if l.contains(r#""frame": "TTSSpeakFrame", "id": 104,"#) => {
+                format!("{head}, \"uninterruptible\": true}}\n")
+            }
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    assert_ne!(kept, dropped);
+    for (text, given) in [(dropped, false), (kept, true)] {
+        let v = dialect::check_input_keeping(
+            text.as_bytes(),
+            &Default::default(),
+            trace::Keep::Effective,
+        )
+        .verdict
+        .unwrap();
+        assert!(v.conforms(), "{}", report::text::render_text(&v, 20));
+        let accepted = v
+            .effective
+            .iter()
+            .any(|l| l.contains("speak_3") && l.contains(r#""input":"accept""#));
+        assert_eq!(accepted, given, "{:#?}", v.effective);
+    }
+}
+
+/// A Pipecat call's result in the very millisecond its timeout ends was taken before the timeout
+/// fired (the fixture); one a millisecond later came after it: the calls were cancelled at their
+/// deadline, and a result of each is still judged against its cancellation.
+#[test]
+fn a_pipecat_result_after_its_timeouts_millisecond_is_still_judged_cancelled() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "../fixtures/generated/pipecat@1.14.0/false_alarm_result_at_the_timeout_instant.jsonl",
+    );
+    let text = read(&path).replace(r#""t_ms": 4911,"#, r#""t_ms": 4912,"#);
+    let v = dialect::check_input(text.as_bytes(), &Default::default())
+        .verdict
+        .unwrap();
+    let found: Vec<(&str, usize)> = v.findings.iter().map(|f| (f.name(), f.line)).collect();
+    assert_eq!(
+        found,
+        [47, 48, 49].map(|l| ("contradicted_output", l)),
+        "{}",
+        report::text::render_text(&v, 20)
+    );
+}
+
 /// Under manual turn detection LiveKit lets no audio activity interrupt a speech
 /// (`AgentActivity.__init__`): a final transcript over a speaking reply that allows
 /// interruptions is no user speech step at all — not even one the model would then ignore.

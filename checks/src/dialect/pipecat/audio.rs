@@ -23,6 +23,9 @@ impl Line<'_> {
             spoken: 0,
             open_contexts: 0,
             late_seq: None,
+            held: false,
+            keeps: uninterruptible,
+            dropped: false,
         });
         let r = s.replies.len() - 1;
         s.tts_order.push_back(r);
@@ -36,7 +39,8 @@ impl Line<'_> {
     pub(super) fn accept_up_to(&self, s: &mut Pipecat, end: usize) -> Events {
         let mut out = Vec::new();
         for r in 0..end.min(s.replies.len()) {
-            if s.replies[r].accepted {
+            // A reply held in the LLM's queue reaches the TTS only when its response ends.
+            if s.replies[r].accepted || s.replies[r].dropped || s.replies[r].held {
                 continue;
             }
             for q in 0..r {
@@ -121,6 +125,10 @@ impl Line<'_> {
             return Vec::new();
         };
         s.replies[r].llm_ended = true;
+        // The LLM takes up the frames that waited for its response: on to the TTS.
+        for reply in &mut s.replies {
+            reply.held = false;
+        }
         // The TTS is still speaking a reply before it: this one begins when the TTS takes it up.
         let behind = s.tts_order.iter().any(|q| *q < r);
         if behind {
@@ -149,9 +157,15 @@ impl Line<'_> {
     /// (`uninterruptible`: `TTSSpeakFrame(interruptible=False)`). Queued behind a reply the TTS
     /// still speaks (a speech queued back to back with another), it begins where the TTS takes
     /// it up: the TTS speaks one after the other, each its own context.
+    ///
+    /// One that comes while the LLM streams a response waits in the LLM's queue (`Reply::held`):
+    /// the LLM generates inside its `process_frame` (`LLMService.process_frame`, the LLM
+    /// services' `_process_context`), so its process task takes the next frame only when the
+    /// response ends.
     pub(super) fn speak(&self, s: &mut Pipecat) -> Events {
         let r = self.new_reply(s, "speak", self.f.uninterruptible);
         s.replies[r].given = letters(self.f.text.as_deref());
+        s.replies[r].held = s.response.is_some();
         if s.tts_order.iter().any(|q| *q < r) {
             return Vec::new();
         }
@@ -407,6 +421,7 @@ impl Line<'_> {
             None => {}
         }
         s.interruptions.push(self.line);
+        self.drop_held(s);
         out.extend(self.accept_up_to(s, s.replies.len()));
         let head_interruptible = s
             .queue
@@ -441,10 +456,31 @@ impl Line<'_> {
             .drain(..)
             .partition(|q| replies[q.reply].interruptible);
         s.queue = kept;
-        s.cleared = cut;
+        // Each interruption clears what it finds; one in the same instant as another finds
+        // nothing left, and what the first cleared stays cleared (an output that kept it plays
+        // it on, in order).
+        s.cleared.extend(cut);
         s.tts_order
             .retain(|r| !replies[*r].interruptible || Some(*r) == streaming);
         out
+    }
+}
+
+impl Line<'_> {
+    /// The interruption reaches the LLM: it cancels its process task and makes a new queue
+    /// (`FrameProcessor._start_interruption`), so the `TTSSpeakFrame`s that waited there behind
+    /// the response it streamed are never spoken — 0.0.84 drops every queued frame, 1.x keeps
+    /// the uninterruptible ones (`__reset_process_queue`), which the new task takes up once the
+    /// interrupted response has ended (its `LLMFullResponseEndFrame`, pushed from the `finally`
+    /// of the generation cancelled). A dropped one is no reply: never given to the model.
+    fn drop_held(&self, s: &mut Pipecat) {
+        for (r, reply) in s.replies.iter_mut().enumerate() {
+            if reply.held && !reply.keeps {
+                reply.held = false;
+                reply.dropped = true;
+                s.tts_order.retain(|q| *q != r);
+            }
+        }
     }
 }
 

@@ -112,14 +112,14 @@ impl Pipecat {
     /// `LLMUserAggregator.process_frame` and `_stop`), and the end cancels it; a reply waiting for
     /// a call still running waits for one the cleanup cancels without a frame. A call an
     /// interruption asked to stop (answered at once) or whose timeout passed stays judged.
+    ///
+    /// `machine` stands before the end's own events: none where the log gave the model nothing
+    /// before its end (the first reply given at the end), and then every reply is one not given.
     fn calls_at_end(&self, machine: Option<&TurnMachine>) -> Events {
-        let Some(machine) = machine else {
-            return Vec::new();
-        };
         let mut out = Vec::new();
         for reply in &self.replies {
             // A reply not given to the model yet is given at the end: it runs, with no call.
-            let turn = machine.session().turn(&reply.id);
+            let turn = machine.and_then(|m| m.session().turn(&reply.id));
             if turn.is_some_and(|t| t.phase.is_terminal()) {
                 continue;
             }

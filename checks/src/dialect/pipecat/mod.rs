@@ -139,6 +139,13 @@ struct Reply {
     llm_ended: bool,
     /// An application's `TTSSpeakFrame`.
     speak: bool,
+    /// A `TTSSpeakFrame` that came while the LLM streamed a response: it waits in the LLM's
+    /// process queue until the response ends (the LLM generates inside its `process_frame`), and
+    /// an interruption that reaches the LLM first drops it (`dropped`), but one the frame makes
+    /// uninterruptible (`keeps`: 1.x keeps those through `FrameProcessor._start_interruption`).
+    held: bool,
+    keeps: bool,
+    dropped: bool,
     /// The letters and digits of the words given to the TTS for it (`LLMTextFrame`s, a
     /// `TTSSpeakFrame`'s text), and of those the TTS spoke (`TTSTextFrame`s) or dropped (what
     /// it held at an interruption).
@@ -205,6 +212,10 @@ pub struct Pipecat {
     calls: BTreeMap<String, (usize, bool)>,
     /// The lines of each interruption: where a story of output that went on starts.
     interruptions: Vec<usize>,
+    /// The latest time of an event given so far (`Pipecat::line`): a call's result in the very
+    /// millisecond of its timeout is placed before it only while nothing came in that instant
+    /// (`Line::call_result`).
+    given_up_to: Millis,
 }
 
 /// The reader of the dialect's logs.
@@ -280,6 +291,12 @@ impl StackDialect<TurnMachine> for Pipecat {
             machine,
         };
         out.extend(x.translate(&name, self)?);
+        let latest = out.iter().filter_map(|e| match e {
+            Event::Input { input, .. } => Some(input.at),
+            Event::Output { at, .. } | Event::Fact { at, .. } => Some(*at),
+            _ => None,
+        });
+        self.given_up_to = latest.fold(self.given_up_to, Millis::max);
         Ok(out)
     }
 

@@ -2,6 +2,7 @@
 //! answered once — by their result (`FunctionCallResultFrame`) or their cancellation
 //! (`FunctionCallCancelFrame`: an interruption's, or the call's timeout).
 
+use turnfence_model::turn::state::{Child, ChildState};
 use turnfence_model::turn::{ChildKind, ToolAnswer};
 
 use super::*;
@@ -81,6 +82,14 @@ impl Line<'_> {
     /// and the call runs on (`LLMService._run_function_call`'s result callback), so one of a
     /// call still running is no answer. One of a call already settled, which Pipecat rejects,
     /// is read as an answer: the model judges it.
+    ///
+    /// A final result logged in the very millisecond its call's timeout ends came before the
+    /// timeout fired: Pipecat pushes a result only for a call not yet settled, and its timeout
+    /// settles the call when it fires (`LLMService._run_function_call`: the result callback
+    /// returns early once `runner_item.settled`; `timeout_handler` sets it, and a result that
+    /// settles the call first cancels the handler's task). The log's clock is the millisecond, so
+    /// while nothing else came in that instant the result is given in the millisecond before,
+    /// where the model still holds the call running.
     pub(super) fn call_result(&self, s: &mut Pipecat) -> Result<Events, InputError> {
         let (turn, id) = self.started_call(s, "FunctionCallResultFrame")?;
         let child = self
@@ -90,11 +99,26 @@ impl Line<'_> {
         if self.f.is_final == Some(false) && running {
             return Ok(Vec::new());
         }
-        let mut out = Vec::new();
-        if child
+        let before_timeout = child
             .as_ref()
-            .is_some_and(|c| c.cancel_requested && c.state.is_pending())
-        {
+            .is_some_and(|c| c.state == ChildState::Running && c.times_out_at == Some(self.at))
+            && self.machine.is_some_and(|m| m.session().now < self.at)
+            && s.given_up_to < self.at;
+        if before_timeout {
+            let x = Line {
+                at: self.at - 1,
+                ..*self
+            };
+            return Ok(x.answered(turn, id, child.as_ref()));
+        }
+        Ok(self.answered(turn, id, child.as_ref()))
+    }
+
+    /// The call's result taken: its answer, and a side effect it left where an interruption had
+    /// asked it to stop.
+    fn answered(&self, turn: String, id: String, child: Option<&Child>) -> Events {
+        let mut out = Vec::new();
+        if child.is_some_and(|c| c.cancel_requested && c.state.is_pending()) {
             out.push(Event::Fact {
                 session: SESSION.to_owned(),
                 at: self.at,
@@ -115,7 +139,7 @@ impl Line<'_> {
             child: id.into(),
             answer: ToolAnswer::Result,
         }));
-        Ok(out)
+        out
     }
 
     /// `FunctionCallCancelFrame`: the call is cancelled — by the interruption that asked it to
