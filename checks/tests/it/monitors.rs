@@ -443,3 +443,46 @@ fn under_livekit_a_reply_waiting_on_its_calls_lets_the_next_speech_play() {
     let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
     assert!(found.is_empty(), "{found:?}");
 }
+
+/// Under livekit-agents a reply whose generation is done, all its audio played, and that waits
+/// on its calls alone speaks no more: speech over it pauses nothing (LiveKit's scheduler lets go
+/// of a speech once its generation is done, `_current_speech = None`, and audio activity
+/// interrupts the current speech alone), so no resume is owed when the user stops.
+#[test]
+fn under_livekit_speech_over_a_reply_waiting_on_its_calls_pauses_nothing() {
+    use turnfence_model::prelude::*;
+    use turnfence_model::turn::{self, Output, Profile, TurnMachine};
+
+    let lines = [
+        r#"{"at":0,"input":"accept","turn":"speech_1","generation":1,"mode":"audio"}"#,
+        r#"{"at":5,"input":"spawn","turn":"speech_1","child":"a","kind":{"tool":{"name":"a","cancellable":true}}}"#,
+        r#"{"at":10,"input":"delta","turn":"speech_1","generation":1,"seq":1,"frames":2}"#,
+        r#"{"at":20,"input":"frame_played"}"#,
+        r#"{"at":20,"input":"frame_played"}"#,
+        r#"{"at":20,"input":"model_done","turn":"speech_1"}"#,
+        r#"{"at":40,"input":"speech_started","confidence":0.9}"#,
+        r#"{"at":1000,"input":"tick"}"#,
+        r#"{"at":1100,"input":"speech_stopped"}"#,
+        r#"{"at":5000,"input":"tick"}"#,
+    ];
+    let mut machine = TurnMachine::with_profile(Profile::LivekitAgents);
+    let steps = crate::run_lines(&mut machine, &lines);
+    let outputs: Vec<&Output> = steps.iter().flat_map(|s| &s.outputs).collect();
+    assert!(
+        !outputs.iter().any(|o| matches!(
+            o,
+            Output::PlaybackPaused { .. } | Output::GenerationFenced { .. }
+        )),
+        "{outputs:?}"
+    );
+    let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
+    let mut found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();
+    monitor.finish();
+    found.extend(monitor.take_violations());
+    assert!(
+        found
+            .iter()
+            .all(|v| v.invariant.name() != "interruption_decided_once"),
+        "{found:?}"
+    );
+}

@@ -173,8 +173,13 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
     }
 
     /// The audio turn speaking now (of the active generation, with output delivered or queued).
+    /// Where calls outlive their generation, not one whose generation is done, all its audio
+    /// played, that waits on its calls alone: it speaks no more (LiveKit's scheduler lets go of
+    /// a speech once its generation is done, `_current_speech = None` after
+    /// `_wait_for_generation()`, and audio activity interrupts the current speech alone).
     fn speaking(&self) -> Option<(TurnId, Generation)> {
         let s = &self.session;
+        let apart = s.profile.calls_outlive_generation();
         s.turns
             .iter()
             .find(|t| {
@@ -182,6 +187,7 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
                     && t.mode == Mode::Audio
                     && Some(t.generation) == s.active_generation
                     && (t.last_delivered_seq > 0 || s.playback.holds(&t.id))
+                    && !(apart && t.waits_on_calls_alone() && !s.playback.holds(&t.id))
             })
             .map(|t| (t.id.clone(), t.generation))
     }
