@@ -400,8 +400,10 @@ fn under_pipecat_calls_outlive_their_generation() {
 /// holds the session no longer (`Profile::calls_outlive_generation`: LiveKit marks the
 /// generation done and waits for the tools among `_background_speeches`), so a queued `say()`
 /// is accepted beside it; a third speech beside the `say()` still generating is refused. Speech
-/// over the `say()` cuts it alone (`_interrupt_by_audio_activity` interrupts the current speech):
-/// the waiting reply's call is not asked to stop, and the monitor finds nothing.
+/// over the `say()` pauses it alone (`_interrupt_by_audio_activity` interrupts the current
+/// speech): the waiting reply's call is not asked to stop. The user's turn, committed, then
+/// interrupts both (`_user_turn_completed_impl` interrupts `_background_speeches` first), and the
+/// monitor finds nothing.
 #[test]
 fn under_livekit_a_reply_waiting_on_its_calls_lets_the_next_speech_play() {
     use turnfence_model::prelude::*;
@@ -420,6 +422,24 @@ fn under_livekit_a_reply_waiting_on_its_calls_lets_the_next_speech_play() {
     ];
     let mut machine = TurnMachine::with_profile(Profile::LivekitAgents);
     let steps = crate::run_lines(&mut machine, &lines);
+    // Up to the speech's pause (the tick): the `say()` paused, the waiting reply untouched.
+    let before: Vec<&Output> = steps[..steps.len() - 1]
+        .iter()
+        .flat_map(|s| &s.outputs)
+        .collect();
+    assert!(
+        before.contains(&&Output::PlaybackPaused {
+            turn: "speech_2".into()
+        }),
+        "{before:?}"
+    );
+    assert!(
+        !before.iter().any(|o| matches!(
+            o,
+            Output::ChildCancelRequested { .. } | Output::GenerationFenced { .. }
+        )),
+        "{before:?}"
+    );
     let outputs: Vec<&Output> = steps.iter().flat_map(|s| &s.outputs).collect();
     let refused = |turn: &str| Output::TurnRefused {
         turn: turn.into(),
@@ -432,12 +452,12 @@ fn under_livekit_a_reply_waiting_on_its_calls_lets_the_next_speech_play() {
             .iter()
             .any(|o| matches!(o, Output::GenerationFenced { turn: t, .. } if t.as_str() == turn))
     };
-    assert!(fenced("speech_2") && !fenced("speech_1"), "{outputs:?}");
+    assert!(fenced("speech_2") && fenced("speech_1"), "{outputs:?}");
+    // Stopped, its call running on through the interruption (as LiveKit's tools do).
+    let waiting = machine.session().turn("speech_1").map(|t| &t.phase);
     assert!(
-        !outputs
-            .iter()
-            .any(|o| matches!(o, Output::ChildCancelRequested { .. })),
-        "{outputs:?}"
+        waiting.is_some_and(|p| p.is_cancel_requested()),
+        "{waiting:?}"
     );
     let mut monitor = turn::Monitor::for_profile(Profile::LivekitAgents);
     let found: Vec<turn::Violation> = steps.iter().flat_map(|s| monitor.observe(s)).collect();

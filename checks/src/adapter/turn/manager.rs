@@ -35,6 +35,9 @@ pub(super) struct Rules {
     truncates: bool,
     /// Speech pauses the output until a transcript confirms it or a timer resumes it.
     pauses_on_speech: bool,
+    /// A reply waiting on its calls alone, its generation done, holds the session no longer:
+    /// it speaks no more, and the user's turn interrupts it (LiveKit).
+    calls_outlive_speech: bool,
     /// A stop or a barge-in lets running tool calls finish.
     tools_run_on: bool,
     /// Every tool call is answered once.
@@ -49,6 +52,7 @@ impl Rules {
             audio_outlives_turn: profile.playback_outlives_turn(),
             truncates: profile.truncates_to_heard(),
             pauses_on_speech: profile.pauses_on_speech(),
+            calls_outlive_speech: profile.calls_outlive_generation() && profile.pauses_on_speech(),
             tools_run_on: profile.tool_runs_through_interruption(true),
             answers_calls: profile.answers_tool_calls(),
         }
@@ -354,11 +358,20 @@ impl Manager {
         }
     }
 
-    /// The turn is speaking: running, its generation active, with output out or queued.
+    /// The turn is speaking: running, its generation active, with output out or queued — and,
+    /// where calls outlive the speech, not done generating with all its audio played (it waits
+    /// on its calls alone).
     fn speaking(&self) -> bool {
         self.phase == Phase::Running
             && self.active_generation == GENERATION
             && (self.last_seq > 0 || !self.playback.is_empty())
+            && !self.waits_on_calls_alone()
+    }
+
+    /// Where calls outlive the speech: the generation is done and all its audio played, only
+    /// calls keep the turn running.
+    fn waits_on_calls_alone(&self) -> bool {
+        self.rules.calls_outlive_speech && self.model_done && self.playback.is_empty()
     }
 
     /// The VAD hears the user stop: speech too short to count interrupts nothing; a paused
@@ -443,9 +456,14 @@ impl Manager {
         });
     }
 
-    /// A final transcript: a paused output's interruption is confirmed.
+    /// A final transcript: a paused output's interruption is confirmed; a turn waiting on its
+    /// calls alone is interrupted by the user's turn (fenced and stopped).
     pub(super) fn transcribed(&mut self) {
         self.input(InputKind::Transcribed);
+        if self.phase == Phase::Running && self.waits_on_calls_alone() {
+            self.fence();
+            self.cancel(Cause::BargeIn, false);
+        }
         if self.paused && self.phase == Phase::Running {
             self.barge_in();
         }

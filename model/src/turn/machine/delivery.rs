@@ -231,8 +231,30 @@ impl<P: Plant<Flaw>> TurnMachine<P> {
         }
     }
 
-    /// A final transcript: the paused output's interruption is confirmed.
+    /// A final transcript: the paused output's interruption is confirmed. Where calls outlive
+    /// their generation and speech pauses output (LiveKit), the user's turn also interrupts each reply that waits on its calls
+    /// alone and allows it (LiveKit's `_user_turn_completed_impl` interrupts its
+    /// `_background_speeches` first): fenced and stopped, its calls asked to stop.
     pub(super) fn transcribed(&mut self) {
+        let profile = self.session.profile;
+        if profile.calls_outlive_generation() && profile.pauses_on_speech() {
+            let waiting: Vec<(TurnId, Generation)> = self
+                .session
+                .turns
+                .iter()
+                .filter(|t| {
+                    t.phase.is_running()
+                        && t.interruptible
+                        && t.waits_on_calls_alone()
+                        && !self.session.playback.holds(&t.id)
+                })
+                .map(|t| (t.id.clone(), t.generation))
+                .collect();
+            for (turn, generation) in waiting {
+                self.fence(&turn, generation);
+                self.cancel_with(&turn, Cause::BargeIn, false);
+            }
+        }
         let Some((turn, _)) = self.session.paused.clone() else {
             return;
         };
