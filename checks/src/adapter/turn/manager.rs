@@ -36,7 +36,7 @@ pub(super) struct Rules {
     /// Speech pauses the output until a transcript confirms it or a timer resumes it.
     pauses_on_speech: bool,
     /// A reply waiting on its calls alone, its generation done, holds the session no longer:
-    /// it speaks no more, and the user's turn interrupts it (LiveKit).
+    /// it speaks no more, and the user's turn interrupts it.
     calls_outlive_speech: bool,
     /// A stop or a barge-in lets running tool calls finish.
     tools_run_on: bool,
