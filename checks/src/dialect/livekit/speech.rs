@@ -184,9 +184,8 @@ impl Line<'_> {
         let own = word_count(self.ev.transcript.as_deref().unwrap_or_default());
         s.turn_words = s.turn_words.saturating_add(own);
         s.interim_words = 0;
-        if let Some(sp) = s.speech.as_mut() {
-            sp.transcribed |= own > 0;
-        }
+        // A speech held is given now, as not taken (its transcript's words weigh only where
+        // LiveKit showed it took the speech: `release_speech`), and never held again.
         let mut out = self.release_speech(s, false);
         if let Some(reply) = s.current.as_mut().filter(|r| r.paused) {
             reply.confirmed_at.get_or_insert(self.at);
