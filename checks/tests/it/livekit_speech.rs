@@ -40,6 +40,14 @@ fn effective_inputs(log: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// `log` with the first `from` made `to`, which it must hold (else the test would judge the
+/// log unchanged).
+fn edited(log: &str, from: &str, to: &str) -> String {
+    let out = log.replacen(from, to, 1);
+    assert_ne!(out, log, "{from} is not in the log");
+    out
+}
+
 /// The `since` of each speech step of the log's effective trace.
 fn speech_since(log: &str) -> Vec<u64> {
     effective_inputs(log)
@@ -56,12 +64,11 @@ fn a_turn_of_exactly_min_interruption_words_counts_from_its_speech() {
 
 #[test]
 fn a_turn_of_fewer_than_min_interruption_words_counts_from_its_transcript() {
-    let two = OVER_A_SAY.replacen(
+    let two = edited(
+        OVER_A_SAY,
         r#""min_interruption_words": 1"#,
         r#""min_interruption_words": 2"#,
-        1,
     );
-    assert_ne!(two, OVER_A_SAY);
     assert_eq!(speech_since(&two), [1300]);
 }
 
@@ -301,11 +308,10 @@ fn speech_begun_before_the_first_audio_waits_out_aec_warmup() {
 /// speech keeps its start.
 #[test]
 fn a_warmup_shorter_than_the_minimum_leaves_the_speech_its_start() {
-    let short = SPEECH_BEFORE_THE_FIRST_AUDIO.replacen(
+    let short = edited(
+        SPEECH_BEFORE_THE_FIRST_AUDIO,
         r#""aec_warmup_duration": 3.0"#,
         r#""aec_warmup_duration": 0.3"#,
-        1,
     );
-    assert_ne!(short, SPEECH_BEFORE_THE_FIRST_AUDIO);
     assert_eq!(speech_since(&short), [1000]);
 }
