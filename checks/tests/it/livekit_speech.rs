@@ -315,3 +315,40 @@ fn a_warmup_shorter_than_the_minimum_leaves_the_speech_its_start() {
     );
     assert_eq!(speech_since(&short), [1000]);
 }
+
+/// Two one-word final transcripts over a `say()`, no speech the voice detector shows, with
+/// `min_interruption_words` 2: the first is too few words; at the second the user's turn has
+/// two, but this transcript one, so LiveKit interrupts unless the app cleared the turn between
+/// them (`clear_user_turn`, which logs nothing) — left not judged, not read as no interruption.
+#[test]
+fn finals_that_make_up_the_words_together_leave_the_turn_clear_unjudged() {
+    let log = r#"{"meta": {"dialect": "livekit-agents", "version": "1.8.9", "options": {"allow_interruptions": true, "min_interruption_duration": 0.5, "min_interruption_words": 2, "false_interruption_timeout": 2.0, "resume_false_interruption": false, "discard_audio_if_uninterruptible": true, "user_away_timeout": 15.0, "aec_warmup_duration": null}, "fixture": {"source": "written for the rule"}}}
+{"type": "agent_state_changed", "old_state": "initializing", "new_state": "listening", "created_at": 1750000000.0}
+{"type": "speech_created", "user_initiated": true, "source": "say", "created_at": 1750000000.0}
+{"type": "agent_state_changed", "old_state": "listening", "new_state": "speaking", "created_at": 1750000000.2}
+{"type": "user_input_transcribed", "transcript": "Wait", "is_final": true, "item_id": null, "speaker_id": null, "language": "en", "created_at": 1750000001.0}
+{"type": "user_input_transcribed", "transcript": "Stop", "is_final": true, "item_id": null, "speaker_id": null, "language": "en", "created_at": 1750000001.3}
+{"type": "conversation_item_added", "item": {"id": "item_1", "type": "message", "role": "assistant", "content": ["Hello there"], "interrupted": false, "created_at": 1750000000.0}, "created_at": 1750000003.0}
+{"type": "agent_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000003.0}
+{"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000004.0}
+"#;
+    let unjudged = |log: &str| {
+        let v = dialect::check_input(log.as_bytes(), &Default::default())
+            .verdict
+            .unwrap();
+        assert!(v.findings.is_empty(), "{:?}", v.findings);
+        v.not_judged
+            .iter()
+            .filter(|n| n.needs.contains("whether the app cleared the user's turn"))
+            .map(|n| n.needs.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(unjudged(log).len(), 1, "{:?}", unjudged(log));
+    // The first final alone is too few words: nothing to leave open.
+    let one = edited(
+        log,
+        r#""transcript": "Stop", "is_final": true"#,
+        r#""transcript": "Stop", "is_final": false"#,
+    );
+    assert!(unjudged(&one).is_empty());
+}
