@@ -33,6 +33,7 @@ mod mutation;
 mod peer;
 mod read_once;
 mod readers;
+mod realtime_playback;
 mod report;
 // Runs the recorder's tokio example, and tokio is not built under `--cfg loom`.
 #[cfg(not(loom))]
