@@ -3,6 +3,7 @@
 //! `min_interruption_words` returns first, so its speech counts from the transcript at the
 //! earliest; a turn of that many words or more counts from the speech's start.
 
+use crate::{edited, effective_inputs};
 use turnfence_checks::dialect;
 use turnfence_checks::trace;
 
@@ -19,34 +20,6 @@ const OVER_A_SAY: &str = r#"{"meta": {"dialect": "livekit-agents", "version": "1
 {"type": "user_state_changed", "old_state": "speaking", "new_state": "listening", "created_at": 1750000002.0}
 {"type": "close", "error": null, "reason": "user_initiated", "created_at": 1750000003.0}
 "#;
-
-/// The inputs of a log's effective trace, as JSON: `<dialect> <the input as JSON> <the lines it
-/// came of>`.
-fn effective_inputs(log: &str) -> Vec<serde_json::Value> {
-    let v =
-        dialect::check_input_keeping(log.as_bytes(), &Default::default(), trace::Keep::Effective)
-            .verdict
-            .unwrap();
-    v.effective
-        .iter()
-        .map(|l| {
-            let json = &l[l.find('{').unwrap()..];
-            serde_json::Deserializer::from_str(json)
-                .into_iter()
-                .next()
-                .unwrap()
-                .unwrap()
-        })
-        .collect()
-}
-
-/// `log` with the first `from` made `to`, which it must hold (else the test would judge the
-/// log unchanged).
-fn edited(log: &str, from: &str, to: &str) -> String {
-    let out = log.replacen(from, to, 1);
-    assert_ne!(out, log, "{from} is not in the log");
-    out
-}
 
 /// The `since` of each speech step of the log's effective trace.
 fn speech_since(log: &str) -> Vec<u64> {

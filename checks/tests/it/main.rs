@@ -31,6 +31,7 @@ mod monitors;
 mod monitors_reach;
 mod mutation;
 mod peer;
+mod pipecat_replies;
 mod read_once;
 mod readers;
 mod realtime_playback;
@@ -233,6 +234,37 @@ pub fn meta(text: &str) -> serde_json::Value {
 /// story), which `check` ignores by rule.
 pub fn fixture(text: &str) -> serde_json::Value {
     meta(text)["fixture"].clone()
+}
+
+/// The inputs of a log's effective trace, as JSON: `<dialect> <the input as JSON> <the lines it
+/// came of>`.
+pub fn effective_inputs(log: &str) -> Vec<serde_json::Value> {
+    let v = turnfence_checks::dialect::check_input_keeping(
+        log.as_bytes(),
+        &Default::default(),
+        turnfence_checks::trace::Keep::Effective,
+    )
+    .verdict
+    .unwrap();
+    v.effective
+        .iter()
+        .map(|l| {
+            let json = &l[l.find('{').unwrap()..];
+            serde_json::Deserializer::from_str(json)
+                .into_iter()
+                .next()
+                .unwrap()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// `log` with the first `from` made `to`, which it must hold (else the test would judge the
+/// log unchanged).
+pub fn edited(log: &str, from: &str, to: &str) -> String {
+    let out = log.replacen(from, to, 1);
+    assert_ne!(out, log, "{from} is not in the log");
+    out
 }
 
 /// A file the tests read (a fixture, a report they wrote).

@@ -552,4 +552,27 @@ mod tests {
         assert!(!checks[0].passed);
         assert_eq!(checks[0].actual, "COMPLETED x1");
     }
+
+    /// A cancel with no create while the response it names unwinds (here the response was done
+    /// before it) shows nothing of the rule the check states: it does not pass.
+    #[test]
+    fn no_create_while_the_response_unwinds_does_not_pass() {
+        let scenario = super::super::scenarios::scenario("realtime_stale_cancel").unwrap();
+        let run = run_scenario(
+            &scenario,
+            TurnMachine::with_profile(Profile::OpenaiRealtime),
+        );
+        let mut c = Checks::new(&run);
+        cancel_then_create(&mut c, &Facts { run: &run }, "resp-007");
+        let checks = c.finish();
+        let refused = checks
+            .iter()
+            .find(|c| c.name == "create-refused-while-cancelling")
+            .unwrap();
+        assert!(!refused.passed);
+        assert_eq!(
+            refused.actual,
+            "no create while the cancelled response unwound"
+        );
+    }
 }
