@@ -32,8 +32,8 @@ use events::{Call, Ev};
 use serde_json::{Map, Value};
 use turnfence_model::said::Vocabulary;
 use turnfence_model::turn::{
-    ChildKind, InputKind, Invariant as TurnInvariant, Mode, Output, Terminal, ToolAnswer,
-    TurnMachine,
+    ChildKind, InputKind, Invariant as TurnInvariant, Mode, Output, StopAnswer, Terminal,
+    ToolAnswer, TurnMachine,
 };
 use turnfence_model::Millis;
 

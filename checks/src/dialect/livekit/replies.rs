@@ -258,6 +258,15 @@ impl Line<'_> {
         })
     }
 
+    /// The model runs `turn` as it was before this line, and this line's events so far (`out`)
+    /// give it nothing: neither the speech that cut it nor a stop.
+    fn cut_by_nothing_shown(&self, turn: &str, out: &Events) -> bool {
+        let running = self
+            .machine
+            .is_some_and(|m| m.session().turn(turn).is_some_and(|t| t.phase.is_running()));
+        running && !out.iter().any(|e| matches!(e, Event::Input { .. }))
+    }
+
     /// The assistant's message: the reply ended — interrupted (cancelled), or played out (the
     /// model done, its audio played, completed). A reply with a tool call still running ends
     /// when its calls do (they run through an interruption), so its end is not this line's. The
@@ -387,6 +396,18 @@ impl Line<'_> {
                 out.push(self.observed(Output::Terminal {
                     turn: turn.into(),
                     state,
+                }));
+            } else if !reply.paused && self.cut_by_nothing_shown(&turn, &out) {
+                // Interrupted with its calls still running (they run through an interruption),
+                // the reply speaking and nothing of this log's cutting it: the app's
+                // `session.interrupt()` or the session's close (`_aclose_impl` interrupts with
+                // force, then drains: the calls run on, and a user's turn committed meanwhile
+                // still gets its reply). Its end is the calls', so what this line shows is the
+                // interrupt asked, for the unlogged step (`Unlogged`) to explain.
+                out.push(self.observed(Output::StopAnswered {
+                    turn: turn.clone().into(),
+                    request_id: format!("{turn}-interrupt"),
+                    answer: StopAnswer::Requested,
                 }));
             }
             return out;
