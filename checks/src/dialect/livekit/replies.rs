@@ -133,12 +133,27 @@ impl Line<'_> {
     /// for the model (which never pauses it) to judge.
     fn stopped_under_speech(&self, s: &mut Session, out: &mut Events) {
         let speaking = s.speech.is_some();
-        let Some(reply) = s.current.as_mut().filter(|r| r.spoke && speaking) else {
+        let Some(reply) = s.current.as_ref().filter(|r| r.spoke && speaking) else {
+            return;
+        };
+        let (allows, since) = (reply.allows, reply.speaking_since);
+        if !allows && !self.speech_weighed_now(s, since) {
+            // A reply that allows no interruption stops where LiveKit does not weigh the speech:
+            // the speech cannot have paused it (`_interrupt_by_audio_activity` runs only
+            // there), so it was interrupted by force — the app's `session.interrupt()` or the
+            // session's close — and is over: what it still plays is late, and a message of it
+            // is its end said again.
+            let turn = reply.id.clone();
+            s.last = s.current.take();
+            s.pre_paused = false;
+            out.push(self.interrupt_asked(&turn));
+            return;
+        }
+        let Some(reply) = s.current.as_mut() else {
             return;
         };
         reply.paused = true;
         let turn = reply.id.clone();
-        let allows = reply.allows;
         out.extend(self.release_speech(s, true));
         if !allows {
             out.extend(self.flag_unstated(s, &turn));
@@ -255,6 +270,17 @@ impl Line<'_> {
             deadline_ms: None,
             budget: None,
             interruptible,
+        })
+    }
+
+    /// The app's or the close's interrupt of `turn` asked (`session.interrupt()`,
+    /// `_aclose_impl`), which LiveKit logs no event of: shown as the model's answer to it, for
+    /// the declared unlogged step (`Unlogged`) to explain.
+    fn interrupt_asked(&self, turn: &str) -> Event<TurnMachine> {
+        self.observed(Output::StopAnswered {
+            turn: turn.into(),
+            request_id: format!("{turn}-interrupt"),
+            answer: StopAnswer::Requested,
         })
     }
 
@@ -404,11 +430,7 @@ impl Line<'_> {
                 // force, then drains: the calls run on, and a user's turn committed meanwhile
                 // still gets its reply). Its end is the calls', so what this line shows is the
                 // interrupt asked, for the unlogged step (`Unlogged`) to explain.
-                out.push(self.observed(Output::StopAnswered {
-                    turn: turn.clone().into(),
-                    request_id: format!("{turn}-interrupt"),
-                    answer: StopAnswer::Requested,
-                }));
+                out.push(self.interrupt_asked(&turn));
             }
             return out;
         }
