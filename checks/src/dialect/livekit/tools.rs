@@ -250,10 +250,17 @@ impl Line<'_> {
             if !s.calls.contains_key(&id) && !s.answered.contains(&id) {
                 // First seen at its answer (before 1.6.5 every call is; later, a call LiveKit
                 // refused — an unknown tool, bad arguments — is answered without a start): a call
-                // of the reply in progress. One whose reply already ended cannot be placed: when
-                // it started is not judged, a part of the rule named without subjects, for its
+                // of the reply in progress. One whose reply already ended cannot be placed —
+                // ended in the log, or stopped for the model (its calls unseen, the user's turn
+                // interrupted it while they ran: `_interrupt_background_speeches`): when it
+                // started is not judged, a part of the rule named without subjects, for its
                 // answers are still counted (a second is one too many, above).
-                if s.current.is_none() {
+                let running = |turn: &str| {
+                    self.machine
+                        .and_then(|m| m.session().turn(turn))
+                        .is_none_or(|t| t.phase.is_running())
+                };
+                if !s.current.as_ref().is_some_and(|r| running(&r.id)) {
                     s.answered.insert(id.clone());
                     out.push(self.not_judged(
                         TurnInvariant::ToolCallSettled,
