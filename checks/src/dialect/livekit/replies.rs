@@ -284,12 +284,17 @@ impl Line<'_> {
         })
     }
 
-    /// The model runs `turn` as it was before this line, and this line's events so far (`out`)
-    /// give it nothing: neither the speech that cut it nor a stop.
+    /// The model runs `turn` as it was before this line, not paused by speech (whose
+    /// interruption the model decides), and this line's events so far (`out`) give it nothing:
+    /// neither the speech that cut it nor a stop.
     fn cut_by_nothing_shown(&self, turn: &str, out: &Events) -> bool {
-        let running = self
-            .machine
-            .is_some_and(|m| m.session().turn(turn).is_some_and(|t| t.phase.is_running()));
+        let running = self.machine.is_some_and(|m| {
+            let s = m.session();
+            s.paused
+                .as_ref()
+                .is_none_or(|(paused, _)| paused.as_str() != turn)
+                && s.turn(turn).is_some_and(|t| t.phase.is_running())
+        });
         running && !out.iter().any(|e| matches!(e, Event::Input { .. }))
     }
 
@@ -423,9 +428,14 @@ impl Line<'_> {
                     turn: turn.into(),
                     state,
                 }));
-            } else if !reply.paused && self.cut_by_nothing_shown(&turn, &out) {
+            } else if reply.spoke
+                && !reply.paused
+                && s.speech.is_none()
+                && self.cut_by_nothing_shown(&turn, &out)
+            {
                 // Interrupted with its calls still running (they run through an interruption),
-                // the reply speaking and nothing of this log's cutting it: the app's
+                // the reply speaking, the user not (speech going on may be what cut it), and
+                // nothing of this log's cutting it: the app's
                 // `session.interrupt()` or the session's close (`_aclose_impl` interrupts with
                 // force, then drains: the calls run on, and a user's turn committed meanwhile
                 // still gets its reply). Its end is the calls', so what this line shows is the
