@@ -284,17 +284,12 @@ impl Line<'_> {
         })
     }
 
-    /// The model runs `turn` as it was before this line, not paused by speech (whose
-    /// interruption the model decides), and this line's events so far (`out`) give it nothing:
-    /// neither the speech that cut it nor a stop.
+    /// The model runs `turn` as it was before this line, and this line's events so far (`out`)
+    /// give it nothing: neither the speech that cut it nor a stop.
     fn cut_by_nothing_shown(&self, turn: &str, out: &Events) -> bool {
-        let running = self.machine.is_some_and(|m| {
-            let s = m.session();
-            s.paused
-                .as_ref()
-                .is_none_or(|(paused, _)| paused.as_str() != turn)
-                && s.turn(turn).is_some_and(|t| t.phase.is_running())
-        });
+        let running = self
+            .machine
+            .is_some_and(|m| m.session().turn(turn).is_some_and(|t| t.phase.is_running()));
         running && !out.iter().any(|e| matches!(e, Event::Input { .. }))
     }
 
